@@ -1,0 +1,70 @@
+"""Time every solution notebook against an import-only floor, in one run.
+
+    python dev/benchmark.py                  # every notebook in solutions/
+    python dev/benchmark.py 00_representations --repeat 3
+
+Each notebook runs top to bottom in a fresh kernel, as a student's "Run all" would. The floor is a
+notebook that only runs the setup cell and the imports every lesson needs, so the ratio shows what a
+lesson costs beyond starting Python and torch. Peak memory is the kernel's maximum resident set.
+This is a measurement to read, not a test: nothing here fails on a slow machine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parents[1]
+PEAK_CELL = "import resource as _r; print('PEAK_KB', _r.getrusage(_r.RUSAGE_SELF).ru_maxrss)"
+
+
+def floor_notebook():
+    setup = (REPO / "dev" / "setup_cell.py").read_text()
+    imports = "import torch, matplotlib.pyplot as plt\nfrom headlab.pretrained import pretrained_encoder"
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup),
+                                           nbformat.v4.new_code_cell(imports)])
+
+
+def run(nb, cwd: Path) -> tuple[float, float]:
+    """(wall seconds including kernel start, kernel peak memory in MiB)"""
+    nb = nbformat.from_dict(nb)
+    nb.cells.append(nbformat.v4.new_code_cell(PEAK_CELL))
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+    start = time.perf_counter()
+    client.execute()
+    wall = time.perf_counter() - start
+    peak_kb = next(int(o["text"].split()[1]) for o in nb.cells[-1].outputs if "PEAK_KB" in o.get("text", ""))
+    return wall, peak_kb / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="lessons (default: all in solutions/)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per notebook; the fastest is shown")
+    args = parser.parse_args()
+    paths = sorted((REPO / "solutions").glob("*/*.ipynb"))
+    if args.names:
+        paths = [p for p in paths if p.parent.name in args.names]
+    print(f"# benchmark · {platform.node()} · {os.cpu_count()} CPUs · python {platform.python_version()}"
+          f" · best of {args.repeat}")
+    rows = [("floor (setup + imports)", floor_notebook(), REPO)]
+    rows += [(p.parent.name, nbformat.read(p, as_version=4), p.parent) for p in paths]
+    results = []
+    for name, nb, cwd in rows:
+        runs = [run(nb, cwd) for _ in range(args.repeat)]
+        results.append((name, min(r[0] for r in runs), max(r[1] for r in runs)))
+    floor = results[0][1]
+    print(f"\n| notebook | wall s | × floor | peak MiB |\n|---|---:|---:|---:|")
+    for name, wall, peak in results:
+        print(f"| {name} | {wall:.1f} | {wall / floor:.1f} | {peak:.0f} |")
+    print(f"\ntotal {sum(r[1] for r in results[1:]):.1f} s for {len(results) - 1} notebooks")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""What every lesson's checks share: a failure type and helpers that explain in plain words.
+
+A check calls the learner's function on small cases and, when the result is wrong, says which
+mistake the result looks like. The checks hold no answer to an exercise: visible cases carry
+expected values written out by hand, and hidden tests bring their own.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+
+class CheckFailed(AssertionError):
+    """A check found a mistake; the message says which, in plain words."""
+
+
+def fail(message: str) -> None:
+    raise CheckFailed(message)
+
+
+def passed(name: str, n_cases: int) -> None:
+    print(f"✓ {name}: {n_cases} case{'s' * (n_cases != 1)} passed")
+
+
+def require_function(fn: Any, name: str) -> None:
+    if not callable(fn):
+        kind = type(fn).__name__
+        fail(f"this check takes your function {name} itself, e.g. check.{name}({name}); "
+             f"you passed a {kind}.")
+
+
+def call(fn: Callable, name: str, *args, **kwargs) -> Any:
+    """Call the learner's function; a stub or a crash becomes a message that says so."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise NotImplementedError(
+            f"{name} is not written yet: replace `raise NotImplementedError()` with your code."
+        ) from None
+    except CheckFailed:
+        raise
+    except Exception as err:  # the learner's bug, reported with the inputs that caused it
+        shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
+        raise CheckFailed(f"{name}({shown}) raised {type(err).__name__}: {err}") from err
+
+
+def require_tensor(out: Any, name: str, shape: tuple, dtype: torch.dtype | None = None,
+                   meaning: str = "") -> torch.Tensor:
+    if not isinstance(out, torch.Tensor):
+        fail(f"{name} returned a {type(out).__name__}; it must return a torch.Tensor{meaning}.")
+    if tuple(out.shape) != tuple(shape):
+        fail(f"{name} returned shape {tuple(out.shape)}; expected {tuple(shape)}{meaning}.")
+    if dtype is not None and out.dtype != dtype:
+        fail(f"{name} returned dtype {out.dtype}; expected {dtype}{meaning}.")
+    return out
+
+
+def positions(row: torch.Tensor) -> list[int]:
+    """Indices where a 1-D bool tensor is True, as a plain list for messages."""
+    return torch.nonzero(row, as_tuple=False).flatten().tolist()
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        if value.numel() <= 8:
+            return f"tensor({value.tolist()})"
+        return f"tensor of shape {tuple(value.shape)}"
+    return repr(value)

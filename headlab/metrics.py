@@ -1,0 +1,44 @@
+"""Evaluation metrics the lessons report. Spans are (type, start, end) tuples, end exclusive."""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import torch
+
+
+def accuracy(pred: torch.Tensor, target: torch.Tensor, ignore_index: int | None = None) -> float:
+    pred, target = torch.as_tensor(pred).flatten(), torch.as_tensor(target).flatten()
+    if pred.shape != target.shape:
+        raise ValueError(f"pred has {pred.numel()} items, target {target.numel()}")
+    keep = target != ignore_index if ignore_index is not None else torch.ones_like(target, dtype=torch.bool)
+    return float((pred[keep] == target[keep]).float().mean()) if keep.any() else float("nan")
+
+
+def f1_score(pred: torch.Tensor, target: torch.Tensor, positive: int = 1) -> float:
+    """F1 of one class (for the course's imbalanced set, the minority class 1). 0 when it is never predicted."""
+    pred, target = torch.as_tensor(pred).flatten(), torch.as_tensor(target).flatten()
+    tp = int(((pred == positive) & (target == positive)).sum())
+    fp = int(((pred == positive) & (target != positive)).sum())
+    fn = int(((pred != positive) & (target == positive)).sum())
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def base_rate(target: torch.Tensor) -> float:
+    """Accuracy of always answering the most frequent class."""
+    target = torch.as_tensor(target).flatten()
+    return float(torch.bincount(target).max()) / target.numel()
+
+
+def entity_scores(pred_spans: Iterable[Sequence[tuple]], true_spans: Iterable[Sequence[tuple]]) -> dict:
+    """Entity-level precision, recall and F1: a predicted entity counts only if its type, start and
+    end all match a true entity of the same sentence."""
+    tp = n_pred = n_true = 0
+    for pred, true in zip(pred_spans, true_spans, strict=True):
+        pred, true = set(map(tuple, pred)), set(map(tuple, true))
+        tp += len(pred & true)
+        n_pred += len(pred)
+        n_true += len(true)
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_true if n_true else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}

@@ -1,0 +1,79 @@
+"""One small training loop for every lesson: it shows progress and returns what happened."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import torch
+from tqdm.auto import tqdm
+
+
+@dataclass
+class History:
+    losses: list[float] = field(default_factory=list)
+    evals: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+
+    @property
+    def final_loss(self) -> float:
+        return self.losses[-1]
+
+    def smoothed(self, window: int = 20) -> list[float]:
+        out, total = [], 0.0
+        for i, x in enumerate(self.losses):
+            total += x - (self.losses[i - window] if i >= window else 0.0)
+            out.append(total / min(i + 1, window))
+        return out
+
+
+def fit(
+    params: Iterable[torch.nn.Parameter],
+    loss_fn: Callable[[int], torch.Tensor],
+    steps: int,
+    lr: float = 3e-3,
+    weight_decay: float = 0.01,
+    evaluate: dict[str, Callable[[], float]] | None = None,
+    eval_every: int = 0,
+    desc: str = "training",
+    progress: bool = True,
+    modules: Iterable[torch.nn.Module] = (),
+) -> History:
+    """Minimise `loss_fn(step)` with AdamW for `steps` steps.
+
+    `modules` are switched to train mode while stepping and back to eval mode at the end, so dropout
+    is never left on by accident; `evaluate` callbacks run in eval mode every `eval_every` steps.
+    """
+    params = [p for p in params if p.requires_grad]
+    modules = list(modules)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    history = History(evals={k: [] for k in (evaluate or {})})
+    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    for step in bar:
+        _set_mode(modules, train=True)
+        loss = loss_fn(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        history.losses.append(loss.item())
+        if evaluate and eval_every and ((step + 1) % eval_every == 0 or step + 1 == steps):
+            _set_mode(modules, train=False)
+            with torch.no_grad():
+                for name, fn in evaluate.items():
+                    history.evals[name].append((step + 1, float(fn())))
+        if step % 10 == 0 or step + 1 == steps:
+            bar.set_postfix(loss=f"{history.smoothed(10)[-1]:.3f}")
+    _set_mode(modules, train=False)
+    return history
+
+
+def _set_mode(modules: list[torch.nn.Module], train: bool) -> None:
+    for m in modules:
+        m.train(train)
+
+
+def minibatches(n: int, batch_size: int, seed: int = 0) -> Iterator[torch.Tensor]:
+    """Endless shuffled index batches over range(n), reproducible from `seed`."""
+    g = torch.Generator().manual_seed(seed)
+    while True:
+        order = torch.randperm(n, generator=g)
+        for start in range(0, n - batch_size + 1, batch_size):
+            yield order[start:start + batch_size]

@@ -1,0 +1,63 @@
+"""The checks module: clear errors for misuse, honest verdicts for right and wrong answers."""
+import pytest
+import torch
+
+from headlab.checks import CheckFailed
+from headlab.checks import ch00
+
+
+def right_padding_mask(lengths, n):
+    return torch.arange(n)[None, :] < lengths[:, None]
+
+
+def test_a_tensor_instead_of_a_function_is_explained():
+    with pytest.raises(CheckFailed, match=r"takes your function padding_mask itself"):
+        ch00.padding_mask(torch.zeros(3, 5, dtype=torch.bool))
+
+
+def test_a_stub_says_it_is_not_written_yet():
+    def stub(lengths, n):
+        raise NotImplementedError()
+
+    with pytest.raises(NotImplementedError, match="not written yet"):
+        ch00.padding_mask(stub)
+
+
+def test_a_crash_reports_the_inputs_that_caused_it():
+    def crashes(lengths, n):
+        return lengths.reshape(7, 7)
+
+    with pytest.raises(CheckFailed, match=r"padding_mask\(tensor\(\[3, 1, 4\]\), 5\) raised RuntimeError"):
+        ch00.padding_mask(crashes)
+
+
+def test_a_wrong_return_type_is_named():
+    with pytest.raises(CheckFailed, match="returned a list"):
+        ch00.padding_mask(lambda lengths, n: [[True] * n] * len(lengths))
+
+
+def test_modifying_the_input_is_caught():
+    def modifies(lengths, n):
+        mask = torch.arange(n)[None, :] < lengths[:, None]
+        lengths.zero_()
+        return mask
+
+    with pytest.raises(CheckFailed, match="changed the `lengths` tensor"):
+        ch00.padding_mask(modifies)
+
+
+def test_right_answers_pass_and_print(capsys):
+    ch00.padding_mask(right_padding_mask)
+    ch00.causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).tril())
+    assert "✓ padding_mask: 3 cases passed" in capsys.readouterr().out
+
+
+def test_a_wrong_cell_is_located_when_no_known_mistake_matches():
+    def odd(n):
+        m = torch.ones(n, n, dtype=torch.bool).tril()
+        if n > 2:
+            m[2, 0] = False
+        return m
+
+    with pytest.raises(CheckFailed, match=r"causal_mask\[2, 0\] is False .* query 2 may see key 0"):
+        ch00.causal_mask(odd)

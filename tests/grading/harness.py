@@ -2,13 +2,19 @@
 
 A lesson's grading tests are one file, `test_grade_<lesson>.py`, that lists wrong implementations
 students really write (each named after its mistake, with words its feedback must contain) and correct
-alternatives, then calls `grading_tests(...)`. The harness builds one submission per case from the
-released notebook, autogrades them all with nbgrader and the course's `grader/nbgrader_config.py`,
-generates feedback, and checks:
+alternatives, then calls `grading_tests(...)`. The harness types the cases into copies of the released
+notebook, autogrades them all with nbgrader and the course's `grader/nbgrader_config.py`, generates
+feedback, and checks:
 - the solution gets full marks and the untouched lesson gets zero without crashing the run;
 - each wrong implementation loses the points of its exercise and its feedback names the mistake;
 - each correct alternative keeps full marks;
 - no feedback shows the source of a hidden test.
+
+Every submission runs the whole notebook, demos included, so cases are packed: one submission holds at
+most one case per exercise, and never cases for two exercises whose test cells name each other's
+function. Each case is then judged on its own exercise's test cell (its score and its error message in
+the autograded notebook, which must also appear on the student's feedback page), and every exercise of
+the pack without a case must keep full marks, which proves the cases did not interfere.
 """
 from __future__ import annotations
 
@@ -93,6 +99,44 @@ def fill(release_nb, answers: dict[str, str]):
     return nb
 
 
+def depends(nb) -> dict[str, set[str]]:
+    """exercise → the other exercises whose function its test cell names (and so may call)."""
+    cells = nbgrader_cells(nb)
+    names = exercises(nb)
+    out = {}
+    for x in names:
+        test = cells.get(f"test_{x}")
+        source = test.source if test is not None else ""
+        out[x] = {y for y in names if y != x and re.search(rf"\b{re.escape(y)}\b", source)}
+    return out
+
+
+def pack(cases: list, deps: dict[str, set[str]]) -> list[list]:
+    """Greedy packing of cases into submissions that cannot interfere with each other."""
+    packs: list[list] = []
+    for case in cases:
+        clash = {case.exercise} | deps.get(case.exercise, set())
+        for p in packs:
+            taken = {c.exercise for c in p}
+            if not taken & clash and not any(case.exercise in deps.get(t, set()) for t in taken):
+                p.append(case)
+                break
+        else:
+            packs.append([case])
+    return packs
+
+
+def cell_errors(path: Path) -> dict[str, str]:
+    """grade_id → the error lines ("Name: message") a cell printed, from an autograded notebook."""
+    nb = nbformat.read(path, as_version=4)
+    out = {}
+    for gid, cell in nbgrader_cells(nb).items():
+        lines = [f"{o.get('ename', '')}: {o.get('evalue', '')}" for o in cell.get("outputs", [])
+                 if o.get("output_type") == "error"]
+        out[gid] = "\n".join(lines)
+    return out
+
+
 def feedback_text(path: Path) -> str:
     """The visible text of a feedback HTML page, tags removed and entities decoded."""
     raw = path.read_text(encoding="utf-8")
@@ -111,6 +155,11 @@ class GradedClass:
     cell_scores: dict[str, dict[str, float]]
     cell_points: dict[str, float]
     log: str
+
+    def errors(self, student: str) -> dict[str, str]:
+        path = self.root / "autograded" / student / self.lesson / f"{self.notebook}.ipynb"
+        assert path.exists(), f"no autograded notebook for {student}:\n{self.log[-3000:]}"
+        return cell_errors(path)
 
     def feedback(self, student: str) -> str:
         path = self.root / "feedback" / student / self.lesson / f"{self.notebook}.html"
@@ -180,11 +229,15 @@ def grading_tests(lesson: str, wrong: list[Wrong], alternatives: list[Alternativ
     names = [w.name for w in wrong] + [a.name for a in alternatives]
     assert len(names) == len(set(names)), f"duplicate case names in {lesson}"
 
+    deps = depends(source_nb)
+    packs = {f"wrong-{k:02d}": p for k, p in enumerate(pack(list(wrong), deps), 1)}
+    packs |= {f"alt-{k:02d}": p for k, p in enumerate(pack(list(alternatives), deps), 1)}
+    student_of = {case.name: student for student, p in packs.items() for case in p}
+
     def submissions() -> dict[str, dict[str, str] | None]:
         subs: dict[str, dict[str, str] | None] = {"solution": dict(solution), "untouched": None}
-        for case in [*wrong, *alternatives]:
-            prefix = "wrong" if isinstance(case, Wrong) else "alt"
-            subs[f"{prefix}--{case.name}"] = {**solution, case.exercise: textwrap.dedent(case.code)}
+        for student, cases in packs.items():
+            subs[student] = {**solution, **{c.exercise: textwrap.dedent(c.code) for c in cases}}
         return subs
 
     @pytest.fixture(scope="module")
@@ -208,22 +261,30 @@ def grading_tests(lesson: str, wrong: list[Wrong], alternatives: list[Alternativ
         assert graded.scores["untouched"] == 0, graded.cell_scores["untouched"]
         assert "not written yet" in graded.feedback("untouched")
 
+    def untouched_exercises_keep_full_marks(graded, student):
+        mutated = {f"test_{c.exercise}" for c in packs[student]}
+        for cell, points in graded.cell_points.items():
+            if cell not in mutated:
+                assert graded.cell_scores[student][cell] == points, (
+                    f"{cell} lost points in {student}, which changed only {sorted(mutated)}: "
+                    "a test cell depends on another exercise; name that exercise in it")
+
     @pytest.mark.parametrize("case", wrong, ids=[w.name for w in wrong])
     def test_wrong_implementation_loses_points(graded, case):
-        student = f"wrong--{case.name}"
+        student = student_of[case.name]
         test_cell = f"test_{case.exercise}"
         assert graded.cell_scores[student][test_cell] == 0, (
             f"{case.name} kept {graded.cell_scores[student][test_cell]} points of {test_cell}")
-        assert graded.scores[student] == graded.max_score - graded.cell_points[test_cell], (
-            f"{case.name} should lose only {test_cell}: {graded.cell_scores[student]}")
-        text = graded.feedback(student)
-        assert case.says.lower() in text.lower(), (
-            f"feedback for {case.name} does not say {case.says!r}; it shows:\n"
-            + "\n".join(m.group(0) for m in re.finditer(r"\w*(Error|Failed)\w*: .{0,300}", text)))
+        untouched_exercises_keep_full_marks(graded, student)
+        message = graded.errors(student)[test_cell]
+        assert case.says.lower() in message.lower(), (
+            f"{test_cell} does not say {case.says!r} for {case.name}; it says:\n{message}")
+        shown = re.sub(r"\s+", " ", message.splitlines()[0]).strip()
+        assert shown in graded.feedback(student), f"the feedback page of {student} lacks: {shown}"
 
     @pytest.mark.parametrize("case", alternatives, ids=[a.name for a in alternatives])
     def test_correct_alternative_gets_full_marks(graded, case):
-        student = f"alt--{case.name}"
+        student = student_of[case.name]
         assert graded.scores[student] == graded.max_score, graded.cell_scores[student]
 
     def test_feedback_never_shows_hidden_tests(graded):

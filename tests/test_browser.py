@@ -1,0 +1,122 @@
+"""Real browser: JupyterLab in headless Chromium runs the widget lessons and a control changes the picture.
+
+For each lesson that shows the pooled-position widget, a copy of the solution notebook is opened in
+JupyterLab, run with Run → Run All Cells, and the first length slider of the widget is moved with the
+keyboard; the widget's picture must change. Screenshots go to test-artifacts/browser/.
+Skipped, with a message, only where Chromium is not installed (CI installs it).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+WIDGET_LESSONS = sorted(p for p in (REPO / "solutions").glob("*/*.ipynb") if "pooling_explorer(" in p.read_text())
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="Chromium is not installed (apt-get install chromium)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on loopback serving copies of the widget lessons; stopped by its PID."""
+    root = tmp_path_factory.mktemp("lab")
+    for path in WIDGET_LESSONS:
+        shutil.copy(path, root / path.name)
+    settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port, token = free_port(), "heads-browser-test"
+    log = open(root / "server.log", "w")
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("jupyter-lab")), "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={root / '.settings'}",
+         f"--LabApp.workspaces_dir={root / '.workspaces'}"],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail(f"JupyterLab did not start:\n{(root / 'server.log').read_text()[-2000:]}")
+        yield f"http://127.0.0.1:{port}", token
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_the_widget_lessons_are_there():
+    names = {p.parent.name for p in WIDGET_LESSONS}
+    assert {"02_pooling", "06_causal_pitfall"} <= names, f"widget lessons found: {sorted(names)}"
+
+
+@pytest.mark.parametrize("path", WIDGET_LESSONS, ids=lambda p: p.parent.name)
+def test_run_all_then_a_slider_changes_the_picture(lab, browser, path):
+    url, token = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    name = path.parent.name
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{url}/lab/tree/{path.name}?token={token}")
+        page.wait_for_selector("text=| Idle", timeout=90_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").click()
+        page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+        # the widget's output area: the one holding both a slider and a picture
+        area = page.locator(".jp-OutputArea-output", has=page.locator(".widget-slider")).filter(
+            has=page.locator("img")).last
+        area.wait_for(timeout=120_000)
+        page.wait_for_selector("text=| Idle", timeout=120_000)
+        area.scroll_into_view_if_needed()
+        picture = area.locator("img").first
+        before = picture.get_attribute("src")
+        area.screenshot(path=str(ARTIFACTS / f"{name}-before.png"))
+        handle = area.locator(".widget-slider .noUi-handle").first
+        handle.focus()
+        handle.press("ArrowLeft")
+        handle.press("ArrowLeft")
+        page.wait_for_function(
+            """([area, before]) => { const img = area.querySelector('img');
+                                     return img !== null && img.src !== before; }""",
+            arg=[area.element_handle(), before], timeout=30_000)
+        page.wait_for_selector("text=| Idle", timeout=60_000)
+        area.screenshot(path=str(ARTIFACTS / f"{name}-after.png"))
+        page.screenshot(path=str(ARTIFACTS / f"{name}-page.png"), full_page=False)
+        errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']",
+                              has_text="Traceback")
+        assert errors.count() == 0, f"{name}: a cell raised an error in the browser"
+    finally:
+        page.close()

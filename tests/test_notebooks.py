@@ -95,3 +95,18 @@ def test_the_package_holds_no_answer_to_an_exercise():
     leaked = sorted((name, file) for name, file in defined
                     if name in answers and not file.startswith("ch") )
     assert not leaked, f"the package defines graded exercises: {leaked}"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.parent.name)
+def test_solution_outputs_are_current(path):
+    """Committed outputs come from the committed code: run `python dev/run_solutions.py NAME`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_solutions", REPO / "dev" / "run_solutions.py")
+    run_solutions = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_solutions)
+    nb = read(path)
+    stamp = nb.metadata.get("heads", {}).get("code_sha256")
+    assert stamp == run_solutions.code_hash(nb), "code changed since the outputs were made"
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), "every code cell runs once, top to bottom"

@@ -1,0 +1,120 @@
+"""Extractive QA examples as tensors: `[CLS] question [SEP] passage [SEP]`, right-padded.
+
+The tokenizer is word-level, so token positions and words correspond one to one. A `QABatch` keeps
+each row's words, which maps any predicted pair of token positions (i, j) back to text, and says
+where each passage begins, so that answers can be compared in passage word indices too.
+
+This module only encodes data and decodes positions; choosing a span is the lesson's exercise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from .data import QAExample
+from .tokenizer import CLS, PAD, SEP, WordTokenizer
+
+
+@dataclass
+class QABatch:
+    ids: torch.Tensor  # (B, n) long
+    attention_mask: torch.Tensor  # (B, n) bool, True on real tokens (specials included)
+    allowed: torch.Tensor  # (B, n) bool, True on passage tokens only
+    start: torch.Tensor  # (B,) long, token position of the answer's first word
+    end: torch.Tensor  # (B,) long, token position of the answer's last word (inclusive)
+    passage_offset: torch.Tensor  # (B,) long, token position of the passage's first word
+    words: list[list[str]]  # per row, the word at every position ([PAD] included)
+    examples: list[QAExample]
+
+    def __len__(self) -> int:
+        return self.ids.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.ids.shape)
+
+    def select(self, rows: Sequence[int] | torch.Tensor) -> "QABatch":
+        """The sub-batch of `rows` (same padded length n)."""
+        rows = torch.as_tensor(rows, dtype=torch.long)
+        idx = rows.tolist()
+        return QABatch(self.ids[rows], self.attention_mask[rows], self.allowed[rows], self.start[rows],
+                       self.end[rows], self.passage_offset[rows], [self.words[r] for r in idx],
+                       [self.examples[r] for r in idx])
+
+    def span_words(self, b: int, i: int, j: int) -> list[str]:
+        """The words at token positions i … j (inclusive) of row b; empty when j < i."""
+        i, j = int(i), int(j)
+        if j < i:
+            return []
+        return self.words[b][i:j + 1]
+
+    def span_text(self, b: int, i: int, j: int) -> str:
+        """The text at token positions i … j (inclusive) of row b, whatever part of the input it is."""
+        return " ".join(self.span_words(b, i, j))
+
+    def texts(self, spans: torch.Tensor) -> list[str]:
+        """One text per row from a (B, 2) tensor of (i, j) token positions."""
+        spans = torch.as_tensor(spans)
+        if spans.shape != (len(self), 2):
+            raise ValueError(f"spans must have shape ({len(self)}, 2), got {tuple(spans.shape)}")
+        return [self.span_text(b, i, j) for b, (i, j) in enumerate(spans.tolist())]
+
+    def to_passage_words(self, b: int, i: int, j: int) -> tuple[int, int] | None:
+        """(start, end) word indices in row b's passage for token positions i … j, or None when the
+        span is empty or reaches outside the passage (into the question, a special token or padding)."""
+        i, j = int(i), int(j)
+        if j < i or not (bool(self.allowed[b, i]) and bool(self.allowed[b, j])):
+            return None
+        if not bool(self.allowed[b, i:j + 1].all()):
+            return None
+        offset = int(self.passage_offset[b])
+        return i - offset, j - offset
+
+
+def in_passage(text: str, passage: str) -> bool:
+    """True when `text` is a non-empty run of whole words of `passage`."""
+    words = text.split()
+    return bool(words) and f" {' '.join(words)} " in f" {passage} "
+
+
+def qa_batch(tok: WordTokenizer, examples: Sequence[QAExample], pad_to: int | None = None) -> QABatch:
+    """Encode QA examples as `[CLS] question [SEP] passage [SEP]`, right-padded to the longest row
+    (or to `pad_to`). `allowed` marks the passage words; `start`/`end` are the answer's token positions."""
+    examples = list(examples)
+    if not examples:
+        raise ValueError("qa_batch needs at least one example")
+    rows = []
+    for ex in examples:
+        q, p = ex.question.split(), ex.passage.split()
+        if not 0 <= ex.answer_start <= ex.answer_end < len(p):
+            raise ValueError(f"answer words {ex.answer_start}…{ex.answer_end} are outside the passage "
+                             f"of {len(p)} words: {ex.passage!r}")
+        if " ".join(p[ex.answer_start:ex.answer_end + 1]) != " ".join(ex.answer.split()):
+            raise ValueError(f"answer {ex.answer!r} is not at words {ex.answer_start}…{ex.answer_end} "
+                             f"of {ex.passage!r}")
+        rows.append([CLS, *q, SEP, *p, SEP])
+    n = max([len(r) for r in rows] + [pad_to or 0])
+    B = len(rows)
+    ids = torch.full((B, n), tok.pad_id, dtype=torch.long)
+    attention_mask = torch.zeros(B, n, dtype=torch.bool)
+    allowed = torch.zeros(B, n, dtype=torch.bool)
+    start = torch.empty(B, dtype=torch.long)
+    end = torch.empty(B, dtype=torch.long)
+    offsets = torch.empty(B, dtype=torch.long)
+    words = []
+    for b, (ex, row) in enumerate(zip(examples, rows)):
+        offset = len(ex.question.split()) + 2  # [CLS] question [SEP]
+        n_passage = len(ex.passage.split())
+        ids[b, :len(row)] = torch.tensor([tok.stoi.get(w, tok.unk_id) for w in row], dtype=torch.long)
+        attention_mask[b, :len(row)] = True
+        allowed[b, offset:offset + n_passage] = True
+        start[b] = offset + ex.answer_start
+        end[b] = offset + ex.answer_end
+        offsets[b] = offset
+        words.append(row + [PAD] * (n - len(row)))
+    return QABatch(ids, attention_mask, allowed, start, end, offsets, words, examples)
+
+
+__all__ = ["QABatch", "qa_batch", "in_passage"]

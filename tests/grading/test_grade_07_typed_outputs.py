@@ -1,0 +1,199 @@
+"""Lesson 07: wrong implementations students write, and correct alternatives."""
+from harness import Alternative, Wrong, grading_tests
+
+WRONG = [
+    # --- predict_or_reject ------------------------------------------------------------------------
+    Wrong("predict_or_reject-strict-greater", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            top, pred = probs.max(dim=-1)
+            return torch.where(top > threshold, pred, torch.full_like(pred, reject))
+        """, says=">=, not >"),
+    Wrong("predict_or_reject-never-rejects", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            return probs.argmax(dim=-1)
+        """, says="never rejected"),
+    Wrong("predict_or_reject-hardcoded-minus-one", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            top, pred = probs.max(dim=-1)
+            pred = pred.clone()
+            pred[top < threshold] = -1
+            return pred
+        """, says="instead of writing -1"),
+    Wrong("predict_or_reject-rejects-the-confident", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            top, pred = probs.max(dim=-1)
+            return torch.where(top >= threshold, torch.full_like(pred, reject), pred)
+        """, says="wrong way round"),
+    Wrong("predict_or_reject-argmax-over-batch", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            top, pred = probs.max(dim=0)
+            return torch.where(top >= threshold, pred, torch.full_like(pred, reject))
+        """, says="dim 0"),
+    Wrong("predict_or_reject-returns-top-probability", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            top = probs.max(dim=-1).values
+            return torch.where(top >= threshold, top, torch.full_like(top, reject))
+        """, says="class indices"),
+    # --- expected_calibration_error ---------------------------------------------------------------
+    Wrong("ece-left-closed-bins-floor", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=-1)
+            correct = (pred == labels).float()
+            bins = (conf * n_bins).long().clamp(max=n_bins - 1)    # [k/n, (k+1)/n)
+            total = 0.0
+            for k in range(n_bins):
+                inside = bins == k
+                if inside.any():
+                    gap = (correct[inside].mean() - conf[inside].mean()).abs()
+                    total += inside.float().mean() * gap
+            return float(total)
+        """, says="wrong closed side"),
+    Wrong("ece-left-closed-bins-loop", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=-1)
+            correct = (pred == labels).float()
+            edges = torch.linspace(0, 1, n_bins + 1)
+            total = 0.0
+            for lo, hi in zip(edges[:-1], edges[1:]):
+                inside = (conf >= lo) & (conf < hi)
+                if inside.sum() > 0:
+                    total += inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
+            return float(total)
+        """, says="wrong closed side"),
+    Wrong("ece-unweighted-bins", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=-1)
+            correct = (pred == labels).float()
+            bins = (torch.ceil(conf * n_bins) - 1).long().clamp(0, n_bins - 1)
+            gaps = []
+            for k in range(n_bins):
+                inside = bins == k
+                if inside.any():
+                    gaps.append((correct[inside].mean() - conf[inside].mean()).abs())
+            return float(torch.stack(gaps).mean())
+        """, says="not weighted"),
+    Wrong("ece-single-global-gap", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=-1)
+            return float(((pred == labels).float().mean() - conf.mean()).abs())
+        """, says="single global gap"),
+    Wrong("ece-ten-bins-always", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=-1)
+            correct = (pred == labels).float()
+            bins = (torch.ceil(conf * 10) - 1).long().clamp(0, 9)
+            total = 0.0
+            for k in range(10):
+                inside = bins == k
+                if inside.any():
+                    total += inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
+            return float(total)
+        """, says="n_bins argument"),
+    Wrong("ece-returns-a-tensor", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=-1)
+            correct = (pred == labels).float()
+            bins = (torch.ceil(conf * n_bins) - 1).long().clamp(0, n_bins - 1)
+            total = torch.tensor(0.0)
+            for k in range(n_bins):
+                inside = bins == k
+                if inside.any():
+                    total = total + inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
+            return total
+        """, says="plain Python float"),
+    Wrong("ece-nan-from-empty-bins", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=-1)
+            correct = (pred == labels).float()
+            bins = (torch.ceil(conf * n_bins) - 1).long().clamp(0, n_bins - 1)
+            total = 0.0
+            for k in range(n_bins):
+                inside = bins == k
+                total += inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
+            return float(total)
+        """, says="Empty bins add nothing"),
+    # --- restrict_to_labels -----------------------------------------------------------------------
+    Wrong("restrict-softmax-over-vocabulary-first", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            return next_token_logits.softmax(dim=-1)[:, label_token_ids]
+        """, says="softmax over the whole vocabulary"),
+    Wrong("restrict-returns-logits", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            return next_token_logits[:, label_token_ids]
+        """, says="not probabilities"),
+    Wrong("restrict-sorted-label-ids", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            ids = sorted(int(i) for i in label_token_ids)
+            return next_token_logits[:, ids].softmax(dim=-1)
+        """, says="wrong order"),
+    Wrong("restrict-boolean-mask-vocab-order", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            keep = torch.zeros(next_token_logits.shape[-1], dtype=torch.bool)
+            keep[torch.as_tensor(label_token_ids)] = True
+            return next_token_logits[:, keep].softmax(dim=-1)
+        """, says="wrong order"),
+    Wrong("restrict-softmax-over-batch", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            return next_token_logits[:, label_token_ids].softmax(dim=0)
+        """, says="dim 0"),
+    Wrong("restrict-masked-vocabulary-distribution", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            keep = torch.zeros(next_token_logits.shape[-1], dtype=torch.bool)
+            keep[torch.as_tensor(label_token_ids)] = True
+            return next_token_logits.masked_fill(~keep, float("-inf")).softmax(dim=-1)
+        """, says="whole vocabulary"),
+]
+
+ALTERNATIVES = [
+    Alternative("predict_or_reject-python-loop", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            out = []
+            for row in probs.tolist():
+                best = max(range(len(row)), key=lambda c: row[c])
+                out.append(best if row[best] >= threshold else reject)
+            return torch.tensor(out, dtype=torch.long)
+        """),
+    Alternative("predict_or_reject-masked-assignment", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            pred = probs.argmax(-1)
+            unsure = probs.amax(-1) < threshold
+            return pred.masked_fill(unsure, reject)
+        """),
+    Alternative("ece-linspace-edges-loop", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(dim=1)
+            correct = pred.eq(labels).float()
+            edges = torch.linspace(0, 1, n_bins + 1)
+            ece, N = 0.0, len(conf)
+            for lo, hi in zip(edges[:-1], edges[1:]):
+                inside = (conf > lo) & (conf <= hi)
+                count = int(inside.sum())
+                if count:
+                    ece += count / N * abs(correct[inside].mean().item() - conf[inside].mean().item())
+            return ece
+        """),
+    Alternative("ece-bucketize-scatter", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            conf, pred = probs.max(-1)
+            correct = (pred == labels).double()
+            inner = torch.arange(1, n_bins, dtype=torch.float64) / n_bins
+            k = torch.bucketize(conf.double(), inner)          # boundaries[k-1] < x <= boundaries[k]
+            count = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, k, torch.ones_like(correct))
+            acc_sum = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, k, correct)
+            conf_sum = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, k, conf.double())
+            return float((acc_sum - conf_sum).abs().sum() / len(conf))
+        """),
+    Alternative("restrict-renormalise-vocab-softmax", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            p = torch.softmax(next_token_logits, dim=-1)[:, torch.as_tensor(label_token_ids)]
+            return p / p.sum(dim=-1, keepdim=True)
+        """),
+    Alternative("restrict-gather-log-softmax", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            ids = torch.as_tensor(label_token_ids, dtype=torch.long)
+            chosen = next_token_logits.gather(1, ids.expand(next_token_logits.shape[0], -1))
+            return torch.log_softmax(chosen, dim=1).exp()
+        """),
+]
+
+globals().update(grading_tests("07_typed_outputs", WRONG, ALTERNATIVES))

@@ -1,0 +1,63 @@
+"""Lesson 02's checks: clear errors for misuse, full marks for right answers spelled differently."""
+import pytest
+import torch
+import torch.nn as nn
+
+from headlab.checks import CheckFailed
+from headlab.checks import ch02
+
+
+def test_a_tensor_instead_of_a_function_is_explained():
+    with pytest.raises(CheckFailed, match=r"takes your function mean_pool itself"):
+        ch02.mean_pool(torch.zeros(2, 3, 4))
+
+
+def test_a_built_pooler_instead_of_the_class_is_explained():
+    with pytest.raises(CheckFailed, match=r"takes your class Pooler itself"):
+        ch02.Pooler(nn.Linear(4, 4))
+
+
+def test_a_function_instead_of_a_module_class_is_explained():
+    with pytest.raises(CheckFailed, match=r"subclasses nn.Module"):
+        ch02.Pooler(lambda d: torch.tanh)
+
+
+def test_stubs_say_they_are_not_written_yet():
+    def stub(*args):
+        raise NotImplementedError()
+
+    class StubPooler(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            raise NotImplementedError()
+
+    for check, fn in [(ch02.cls_pool, stub), (ch02.mean_pool, stub), (ch02.max_pool, stub),
+                      (ch02.Pooler, StubPooler)]:
+        with pytest.raises(NotImplementedError, match="not written yet"):
+            check(fn)
+
+
+def test_right_answers_pass_with_any_mask_dtype():
+    ch02.cls_pool(lambda H: H[:, 0].clone())
+    ch02.mean_pool(lambda H, m: (H * m[..., None]).sum(1) / m.sum(1, keepdim=True))
+    ch02.max_pool(lambda H, m: H.masked_fill(m[..., None] == 0, -1e30).amax(1))
+
+
+def test_every_visible_max_case_has_a_row_of_negative_features():
+    for H, mask, expected in ch02.MAX_CASES:
+        H, mask = torch.tensor(H), torch.tensor(mask)
+        assert any(bool((H[b][mask[b]] < 0).all()) for b in range(len(H)))
+        assert torch.equal(torch.tensor(expected), H.masked_fill(~mask[..., None], -1e9).amax(1))
+
+
+def test_the_hand_written_expectations_are_right():
+    for H, expected in ch02.CLS_CASES:
+        assert torch.equal(torch.tensor(H)[:, 0], torch.tensor(expected))
+    for H, mask, expected in ch02.MEAN_CASES:
+        H, m = torch.tensor(H), torch.tensor(mask).float()
+        assert torch.allclose((H * m[..., None]).sum(1) / m.sum(1, keepdim=True), torch.tensor(expected))
+    for d, W, b, c, expected in ch02.POOLER_CASES:
+        W = torch.tensor(W)
+        assert torch.equal(W, W.T)
+        got = torch.tanh(torch.tensor(c) @ W.T + torch.tensor(b))
+        assert torch.allclose(got, torch.tensor(expected), atol=1e-4)

@@ -1,0 +1,89 @@
+"""Lesson 05's visible checks: misuse is explained, stubs say so, right answers pass, wrong ones are named."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from headlab.checks import CheckFailed
+from headlab.checks import ch05
+
+
+class GoodHead(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Linear(d, 2)
+
+    def forward(self, H):
+        return tuple(self.w(H).unbind(-1))
+
+
+def good_best_span(s, e, allowed, max_len):  # brute force, written independently of the lesson
+    allowed = allowed.bool()
+    out = []
+    for b in range(s.shape[0]):
+        pairs = [(float(s[b, i] + e[b, j]), i, j) for i in range(s.shape[1])
+                 for j in range(i, min(i + max_len, s.shape[1])) if allowed[b, i] and allowed[b, j]]
+        out.append(max(pairs)[1:])
+    return torch.tensor(out, dtype=torch.long)
+
+
+def good_span_loss(s, e, start, end):
+    return (F.cross_entropy(s, start) + F.cross_entropy(e, end)) / 2
+
+
+def test_right_answers_pass(capsys):
+    ch05.span_head(GoodHead)
+    ch05.best_span(good_best_span)
+    ch05.span_loss(good_span_loss)
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+def test_misuse_is_explained():
+    with pytest.raises(CheckFailed, match="takes your class SpanHead itself"):
+        ch05.span_head(GoodHead(4))
+    with pytest.raises(CheckFailed, match="takes your function best_span itself"):
+        ch05.best_span(torch.zeros(2, 2))
+    with pytest.raises(CheckFailed, match="takes your function span_loss itself"):
+        ch05.span_loss(3.0)
+
+
+def test_stubs_say_not_written_yet():
+    class Stub(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            raise NotImplementedError()
+
+    def stub(*args):
+        raise NotImplementedError()
+
+    for check, fn in [(ch05.span_head, Stub), (ch05.best_span, stub), (ch05.span_loss, stub)]:
+        with pytest.raises(NotImplementedError, match="not written yet"):
+            check(fn)
+
+
+def test_hand_written_expectations_agree_with_brute_force():
+    for name, s, e, allowed, max_len, expected, _ in ch05.BEST_SPAN_CASES:
+        got = good_best_span(torch.tensor(s, dtype=torch.float), torch.tensor(e, dtype=torch.float),
+                             torch.tensor(allowed), max_len)
+        assert got.tolist() == expected, name
+    for s, e, st, en, ce_s, ce_e, ce_s_swap, ce_e_swap in ch05.SPAN_LOSS_CASES:
+        s, e, st, en = torch.tensor(s), torch.tensor(e), torch.tensor(st), torch.tensor(en)
+        for value, (logits, target) in [(ce_s, (s, st)), (ce_e, (e, en)), (ce_s_swap, (s, en)), (ce_e_swap, (e, st))]:
+            assert value == pytest.approx(F.cross_entropy(logits, target).item(), abs=1e-5)
+
+
+def test_zero_initialised_separate_vectors_are_not_mistaken_for_a_shared_one():
+    class ZeroVectors(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.s, self.e = nn.Parameter(torch.zeros(d)), nn.Parameter(torch.zeros(d))
+
+        def forward(self, H):
+            return H @ self.s, H @ self.e
+
+    ch05.span_head(ZeroVectors)
+
+
+def test_a_crash_reports_its_inputs():
+    with pytest.raises(CheckFailed, match=r"best_span\(.*\) raised RuntimeError"):
+        ch05.best_span(lambda s, e, a, m: s.reshape(7, 7))

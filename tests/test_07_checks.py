@@ -1,0 +1,84 @@
+"""Lesson 07's visible checks: their hand-written numbers are right, and misuse is explained."""
+from fractions import Fraction
+
+import pytest
+import torch
+
+from headlab.checks import CheckFailed
+from headlab.checks import ch07
+
+
+def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False):
+    """ECE in exact fractions (the visible cases use dyadic probabilities)."""
+    rows = []
+    for p, y in zip(probs, labels):
+        p = [Fraction(x) for x in p]
+        top = max(p)
+        rows.append((top, int(p.index(top) == y)))
+    bins: dict[int, list] = {}
+    for conf, ok in rows:
+        k = next(k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)) \
+            if closed == "right" else min(int(conf * n_bins), n_bins - 1)
+        bins.setdefault(k, []).append((conf, ok))
+    gaps = {k: abs(Fraction(sum(o for _, o in v), len(v)) - sum(c for c, _ in v) / len(v)) for k, v in bins.items()}
+    if weighted:
+        return float(sum(Fraction(len(bins[k]), len(rows)) * g for k, g in gaps.items()))
+    return float(sum(gaps.values()) / (n_bins if over_all_bins else len(gaps)))
+
+
+@pytest.mark.parametrize("case", ch07.ECE_CASES, ids=["10 bins", "4 bins"])
+def test_the_hand_written_ece_values_are_right(case):
+    probs, labels, n_bins, expected, mistakes = case
+    assert exact_ece(probs, labels, n_bins) == pytest.approx(expected, abs=1e-12)
+    assert exact_ece(probs, labels, n_bins, closed="left") == pytest.approx(mistakes["left_closed"], abs=1e-12)
+    assert exact_ece(probs, labels, n_bins, weighted=False) == pytest.approx(mistakes["unweighted"], abs=1e-12)
+    if "ten_bins" in mistakes:
+        assert exact_ece(probs, labels, 10) == pytest.approx(mistakes["ten_bins"], abs=1e-12)
+    # every known mistake gives a value that differs from the right one, so each can be named
+    values = [expected, *mistakes.values()]
+    assert min(abs(a - b) for i, a in enumerate(values) for b in values[i + 1:]) > 1e-3
+
+
+def test_the_hand_written_rejections_are_right():
+    for probs, threshold, reject, expected in ch07.REJECT_CASES:
+        for row, want in zip(probs, expected):
+            top = max(row)
+            assert want == (row.index(top) if top >= threshold else reject)
+            assert row.count(top) == 1, "no ties: the argmax must be unambiguous"
+
+
+def test_the_hand_written_restrictions_are_right():
+    for logits, ids, expected in ch07.RESTRICT_CASES:
+        ids = ch07._label_ids(ids)
+        got = torch.tensor(logits)[:, torch.as_tensor(ids)].softmax(-1)
+        assert torch.allclose(got, torch.tensor(expected), atol=1e-6)
+
+
+def test_a_tensor_instead_of_a_function_is_explained():
+    with pytest.raises(CheckFailed, match="takes your function expected_calibration_error itself"):
+        ch07.expected_calibration_error(torch.zeros(3))
+
+
+def test_a_stub_says_it_is_not_written_yet():
+    def stub(probs, threshold, reject=-1):
+        raise NotImplementedError()
+
+    with pytest.raises(NotImplementedError, match="not written yet"):
+        ch07.predict_or_reject(stub)
+
+
+def test_modifying_the_logits_is_caught():
+    def in_place(logits, ids):
+        out = logits[:, ids].softmax(-1)
+        logits.zero_()
+        return out
+
+    with pytest.raises(CheckFailed, match="changed the logits tensor"):
+        ch07.restrict_to_labels(in_place)
+
+
+def test_right_answers_pass(capsys):
+    ch07.restrict_to_labels(lambda z, ids: z[:, ids].softmax(-1))
+    ch07.predict_or_reject(lambda p, t, reject=-1: torch.where(p.max(-1).values >= t, p.argmax(-1),
+                                                                torch.full((len(p),), reject)))
+    assert "✓ restrict_to_labels: 3 cases passed" in capsys.readouterr().out

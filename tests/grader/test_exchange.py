@@ -1,7 +1,7 @@
 """A class on a JupyterHub: nbgrader's exchange round trip through a temporary exchange folder.
 
 release_assignment (instructor) → fetch_assignment → submit (three students, each in their own home
-folder, each identified as on a hub by JUPYTERHUB_USER) → collect → autograde (course configuration).
+folder and their own user name, as on a hub) → collect → autograde (course configuration).
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def round_trip(tmp_path_factory):
             c.Exchange.path_includes_course = True
             c.CourseDirectory.course_id = "heads"
         """))
-        env = {"JUPYTERHUB_USER": student, "HOME": str(home)}
+        # as on a hub: each student is their own user (nbgrader names submissions after it)
+        env = {"JUPYTERHUB_USER": student, "USER": student, "LOGNAME": student, "HOME": str(home)}
         nbgrader(home, "fetch_assignment", LESSON, "--course", "heads", env=env)
         path = home / "heads" / LESSON / f"{LESSON}.ipynb"  # path_includes_course
         nb = nbformat.read(path, as_version=4)

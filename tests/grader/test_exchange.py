@@ -1,17 +1,32 @@
 """A class on a JupyterHub: nbgrader's exchange round trip through a temporary exchange folder.
 
 release_assignment (instructor) → fetch_assignment → submit (three students, each in their own home
-folder and their own user name, as on a hub) → collect → autograde (course configuration).
+folder) → collect → autograde (course configuration). The students are simulated as on Zero to
+JupyterHub, where every single-user server runs as the OS user `jovyan` and nbgrader names the
+submission after JUPYTERHUB_USER: their nbgrader sees `jovyan` as the OS user.
 """
 from __future__ import annotations
 
 import os
 import textwrap
 
+import subprocess
+import sys
+
 import nbformat
 import pytest
 
 from course import LESSON, fill, make_course, nbgrader, scores, solution_answers
+
+AS_JOVYAN = ("import sys, nbgrader.utils as u; u.get_osusername = lambda: 'jovyan'; "
+             "from nbgrader.apps.nbgraderapp import main; sys.argv[0] = 'nbgrader'; main()")
+
+
+def student_nbgrader(home, student, *args):
+    env = {**os.environ, "JUPYTERHUB_USER": student, "HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-c", AS_JOVYAN, *args], cwd=home, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 STUDENTS = {"alice": "all", "bob": "padding_mask", "carol": None}  # what each one answers
 
@@ -35,9 +50,7 @@ def round_trip(tmp_path_factory):
             c.Exchange.path_includes_course = True
             c.CourseDirectory.course_id = "heads"
         """))
-        # as on a hub: each student is their own user (nbgrader names submissions after it)
-        env = {"JUPYTERHUB_USER": student, "USER": student, "LOGNAME": student, "HOME": str(home)}
-        nbgrader(home, "fetch_assignment", LESSON, "--course", "heads", env=env)
+        student_nbgrader(home, student, "fetch_assignment", LESSON, "--course", "heads")
         path = home / "heads" / LESSON / f"{LESSON}.ipynb"  # path_includes_course
         nb = nbformat.read(path, as_version=4)
         if answers == "all":
@@ -45,7 +58,7 @@ def round_trip(tmp_path_factory):
         elif answers:
             nb = fill(nb, {answers: sol[answers]})
         nbformat.write(nb, path)
-        nbgrader(home, "submit", LESSON, "--course", "heads", env=env)
+        student_nbgrader(home, student, "submit", LESSON, "--course", "heads")
     nbgrader(root, "collect", LESSON)
     nbgrader(root, "autograde", LESSON, "--force")
     return root, scores(root)

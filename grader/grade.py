@@ -162,7 +162,7 @@ def set_aside_unreadable(course: Course, lesson: str) -> dict[str, str]:
     return problems
 
 
-def autograde(course: Course, lessons: list[str], jobs: int, extra: list[str] = ()) -> dict:
+def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
     """Autograde every submission of `lessons`, `jobs` nbgrader processes at a time."""
     problems, tasks = {}, []
     for lesson in lessons:
@@ -179,7 +179,7 @@ def autograde(course: Course, lessons: list[str], jobs: int, extra: list[str] = 
 
     def run(task):
         lesson, share, others = task
-        args = ["autograde", lesson, "--force", f"--CourseDirectory.db_url={db_url}", *extra]
+        args = ["autograde", lesson, "--force", f"--CourseDirectory.db_url={db_url}"]
         if others:
             args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
         proc = course.nbgrader(*args, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})

@@ -1,7 +1,7 @@
 """nbgrader's formgrader in JupyterLab, in headless Chromium, with the course's configuration.
 
-Starts `jupyter-lab` in a temporary course (grader/nbgrader_config.py loaded, lesson 00 released),
-opens the formgrader from Lab's Nbgrader menu, checks that it lists the course's assignment, and
+Starts `jupyter-lab` in a temporary course (grader/nbgrader_config.py loaded, every lesson released),
+opens the formgrader from Lab's Nbgrader menu, checks that it lists every lesson of the course, and
 saves a screenshot to test-artifacts/formgrader.png. Skipped, with a message, only where Chromium or
 Playwright is missing (CI installs both).
 """
@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from course import LESSON, REPO, make_course
+from course import REPO, make_course
+
+LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 try:
@@ -46,7 +48,8 @@ def free_port() -> int:
 def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("formgrader")
     (tmp / "exchange").mkdir()
-    root = make_course(tmp / "course", extra_config=f"c.Exchange.root = {str(tmp / 'exchange')!r}\n")
+    root = make_course(tmp / "course", lessons=LESSONS,
+                       extra_config=f"c.Exchange.root = {str(tmp / 'exchange')!r}\n")
     port, token = free_port(), "heads-formgrader-test"
     exe = Path(sys.executable).with_name("jupyter-lab")
     server = subprocess.Popen(
@@ -84,15 +87,15 @@ def test_formgrader_lists_the_course_assignments(lab):
         page.get_by_text("Nbgrader", exact=True).first.click(timeout=120_000)
         page.locator(".lm-Menu-item", has_text="Formgrader").first.click(timeout=30_000)
         frame = page.frame_locator("iframe").first
-        row = frame.locator("tr", has_text=LESSON).first  # the assignments table
-        row.wait_for(timeout=120_000)
+        rows = {lesson: frame.locator("tr", has_text=lesson).first for lesson in LESSONS}
+        rows[LESSONS[0]].wait_for(timeout=120_000)  # the assignments table has loaded
         no_news = page.get_by_role("button", name="No")
         if no_news.count():
             no_news.first.click()
-        row.scroll_into_view_if_needed()
+        rows[LESSONS[-1]].scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "formgrader.png"))
         text = frame.locator("body").inner_text()
-        row_text = row.inner_text()
+        listed = {lesson: row.inner_text().split()[0] for lesson, row in rows.items()}
         browser.close()
     assert "Manage Assignments" in text
-    assert row_text.split()[0] == LESSON, row_text
+    assert listed == {lesson: lesson for lesson in LESSONS}

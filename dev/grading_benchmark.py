@@ -1,0 +1,129 @@
+"""Grade a generated class with the course's grader, one at a time and in parallel, and time it.
+
+    python dev/grading_benchmark.py                     # 50 students, every lesson, serial + parallel
+    python dev/grading_benchmark.py --students 10 --no-serial
+
+A class of `--students` full-course submissions (every lesson in solutions/): a third correct (the
+solutions), a third partial (the first half of each lesson's exercises answered), a third blank (the
+lessons as released). It runs `grade.py autograde` (parallel `nbgrader autograde`, sandboxed, course
+configuration) with `--jobs 1` and with `--jobs N` in a temporary course, checks the gradebook
+(every submission graded; correct = full marks, blank = 0, partial in between), and prints wall
+times, the speed-up and seconds per submission. Not a test: it takes minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "grader"))
+sys.path.insert(0, str(REPO / "tests" / "grading"))
+
+
+def make_course(root: Path, lessons: list[str]) -> None:
+    root.mkdir(parents=True)
+    (root / "nbgrader_config.py").write_text(textwrap.dedent(f"""\
+        c = get_config()
+        load_subconfig({str(REPO / 'grader' / 'nbgrader_config.py')!r})
+        c.CourseDirectory.root = {str(root)!r}
+        c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}
+        c.CourseDirectory.source_directory = {str(REPO / 'solutions')!r}
+        c.CourseDirectory.release_directory = {str(root / 'release')!r}
+    """))
+    for lesson in lessons:
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lesson, "--force"],
+                       cwd=root, check=True, capture_output=True)
+
+
+def write_class(root: Path, lessons: list[str], n: int) -> dict[str, str]:
+    import nbformat
+    from harness import fill, nbgrader_cells, strip_solution_markers
+
+    kinds = {}
+    for lesson in lessons:
+        src = nbformat.read(REPO / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
+        sol = {gid: strip_solution_markers(c.source) for gid, c in nbgrader_cells(src).items()
+               if c.metadata["nbgrader"].get("solution")}
+        half = dict(list(sol.items())[: max(1, len(sol) // 2)])
+        rel = nbformat.read(root / "release" / lesson / f"{lesson}.ipynb", as_version=4)
+        for i in range(n):
+            student = f"s{i:03d}"
+            kind = ("correct", "partial", "blank")[i % 3]
+            kinds[student] = kind
+            nb = fill(rel, {"correct": sol, "partial": half, "blank": {}}[kind])
+            target = root / "submitted" / student / lesson / f"{lesson}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, target)
+    return kinds
+
+
+def grade(root: Path, jobs: int) -> float:
+    shutil.rmtree(root / "autograded", ignore_errors=True)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(REPO / "grader" / "grade.py"), "--course", str(root),
+                           "--jobs", str(jobs), "autograde"], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(proc.stdout + proc.stderr)
+    problems = [line for line in proc.stdout.splitlines() if line.startswith("PROBLEM")]
+    if problems:
+        print("\n".join(problems))
+    return wall
+
+
+def check(root: Path, lessons: list[str], kinds: dict[str, str]) -> str:
+    from nbgrader.api import Gradebook
+
+    bad, count = [], 0
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for lesson in lessons:
+            max_score = gb.find_assignment(lesson).max_score
+            for student, kind in kinds.items():
+                score = gb.find_submission(lesson, student).score
+                count += 1
+                ok = {"correct": score == max_score, "blank": score == 0,
+                      "partial": 0 < score < max_score or max_score == 0}[kind]
+                if not ok:
+                    bad.append(f"{student} ({kind}) {lesson}: {score}/{max_score}")
+    return f"{count} submissions in the gradebook, {len(bad)} unexpected" + \
+        ("".join(f"\n  {b}" for b in bad[:20]))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=50)
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--lessons", nargs="*", help="default: every lesson in solutions/")
+    parser.add_argument("--no-serial", action="store_true", help="skip the one-at-a-time run")
+    args = parser.parse_args(argv)
+    lessons = args.lessons or sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
+    with tempfile.TemporaryDirectory(prefix="heads-bench-") as tmp:
+        root = Path(tmp) / "course"
+        make_course(root, lessons)
+        kinds = write_class(root, lessons, args.students)
+        n = args.students * len(lessons)
+        results = {}
+        if not args.no_serial:
+            results["one at a time (--jobs 1)"] = grade(root, 1)
+        results[f"parallel (--jobs {args.jobs})"] = grade(root, args.jobs)
+        print(f"\n{args.students} students x {len(lessons)} lessons = {n} submissions "
+              f"({', '.join(lessons)}), {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+        for name, wall in results.items():
+            print(f"  {name:28s} {wall:8.1f} s wall   {wall / n:6.2f} s per submission")
+        if len(results) == 2:
+            serial, parallel = results.values()
+            print(f"  speed-up {serial / parallel:.2f}x")
+        print("  " + check(root, lessons, kinds))
+        print(json.dumps({"submissions": n, **{k: round(v, 1) for k, v in results.items()}}))
+
+
+if __name__ == "__main__":
+    main()

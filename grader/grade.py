@@ -1,0 +1,297 @@
+"""The instructor's grading flow, one command per step, each running nbgrader's own commands.
+
+    python grader/grade.py collect SUBMISSIONS...   # an LMS zip, a folder of downloads, files
+    python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, one kernel per core
+    python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
+    python grader/grade.py export [--to grades.csv] # one row per student, one column per notebook
+
+`collect` runs `nbgrader zip_collect LESSON --force` for every lesson (the course's collector plugin,
+grader/heads_collect.py, recognises students' file names) and reports every file it did not
+collect, by name. `autograde` checks that each submitted notebook is readable JSON (an unreadable
+one is set aside as `NAME.ipynb.unreadable` and scores 0 as missing, with the reason printed), then
+runs `nbgrader autograde LESSON` in parallel processes, each on its own share of the students, and
+prints every student's score. `feedback` and `export` are `nbgrader generate_feedback` and
+`nbgrader export`. All of them use the course configuration, grader/nbgrader_config.py (or
+`--course DIR`, a folder holding another nbgrader_config.py).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+GRADER = Path(__file__).resolve().parent
+sys.path.insert(0, str(GRADER))
+
+
+class Course:
+    """The nbgrader course in `root` (the folder with nbgrader_config.py)."""
+
+    def __init__(self, root: Path = GRADER):
+        from nbgrader.coursedir import CourseDirectory
+        from traitlets.config.loader import PyFileConfigLoader
+
+        self.root = Path(root).resolve()
+        self.config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
+        self.coursedir = CourseDirectory(config=self.config)
+        self.base = Path(self.coursedir.root or self.root)
+
+    def folder(self, name: str) -> Path:
+        return (self.base / getattr(self.coursedir, f"{name}_directory")).resolve()
+
+    def lessons(self) -> list[str]:
+        release = self.folder("release")
+        return sorted(p.name for p in release.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+
+    def notebooks(self, lesson: str) -> list[str]:
+        return sorted(p.stem for p in (self.folder("release") / lesson).glob("*.ipynb"))
+
+    def students(self, lesson: str) -> list[str]:
+        submitted = self.folder("submitted")
+        if not submitted.is_dir():
+            return []
+        return sorted(p.name for p in submitted.iterdir() if (p / lesson).is_dir())
+
+    def nbgrader(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root, text=True,
+                              capture_output=True, env={**os.environ, **(env or {})})
+
+
+def jobs_default() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# --- collect -------------------------------------------------------------------------------------
+def collect(course: Course, sources: list[Path], jobs: int) -> dict:
+    """Collect `sources` for every lesson; return {"collected": {...}, "not_collected": {...}}."""
+    from heads_collect import match
+
+    lessons = course.lessons()
+    downloaded = course.base / "downloaded"
+    for lesson in lessons:
+        archive = downloaded / lesson / "archive"
+        shutil.rmtree(archive, ignore_errors=True)
+        archive.mkdir(parents=True)
+        for src in sources:
+            src = Path(src)
+            if src.is_dir():
+                shutil.copytree(src, archive / src.name)
+            else:
+                shutil.copy2(src, archive / src.name)
+
+    def run(lesson: str):
+        proc = course.nbgrader("zip_collect", lesson, "--force")
+        return lesson, proc
+
+    failed = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for lesson, proc in pool.map(run, lessons):
+            if proc.returncode != 0:
+                failed[lesson] = (proc.stdout + proc.stderr)[-3000:]
+
+    # Every extracted file, by name: what it became, or why it was not collected.
+    extracted = downloaded / lessons[0] / "extracted"
+    collected, not_collected = {}, {}
+    for path in sorted(p for p in extracted.rglob("*") if p.is_file()):
+        rel = str(path.relative_to(extracted))
+        reasons = []
+        for lesson in lessons:
+            found = match(rel, course.notebooks(lesson))
+            if isinstance(found, tuple):
+                student, notebook, _ = found
+                collected[rel] = (student, lesson, notebook)
+                break
+            reasons.append(found)
+        else:
+            not_collected[rel] = reasons[0] if reasons and all(r == reasons[0] for r in reasons) \
+                else "not a notebook of any lesson"
+    # Older copies of the same notebook: kept in downloaded/, reported, not graded.
+    by_target = defaultdict(list)
+    for rel, target in collected.items():
+        by_target[target].append(rel)
+    for target, rels in by_target.items():
+        if len(rels) > 1:
+            student, lesson, notebook = target
+            kept = course.folder("submitted") / student / lesson / f"{notebook}.ipynb"
+            kept_bytes = kept.read_bytes() if kept.exists() else None
+            for rel in rels:
+                if (extracted / rel).read_bytes() != kept_bytes:
+                    not_collected[rel] = f"an older copy of {student}'s {notebook}; the newer one is graded"
+                    del collected[rel]
+    return {"collected": collected, "not_collected": not_collected, "failed": failed}
+
+
+def print_collect(result: dict, report: Path) -> None:
+    lines = [f"collected {len(result['collected'])} notebooks:"]
+    lines += [f"  {rel}  ->  {s} / {lesson}" for rel, (s, lesson, _) in sorted(result["collected"].items())]
+    if result["not_collected"]:
+        lines.append(f"NOT COLLECTED ({len(result['not_collected'])} files, kept in downloaded/):")
+        lines += [f"  {rel}: {why}" for rel, why in sorted(result["not_collected"].items())]
+    for lesson, log in result["failed"].items():
+        lines.append(f"zip_collect {lesson} FAILED:\n{log}")
+    text = "\n".join(lines)
+    print(text)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(text + "\n")
+
+
+# --- autograde -----------------------------------------------------------------------------------
+def set_aside_unreadable(course: Course, lesson: str) -> dict[str, str]:
+    """Rename every submitted notebook of `lesson` that nbformat cannot read; {path: reason}."""
+    import nbformat
+
+    problems = {}
+    for student in course.students(lesson):
+        for notebook in course.notebooks(lesson):
+            path = course.folder("submitted") / student / lesson / f"{notebook}.ipynb"
+            if not path.exists():
+                continue
+            try:
+                nbformat.read(path, as_version=4)
+            except Exception as err:  # malformed JSON, not a notebook, binary junk
+                aside = path.with_name(path.name + ".unreadable")
+                path.replace(aside)
+                problems[f"{student}/{lesson}/{notebook}.ipynb"] = (
+                    f"unreadable notebook ({type(err).__name__}: {str(err)[:120]}); kept as "
+                    f"{aside.name}, scored 0")
+    return problems
+
+
+def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
+    """Autograde every submission of `lessons`, `jobs` nbgrader processes at a time."""
+    problems, tasks = {}, []
+    for lesson in lessons:
+        problems.update(set_aside_unreadable(course, lesson))
+        students = course.students(lesson)
+        shares = [students[i::jobs] for i in range(jobs)]
+        for share in filter(None, shares):
+            others = sorted(set(students) - set(share))
+            tasks.append((lesson, share, others))
+    # SQLite waits for the other processes' writes instead of failing with "database is locked".
+    db_url = course.coursedir.db_url
+    if db_url.startswith("sqlite") and "timeout=" not in db_url:
+        db_url += ("&" if "?" in db_url else "?") + "timeout=120"
+
+    def run(task):
+        lesson, share, others = task
+        args = ["autograde", lesson, "--force", f"--CourseDirectory.db_url={db_url}"]
+        if others:
+            args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
+        proc = course.nbgrader(*args, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        return task, proc
+
+    logs = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for (lesson, share, _), proc in pool.map(run, tasks):
+            log = proc.stdout + proc.stderr
+            logs.append(log)
+            for student in sorted(_failed_students(log) & set(share)):
+                problems[f"{student}/{lesson}"] = "nbgrader autograde failed for it (log above)"
+            if proc.returncode != 0:
+                print(log[-4000:], file=sys.stderr)
+    problems.update(record_ungraded(course, lessons))
+    return {"problems": problems, "scores": scores(course, lessons), "log": "\n".join(logs)}
+
+
+def record_ungraded(course: Course, lessons: list[str]) -> dict[str, str]:
+    """A student with a submission folder but no graded notebook (missing or unreadable) gets a
+    submission of 0 in the gradebook, so the export lists them; extra notebooks are reported."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    problems = {}
+    with Gradebook(course.coursedir.db_url) as gb:
+        for lesson in lessons:
+            expected = {f"{nb}.ipynb" for nb in course.notebooks(lesson)}
+            for student in course.students(lesson):
+                folder = course.folder("submitted") / student / lesson
+                present = {p.name for p in folder.iterdir()}
+                for extra in sorted(p for p in present - expected if p.endswith(".ipynb")):
+                    problems[f"{student}/{lesson}/{extra}"] = "not a notebook of this lesson, not graded"
+                try:
+                    gb.find_submission(lesson, student)
+                except MissingEntry:
+                    gb.update_or_create_student(student)
+                    gb.add_submission(lesson, student)
+                    problems[f"{student}/{lesson}"] = (
+                        "no readable notebook submitted (found: " + (", ".join(sorted(present)) or
+                                                                     "nothing") + "); scored 0")
+    return problems
+
+
+def _failed_students(log: str) -> set[str]:
+    """Students nbgrader names in its closing "errors" summary."""
+    import re
+
+    return set(re.findall(r"error processing assignment .* for student '([^']+)'", log))
+
+
+def scores(course: Course, lessons: list[str]) -> dict[tuple[str, str], tuple[float, float]]:
+    """{(student, lesson): (score, max_score)} from the gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook(course.coursedir.db_url) as gb:
+        for lesson in lessons:
+            for student in course.students(lesson):
+                try:
+                    sub = gb.find_submission(lesson, student)
+                    out[(student, lesson)] = (sub.score, sub.max_score)
+                except MissingEntry:
+                    out[(student, lesson)] = (0.0, gb.find_assignment(lesson).max_score)
+    return out
+
+
+# --- command line --------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--course", type=Path, default=GRADER,
+                        help="folder with the nbgrader_config.py to use (default: grader/)")
+    parser.add_argument("--jobs", "-j", type=int, default=jobs_default(),
+                        help="nbgrader processes at a time (default: the cores available)")
+    sub = parser.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("collect", help="collect an LMS zip, a folder or files of submissions")
+    p.add_argument("sources", nargs="+", type=Path)
+    p = sub.add_parser("autograde", help="autograde every submission (sandboxed, in parallel)")
+    p.add_argument("lessons", nargs="*")
+    p = sub.add_parser("feedback", help="generate feedback HTML for every graded submission")
+    p.add_argument("lessons", nargs="*")
+    p = sub.add_parser("export", help="write the grades CSV: a row per student, a column per notebook")
+    p.add_argument("--to", default="grades.csv")
+    args = parser.parse_args(argv)
+    course = Course(args.course)
+
+    if args.step == "collect":
+        result = collect(course, args.sources, args.jobs)
+        print_collect(result, course.base / "downloaded" / "collect_report.txt")
+        return 1 if result["failed"] else 0
+    if args.step == "export":
+        proc = course.nbgrader("export", "--to", str(Path(args.to).resolve()))
+        print(proc.stdout + proc.stderr if proc.returncode else f"wrote {Path(args.to).resolve()}")
+        return proc.returncode
+    lessons = args.lessons or [lesson for lesson in course.lessons() if course.students(lesson)]
+    if args.step == "autograde":
+        result = autograde(course, lessons, max(1, args.jobs))
+        for (student, lesson), (score, max_score) in sorted(result["scores"].items()):
+            print(f"{student:30s} {lesson:28s} {score:g} / {max_score:g}")
+        for what, why in sorted(result["problems"].items()):
+            print(f"PROBLEM {what}: {why}")
+        return 0
+    if args.step == "feedback":
+        status = 0
+        for lesson in lessons:
+            proc = course.nbgrader("generate_feedback", lesson, "--force")
+            if proc.returncode:
+                print(proc.stdout + proc.stderr, file=sys.stderr)
+                status = 1
+        print(f"feedback in {course.folder('feedback')}")
+        return status
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Bad submissions in one class: each is graded (or reported) and the others are graded normally.
+
+One batch, graded as the instructor does it (`grade.py autograde` → parallel `nbgrader autograde`
+with the course configuration, sandboxed; then `generate_feedback` and `export`). The cell timeout
+is lowered to 15 s here so an infinite loop costs seconds; the course's own values are checked in
+`test_course_limits`.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import json
+
+import nbformat
+import pytest
+
+from course import (LESSON, feedback, fill, grade_py, make_course, release_nb, scores,
+                    solution_answers, submit)
+
+CELL_TIMEOUT = 15  # the setup cell imports torch: seconds on a loaded 2-core machine
+SOL = solution_answers()
+CAUSAL_OK, PADDING_OK = SOL["causal_mask"], SOL["padding_mask"]
+
+
+def answers(**replace: str) -> dict[str, str]:
+    return {**SOL, **replace}
+
+
+def cell_index(nb, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def build(root):
+    """{student: (expected score, words the feedback must contain or None)}; submissions written."""
+    rel = release_nb(root)
+    cases = {}
+
+    def add(student, nb, score, says=None, **kw):
+        submit(root, student, nb, **kw)
+        cases[student] = (score, says)
+
+    add("ok-solution", fill(rel, answers()), 4)
+    add("ok-untouched", rel, 0, "not written yet")
+    add("loop-in-function", fill(rel, answers(padding_mask=PADDING_OK.replace(
+        "    positions =", "    while True:\n        pass\n    positions ="))), 2, "an infinite loop?")
+    add("kernel-exit", fill(rel, answers(causal_mask=CAUSAL_OK.replace(
+        "    i = torch", "    import os; os._exit(3)\n    i = torch"))), 2, "the kernel died")
+    add("kernel-segfault", fill(rel, answers(causal_mask=CAUSAL_OK.replace(
+        "    i = torch", "    import ctypes; ctypes.string_at(0)\n    i = torch"))), 2, "the kernel died")
+    add("memory-hog", fill(rel, answers(padding_mask=PADDING_OK.replace(
+        "    positions =", "    hog = bytearray(6 * 1024**3)\n    positions ="))), 2, "MemoryError")
+    add("output-flood", fill(rel, answers(padding_mask=PADDING_OK.replace(
+        "    positions =", "    for _ in range(2000): print('flood ' * 100)\n    positions ="))),
+        4, "output truncated")
+
+    nb = fill(rel, answers())
+    del nb.cells[cell_index(nb, "test_padding_mask")]
+    add("deleted-test-cell", nb, 4)
+
+    nb = fill(rel, answers())
+    for gid in ("padding_mask", "test_causal_mask"):
+        i = cell_index(nb, gid)
+        twin = copy.deepcopy(nb.cells[i])
+        twin["id"] = nb.cells[i]["id"] + "-copy"
+        nb.cells.insert(i + 1, twin)
+    add("duplicated-cells", nb, 4)
+
+    nb = fill(rel, answers(padding_mask="def padding_mask(lengths, n):\n    return None\n"))
+    nb.cells[cell_index(nb, "test_padding_mask")].source = "pass  # the student's 'test'"
+    add("edited-test-cell", nb, 2, "padding_mask")
+
+    text = nbformat.writes(fill(rel, answers()))
+    add("malformed-json", text[: len(text) // 2], 0)
+
+    colab = json.loads(nbformat.writes(fill(rel, answers())))
+    colab["nbformat_minor"] = 0
+    colab["metadata"] = {"colab": {"provenance": [], "name": f"Copy of {LESSON}.ipynb"},
+                         "kernelspec": {"name": "python3", "display_name": "Python 3"},
+                         "language_info": {"name": "python"}}
+    for i, cell in enumerate(colab["cells"]):
+        cell.pop("id", None)
+        cell["metadata"]["id"] = f"colab{i:04d}"
+        if cell["cell_type"] == "code":
+            cell["metadata"]["outputId"] = f"out{i:04d}"
+    add("colab-saved", colab, 4)
+
+    (root / "submitted" / "missing-notebook" / LESSON).mkdir(parents=True)
+    (root / "submitted" / "missing-notebook" / LESSON / "notes.txt").write_text("sorry, later")
+    cases["missing-notebook"] = (0, None)
+
+    add("extra-files", fill(rel, answers()), 4)
+    submit(root, "extra-files", "x,y\n1,2\n", name="data.csv")
+    submit(root, "extra-files", fill(rel, {}), name="Untitled.ipynb")
+    return cases
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("bad-submissions") / "course", extra_config=f"""
+        c.Execute.timeout = {CELL_TIMEOUT}
+        c.Execute.error_on_timeout = {{"ename": "CellTimeoutError", "evalue":
+            "this cell ran longer than the grader allows: an infinite loop?", "traceback": []}}
+    """)
+    cases = build(root)
+    proc = grade_py("--course", str(root), "--jobs", "2", "autograde")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fb = grade_py("--course", str(root), "feedback")
+    csv_path = root / "grades.csv"
+    ex = grade_py("--course", str(root), "export", "--to", str(csv_path))
+    assert ex.returncode == 0, ex.stdout + ex.stderr
+    return root, cases, scores(root), proc.stdout + fb.stdout + fb.stderr, csv_path
+
+
+CASES = ["ok-solution", "ok-untouched", "loop-in-function", "kernel-exit", "kernel-segfault",
+         "memory-hog", "output-flood", "deleted-test-cell", "duplicated-cells", "edited-test-cell",
+         "malformed-json", "colab-saved", "missing-notebook", "extra-files"]
+
+
+@pytest.mark.parametrize("student", CASES)
+def test_case_is_graded(graded, student):
+    root, cases, got, log, _ = graded
+    expected, says = cases[student]
+    assert student in got, f"{student} has no grade:\n{log[-3000:]}"
+    assert got[student]["score"] == expected, (student, got[student], log[-2000:])
+    if says:
+        assert says.lower() in feedback(root, student).lower(), feedback(root, student)[-1500:]
+
+
+def test_the_class_is_graded_normally(graded):
+    """Every student has a grade, and the correct ones in the same batch get full marks."""
+    root, cases, got, log, _ = graded
+    assert sorted(got) == sorted(CASES)
+    for student in ("ok-solution", "deleted-test-cell", "duplicated-cells", "colab-saved", "extra-files"):
+        assert got[student]["score"] == 4, (student, got[student])
+
+
+def test_kernel_death_keeps_earlier_points_and_gives_a_reason(graded):
+    root, _, got, _, _ = graded
+    for student in ("kernel-exit", "kernel-segfault"):
+        assert got[student]["cells"] == {"test_padding_mask": 2, "test_causal_mask": 0}
+        assert "not run" in feedback(root, student) or "died" in feedback(root, student)
+
+
+def test_output_flood_is_capped(graded):
+    root, *_ = graded
+    nb = nbformat.read(root / "autograded" / "output-flood" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    biggest = max(len(json.dumps(c.get("outputs", []))) for c in nb.cells if c.cell_type == "code")
+    assert biggest < 60_000, biggest
+
+
+def test_unreadable_notebook_is_reported_and_kept(graded):
+    root, _, got, log, _ = graded
+    assert "PROBLEM malformed-json" in log and "unreadable" in log
+    kept = root / "submitted" / "malformed-json" / LESSON / f"{LESSON}.ipynb.unreadable"
+    assert kept.exists() and kept.stat().st_size > 100
+
+
+def test_extra_files_are_kept(graded):
+    root, *_ = graded
+    folder = root / "autograded" / "extra-files" / LESSON
+    assert (folder / "data.csv").read_text() == "x,y\n1,2\n"
+    assert (root / "submitted" / "extra-files" / LESSON / "Untitled.ipynb").exists()
+    assert f"PROBLEM extra-files/{LESSON}/Untitled.ipynb: not a notebook of this lesson" in graded[3]
+
+
+def test_missing_notebook_is_reported(graded):
+    assert f"PROBLEM missing-notebook/{LESSON}: no readable notebook submitted (found: notes.txt)" \
+        in graded[3]
+
+
+def test_export_has_one_row_per_student(graded):
+    root, cases, got, _, csv_path = graded
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [r["student_id"] for r in rows] == sorted(CASES)
+    assert list(rows[0]) == ["student_id", LESSON, "total", "max_total"]
+    for row in rows:
+        assert float(row[LESSON]) == cases[row["student_id"]][0]
+        assert float(row["max_total"]) == 4
+
+
+def test_feedback_never_shows_hidden_tests(graded):
+    root, *_ = graded
+    text = feedback(root, "edited-test-cell")
+    assert "HIDDEN TESTS" not in text and "_cases.append" not in text
+
+
+def test_course_limits():
+    """The course's own limits: a cell may run 30 s, a notebook 180 s, a kernel 2 GiB."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from course import REPO
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO / "grader")).load_config()
+    assert config.Execute.timeout == 30
+    assert config.HeadsExecute.notebook_timeout == 180
+    assert config.SandboxKernelManager.memory_limit == 2 * 1024**3
+    assert config.OverwriteCells.add_missing_cells is True
+    assert config.Execute.kernel_manager_class == "heads_sandbox.SandboxKernelManager"

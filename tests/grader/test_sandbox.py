@@ -1,0 +1,147 @@
+"""Student code is untrusted: `nbgrader autograde` with the course configuration runs it sandboxed.
+
+Each attacker's answer cell first tries one attack; its `padding_mask` is correct only if the attack
+failed, so an attacker scores 4/4 exactly when the sandbox stopped it (and 2/4 when it got through).
+The same class is graded twice by plain `nbgrader autograde`: with the course configuration (the
+sandbox on) and with HEADS_SANDBOX=off, the control that shows every attack would otherwise work.
+An honest student in the same batch gets full marks: grading works inside the sandbox.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from course import LESSON, REPO, fill, make_course, release_nb, scores, solution_answers, submit
+
+sys.path.insert(0, str(REPO / "grader"))
+from heads_sandbox import bwrap_works  # noqa: E402
+
+if not bwrap_works():
+    if os.environ.get("CI"):
+        raise RuntimeError("bubblewrap is required in CI (apt-get install bubblewrap)")
+    pytest.skip("bubblewrap (bwrap) is not installed or cannot create namespaces here: "
+                "apt-get install bubblewrap", allow_module_level=True)
+
+SOL = solution_answers()
+
+
+def attacks(root, port) -> dict[str, str]:
+    sub = root / "submitted"
+    return {
+        "read-solutions": f"open({str(REPO / 'solutions' / LESSON / (LESSON + '.ipynb'))!r}, 'rb').read(100)",
+        "read-gradebook": f"open({str(root / 'gradebook.db')!r}, 'rb').read(100)",
+        "read-other-student": f"open({str(sub / 'honest' / LESSON / (LESSON + '.ipynb'))!r}).read(100)",
+        "list-other-students": f"assert 'honest' in os.listdir({str(sub)!r})",
+        "write-outside": f"open({str(root / 'pwned.txt')!r}, 'w').write('x')",
+        "write-other-student": f"open({str(sub / 'honest' / LESSON / 'pwned.txt')!r}, 'w').write('x')",
+        "network": f"socket.create_connection(('127.0.0.1', {port}), timeout=3).close()",
+    }
+
+
+def attacker(attack: str) -> str:
+    body = textwrap.indent(attack, "    ")
+    wrong_if_leaked = SOL["padding_mask"].replace(
+        "    positions =", "    if _LEAKED:\n        return None\n    positions =")
+    return f"import os, socket\ndef _attack():\n{body}\ntry:\n    _attack()\n    _LEAKED = True\n" \
+           f"except Exception:\n    _LEAKED = False\n\n{wrong_if_leaked}"
+
+
+def build_class(root, port):
+    rel = release_nb(root)
+    submit(root, "honest", fill(rel, SOL))
+    for name, attack in attacks(root, port).items():
+        submit(root, name, fill(rel, {**SOL, "padding_mask": attacker(attack)}))
+
+
+@pytest.fixture(scope="module")
+def listener():
+    """A TCP server on the grader's loopback: reachable from the kernel only without a sandbox."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.5)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                server.accept()[0].close()
+            except OSError:
+                pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, listener):
+    """Both runs at once: {"on": (root, scores), "off": (root, scores)}."""
+    runs = {}
+    for mode in ("on", "off"):
+        root = make_course(tmp_path_factory.mktemp(f"sandbox-{mode}") / "course")
+        build_class(root, listener)
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        if mode == "off":
+            env["HEADS_SANDBOX"] = "off"
+        else:
+            env["HEADS_SANDBOX"] = "required"
+        runs[mode] = (root, subprocess.Popen(
+            [sys.executable, "-m", "nbgrader", "autograde", LESSON, "--force"], cwd=root, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    out = {}
+    for mode, (root, proc) in runs.items():
+        log = proc.communicate(timeout=900)[0]
+        assert proc.returncode == 0, log[-4000:]
+        out[mode] = (root, scores(root), log)
+    return out
+
+
+ATTACKS = ["read-solutions", "read-gradebook", "read-other-student", "list-other-students",
+           "write-outside", "write-other-student", "network"]
+
+
+def test_grading_works_inside_the_sandbox(graded):
+    root, got, log = graded["on"]
+    assert got["honest"]["score"] == 4, (got["honest"], log[-3000:])
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_attack_is_blocked(graded, attack):
+    root, got, log = graded["on"]
+    assert got[attack]["score"] == 4, f"{attack} got through the sandbox: {got[attack]}"
+    assert not (root / "pwned.txt").exists()
+    assert not (root / "submitted" / "honest" / LESSON / "pwned.txt").exists()
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_attack_works_without_the_sandbox(graded, attack):
+    """The control: each attack does succeed when the sandbox is off, so the test above can fail."""
+    root, got, log = graded["off"]
+    assert got[attack]["score"] == 2, (attack, got[attack])
+    assert got["honest"]["score"] == 4
+
+
+def test_kernel_sees_only_its_own_folder(graded, tmp_path):
+    """What the sandbox shows the kernel: no course folders at all."""
+    root, _, _ = graded["on"]
+    from heads_sandbox import sandbox_command
+
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    private = tmp_path / "private"
+    private.mkdir()
+    probe = ("import os, sys; print(sorted(os.listdir(%r)), os.path.exists(%r), os.path.exists(%r))"
+             % (str(tmp_path), str(REPO / "solutions"), str(root)))
+    cmd = sandbox_command([sys.executable, "-c", probe], str(workdir), str(private))
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["['private',", "'work']", "False", "False"], out.stdout
+    assert shutil.which("bwrap")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import time
 from pathlib import Path
 
@@ -60,7 +59,7 @@ def main() -> None:
         runs = [run(nb, cwd) for _ in range(args.repeat)]
         results.append((name, min(r[0] for r in runs), max(r[1] for r in runs)))
     floor = results[0][1]
-    print(f"\n| notebook | wall s | × floor | peak MiB |\n|---|---:|---:|---:|")
+    print("\n| notebook | wall s | × floor | peak MiB |\n|---|---:|---:|---:|")
     for name, wall, peak in results:
         print(f"| {name} | {wall:.1f} | {wall / floor:.1f} | {peak:.0f} |")
     print(f"\ntotal {sum(r[1] for r in results[1:]):.1f} s for {len(results) - 1} notebooks")

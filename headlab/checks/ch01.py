@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail, passed, require_function, require_tensor
+from .core import CheckFailed, call, fail, passed, require_function, require_loss, require_tensor
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -300,14 +300,7 @@ def mlm_loss(fn: Callable, cases: Sequence | None = None) -> None:
             raise CheckFailed(f"mlm_loss raised {type(err).__name__}{where}: {err}.{hint}") from err
         if not torch.equal(labels, labels_before):
             fail("mlm_loss modified the caller's labels in place; leave them as they are.")
-        if not isinstance(out, torch.Tensor):
-            fail(f"mlm_loss returned a {type(out).__name__}; return a 0-dimensional tensor (not .item()), "
-                 "so that loss.backward() works.")
-        require_tensor(out, "mlm_loss", (), meaning=": a single number, the mean over chosen positions")
-        if not out.requires_grad:
-            fail("mlm_loss returned a tensor with no gradient: keep the computation in torch (no .item(), "
-                 "no .detach()), so that loss.backward() reaches the model.")
-        value = out.item()
+        value = require_loss(out, "mlm_loss", ": a single number, the mean over chosen positions")
         if math.isclose(value, expected, abs_tol=1e-4):
             continue
         _diagnose_loss(value, logits.detach(), labels, expected, where)

@@ -138,7 +138,6 @@ def _recover_mask(head, lin, x, where):
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (x.shape[0], lin.out_features):
             require_tensor(out, "SequenceClassifier", (x.shape[0], lin.out_features),
                            meaning=f" (B, K) logits in train mode for {where}")
-        z = lin(x)
         W, b = lin.weight.double(), lin.bias.double()
         seen = torch.linalg.lstsq(W, (out.double() - b).T).solution.T  # (B, d): what the Linear got
         residual = (seen @ W.T + b - out.double()).abs().max().item()

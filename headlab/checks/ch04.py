@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail, passed, require_function, require_tensor
+from .core import CheckFailed, call, fail, passed, require_function, require_loss, require_tensor
 
 # --- TokenClassifier -------------------------------------------------------------------------------
 # (d, num_labels, B, n): n differs from num_labels, so a (B, L, n) output cannot pass for (B, n, L).
@@ -190,14 +190,7 @@ def _ce(logits2d, target, reduction="mean"):
 
 def _diagnose_loss(out, logits, labels, expected: float) -> None:
     B, n, L = logits.shape
-    if not isinstance(out, torch.Tensor):
-        fail(f"token_loss returned a {type(out).__name__}; return the loss as a torch tensor (a scalar "
-             "that still carries the graph, so that loss.backward() works). Do not call .item().")
-    require_tensor(out, "token_loss", (), meaning=" (a single number: the mean over labelled positions)")
-    if not out.requires_grad:
-        fail("token_loss returned a tensor with no gradient: loss.backward() would fail. Compute it "
-             "from the logits with torch operations, without .item(), .detach() or torch.no_grad().")
-    got = float(out.detach())
+    got = require_loss(out, "token_loss", " (a single number: the mean over labelled positions)")
     if math.isclose(got, expected, rel_tol=1e-4, abs_tol=1e-5):
         return
     flat, target = logits.detach().reshape(-1, L), labels.reshape(-1)

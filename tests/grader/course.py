@@ -76,6 +76,22 @@ def submit(root: Path, student: str, nb, lesson: str = LESSON, name: str | None 
     return target
 
 
+def colab_saved(nb, lesson: str = LESSON) -> dict:
+    """`nb` as Colab's "Download .ipynb" writes it: nbformat 4.0 (no cell ids), Colab's notebook
+    metadata (its name "Copy of …" from "Save a copy in Drive"), an id in every cell's metadata."""
+    colab = json.loads(nbformat.writes(nb))
+    colab["nbformat_minor"] = 0
+    colab["metadata"] = {"colab": {"provenance": [], "name": f"Copy of {lesson}.ipynb"},
+                         "kernelspec": {"name": "python3", "display_name": "Python 3"},
+                         "language_info": {"name": "python"}}
+    for i, cell in enumerate(colab["cells"]):
+        cell.pop("id", None)
+        cell["metadata"]["id"] = f"colab{i:04d}"
+        if cell["cell_type"] == "code":
+            cell["metadata"]["outputId"] = f"out{i:04d}"
+    return colab
+
+
 def scores(root: Path, lesson: str = LESSON) -> dict[str, dict]:
     """{student: {"score": s, "cells": {grade_id: score}}} from the gradebook."""
     from nbgrader.api import Gradebook
@@ -93,4 +109,4 @@ def feedback(root: Path, student: str, lesson: str = LESSON) -> str:
 
 
 __all__ = ["LESSON", "REPO", "fill", "make_course", "nbgrader", "grade_py", "release_nb",
-           "solution_answers", "submit", "scores", "feedback"]
+           "solution_answers", "submit", "colab_saved", "scores", "feedback"]

@@ -14,7 +14,7 @@ import json
 import nbformat
 import pytest
 
-from course import (LESSON, feedback, fill, grade_py, make_course, release_nb, scores,
+from course import (LESSON, colab_saved, feedback, fill, grade_py, make_course, release_nb, scores,
                     solution_answers, submit)
 
 CELL_TIMEOUT = 15  # the setup cell imports torch: seconds on a loaded 2-core machine
@@ -72,17 +72,7 @@ def build(root):
     text = nbformat.writes(fill(rel, answers()))
     add("malformed-json", text[: len(text) // 2], 0)
 
-    colab = json.loads(nbformat.writes(fill(rel, answers())))
-    colab["nbformat_minor"] = 0
-    colab["metadata"] = {"colab": {"provenance": [], "name": f"Copy of {LESSON}.ipynb"},
-                         "kernelspec": {"name": "python3", "display_name": "Python 3"},
-                         "language_info": {"name": "python"}}
-    for i, cell in enumerate(colab["cells"]):
-        cell.pop("id", None)
-        cell["metadata"]["id"] = f"colab{i:04d}"
-        if cell["cell_type"] == "code":
-            cell["metadata"]["outputId"] = f"out{i:04d}"
-    add("colab-saved", colab, 4)
+    add("colab-saved", colab_saved(fill(rel, answers())), 4)
 
     (root / "submitted" / "missing-notebook" / LESSON).mkdir(parents=True)
     (root / "submitted" / "missing-notebook" / LESSON / "notes.txt").write_text("sorry, later")

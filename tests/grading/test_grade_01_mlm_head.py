@@ -191,7 +191,7 @@ WRONG = [
     Wrong("mlm_loss-returns-float", "mlm_loss", """
         def mlm_loss(logits, labels):
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)).item()
-        """, says='not .item()'),
+        """, says='do not call .item()'),
     Wrong("mlm_loss-classes-not-flattened", "mlm_loss", """
         def mlm_loss(logits, labels):
             return F.cross_entropy(logits, labels)

@@ -1,0 +1,31 @@
+"""A self-learner's Colab submission, end to end: the lesson filled in on Colab, downloaded the way
+Colab saves it ("Copy of …", nbformat 4.0, no cell ids, Colab metadata), handed in through an LMS zip,
+collected, autograded in the sandbox and given feedback: full marks."""
+import zipfile
+
+import nbformat
+
+from course import colab_saved, fill, grade_py, make_course, release_nb, scores, solution_answers
+
+LESSON = "03_sequence_head"
+
+
+def test_a_colab_copy_filled_with_the_solution_gets_full_marks(tmp_path):
+    root = make_course(tmp_path / "course", lessons=(LESSON,))
+    filled = fill(release_nb(root, LESSON), solution_answers(LESSON))
+    saved = colab_saved(filled, LESSON)
+    assert "id" not in saved["cells"][0] and saved["nbformat_minor"] == 0
+    lms = tmp_path / "lms.zip"
+    with zipfile.ZipFile(lms, "w") as z:
+        z.writestr(f"sam/Copy of {LESSON}.ipynb", nbformat.writes(nbformat.from_dict(saved)))
+
+    for step in (["collect", str(lms)], ["--jobs", "1", "autograde"], ["feedback"]):
+        proc = grade_py("--course", str(root), *step)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    graded = scores(root, LESSON)["sam"]
+    points = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+              for c in release_nb(root, LESSON).cells if c.metadata.get("nbgrader", {}).get("grade")}
+    assert graded["cells"] == points, graded
+    assert graded["score"] == sum(points.values()) > 0
+    assert (root / "feedback" / "sam" / LESSON / f"{LESSON}.html").exists()

@@ -11,7 +11,7 @@ pip install -q --upgrade pip
 pip install -q torch==2.13.0
 pip install -q -e . "ipywidgets==7.7.1" "nbval==0.11.0" "pytest==9.2.*" ipykernel
 python -c "import ipywidgets; assert ipywidgets.__version__ == '7.7.1', ipywidgets.__version__; print('ipywidgets', ipywidgets.__version__)"
-mapfile -t notebooks < <(grep -l "pooling_explorer(" solutions/*/*.ipynb)
+mapfile -t notebooks < <(grep -l -E "pooling_explorer\(|interact\(|import ipywidgets" solutions/*/*.ipynb)
 [ "${#notebooks[@]}" -gt 0 ] || { echo "no widget lesson found" >&2; exit 1; }
 widget_tests=(tests/test_*widget*.py)
 pytest -p no:xdist -p no:cacheprovider -o addopts="" --nbval-lax --nbval-current-env \

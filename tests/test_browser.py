@@ -10,31 +10,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from lab_server import CHROMIUM_ARGS, jupyter_lab
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 WIDGET_LESSONS = sorted(p for p in (REPO / "solutions").glob("*/*.ipynb") if "pooling_explorer(" in p.read_text())
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 if not CHROMIUM.exists():
     if os.environ.get("CI"):
         raise RuntimeError("CI needs Chromium at /usr/bin/chromium (apt-get install chromium)")
     pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -51,29 +41,10 @@ def lab(tmp_path_factory):
     (settings / "notebook-extension").mkdir()
     (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
         json.dumps({"windowingMode": "none"}))
-    port, token = free_port(), "heads-browser-test"
-    log = open(root / "server.log", "w")
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("jupyter-lab")), "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={root / '.settings'}",
-         f"--LabApp.workspaces_dir={root / '.workspaces'}"],
-        stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.fail(f"JupyterLab did not start:\n{(root / 'server.log').read_text()[-2000:]}")
-        yield f"http://127.0.0.1:{port}", token
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        log.close()
+    token = "heads-browser-test"
+    with jupyter_lab(root, token, f"--LabApp.user_settings_dir={root / '.settings'}",
+                     f"--LabApp.workspaces_dir={root / '.workspaces'}", log=root / "server.log") as url:
+        yield url, token
 
 
 @pytest.fixture(scope="module")

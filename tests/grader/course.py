@@ -15,6 +15,7 @@ GRADER = REPO / "grader"
 SOLUTIONS = REPO / "solutions"
 sys.path.insert(0, str(GRADER))
 sys.path.insert(0, str(REPO / "tests" / "grading"))
+sys.path.insert(0, str(REPO / "tests"))  # lab_server
 
 from harness import feedback_text, fill, nbgrader_cells, strip_solution_markers  # noqa: E402
 

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from course import REPO, make_course
+from lab_server import CHROMIUM_ARGS, jupyter_lab
 
 LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
 
@@ -34,14 +29,6 @@ if not CHROMIUM or sync_playwright is None:
     pytest.skip("needs Chromium (apt-get install chromium) and Playwright (pip install playwright)",
                 allow_module_level=True)
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -50,30 +37,9 @@ def lab(tmp_path_factory):
     (tmp / "exchange").mkdir()
     root = make_course(tmp / "course", lessons=LESSONS,
                        extra_config=f"c.Exchange.root = {str(tmp / 'exchange')!r}\n")
-    port, token = free_port(), "heads-formgrader-test"
-    exe = Path(sys.executable).with_name("jupyter-lab")
-    server = subprocess.Popen(
-        [str(exe), "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--ServerApp.open_browser=False"],
-        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            raise AssertionError("jupyter-lab did not start")
+    token = "heads-formgrader-test"
+    with jupyter_lab(root, token, "--LabApp.news_url=", "--ServerApp.open_browser=False") as url:
         yield url, token
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def test_formgrader_lists_the_course_assignments(lab):
@@ -81,7 +47,7 @@ def test_formgrader_lists_the_course_assignments(lab):
     shots = REPO / "test-artifacts"
     shots.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"{url}/lab?token={token}", timeout=120_000)
         page.get_by_text("Nbgrader", exact=True).first.click(timeout=120_000)

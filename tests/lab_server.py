@@ -1,0 +1,54 @@
+"""JupyterLab on loopback and the flags for Debian's headless Chromium, for the browser tests."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+# Without the background-networking flags Chromium keeps dialling hosts this machine cannot reach.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def jupyter_lab(root: Path, token: str, *extra_args: str, log: Path | None = None):
+    """Serve `root` with `jupyter-lab` (not the forking `jupyter lab` wrapper) on a free loopback port,
+    yield its URL once it answers, and stop it by its PID."""
+    port = free_port()
+    out = open(log, "w") if log else subprocess.DEVNULL
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("jupyter-lab")), "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", *extra_args],
+        cwd=root, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    tail = Path(log).read_text()[-2000:] if log else ""
+                    raise AssertionError(f"jupyter-lab did not start\n{tail}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        if log:
+            out.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from .tokenizer import WordTokenizer
 
@@ -22,6 +23,15 @@ FILLER_PHRASES = ["yesterday", "i think", "to be honest", "overall", "for the pr
                   "as usual", "on the whole", "last week", "my sister said", "we agreed that",
                   "believe me", "in the end", "at first", "if you ask me", "so far", "today"]
 CLASS_NAMES = ["positive", "negative"]  # index 1, the minority class, is what F1 is reported for
+# What a writer says next depends on the sentiment: in the pre-training corpus these closing phrases
+# are what makes a sentiment word predictable from its context, and its context from it.
+POSITIVE_CLOSINGS = ["i will come back", "i would recommend it", "we will go again", "five stars from me",
+                     "worth every penny", "i loved every minute"]
+NEGATIVE_CLOSINGS = ["i want a refund", "never again", "one star from me", "a waste of money",
+                     "i will complain", "i hated every minute"]
+# ... and so, less strongly, do its other words: in the pre-training reviews these fillers lean one way.
+POSITIVE_LEANING = ["with my friends", "this time", "believe me", "if you ask me", "so far"]
+NEGATIVE_LEANING = ["to be honest", "once again", "after a long day", "for the price", "at first"]
 
 FIRST_NAMES = ["ada", "alan", "grace", "linus", "marie", "nikola", "rosa", "kurt", "emmy", "jordan"]
 LAST_NAMES = ["lovelace", "turing", "hopper", "curie", "tesla", "parks", "godel", "noether"]
@@ -113,10 +123,12 @@ def classification_set(n: int = 600, seed: int = 0, minority_rate: float = 0.25,
     return out
 
 
-def _filler(rng: random.Random, k: int) -> list[str]:
+def _filler(rng: random.Random, k: int, leaning: list[str] | None = None) -> list[str]:
+    """k words of filler phrases; with `leaning`, those phrases come up 60 % of the time."""
     words: list[str] = []
     while len(words) < k:
-        words += rng.choice(FILLER_PHRASES).split()
+        pool = leaning if leaning and rng.random() < 0.6 else FILLER_PHRASES
+        words += rng.choice(pool).split()
     return words[:k]
 
 
@@ -191,9 +203,10 @@ def similarity_pairs(n: int = 300, seed: int = 0) -> list[SimilarityPair]:
     return out
 
 
-def retrieval_set(n: int = 100, seed: int = 0) -> RetrievalSet:
-    """Each query has one document that says the same thing with every slot worded the other way,
-    so it shares almost no content words with its query; the other documents are other meanings."""
+def retrieval_set(n: int = 100, seed: int = 0, reworded: int = 3) -> RetrievalSet:
+    """Each query has one document that says the same thing with `reworded` of its four slots worded
+    the other way (a paraphrase keeps a phrase or so and rewords the rest); the other documents are
+    other meanings, worded at random."""
     rng = random.Random(seed)
     slots = sorted(SIM_SLOTS)
     meanings: list[tuple] = []
@@ -206,9 +219,10 @@ def retrieval_set(n: int = 100, seed: int = 0) -> RetrievalSet:
     queries, documents = [], []
     for m in meanings:
         wording = {s: rng.randint(0, 1) for s in slots}
+        other_way = set(rng.sample(slots, reworded))
         queries.append(_say(rng, dict(zip(slots, m)), wording))
-        # the matching document uses the other wording of every slot
-        documents.append(_say(rng, dict(zip(slots, m)), {s: 1 - w for s, w in wording.items()}))
+        documents.append(_say(rng, dict(zip(slots, m)),
+                              {s: 1 - w if s in other_way else w for s, w in wording.items()}))
     order = list(range(n))
     rng.shuffle(order)
     return RetrievalSet(queries, [documents[i] for i in order], [order.index(q) for q in range(n)])
@@ -221,25 +235,71 @@ def _say(rng: random.Random, meaning: dict, wording: dict | None = None) -> str:
     return f"{parts['place']} {core}" if rng.random() < 0.3 else f"{core} {parts['place']}"
 
 
-def corpus(n: int = 2000, seed: int = 0) -> list[str]:
-    """Plain sentences from every toy task, for masked or next-token pre-training."""
+def review_corpus(n: int, seed: int) -> list[str]:
+    """Reviews as people write them: the other words depend on the sentiment.
+
+    Each review has one or two sentiment words of one polarity and a closing phrase of the same
+    polarity, placed among neutral fillers, so predicting a hidden sentiment word or closing phrase
+    needs the rest of the review. (The labelled `classification_set` has no closing phrase: there
+    the single cue word decides the label.)
+    """
     rng = random.Random(seed)
-    per = n // 4
-    texts = [e.text for e in classification_set(per, seed + 101)]
-    texts += [" ".join(e.words) for e in tagging_set(per, seed + 102)]
-    texts += [e.passage for e in qa_set(per // 2, seed + 103)]
-    texts += [e.question for e in qa_set(per // 2, seed + 104)]
-    texts += [p.a for p in similarity_pairs(n - len(texts), seed + 105)]
+    out = []
+    for _ in range(n):
+        negative = rng.random() < 0.4
+        cues = NEGATIVE_WORDS if negative else POSITIVE_WORDS
+        subjects = rng.sample(REVIEW_SUBJECTS, 2)
+        leaning = NEGATIVE_LEANING if negative else POSITIVE_LEANING
+        words = _filler(rng, rng.randint(0, 6), leaning) + [*subjects[0].split(), "was", rng.choice(cues)]
+        if rng.random() < 0.5:
+            words += ["and", *subjects[1].split(), "was", rng.choice(cues)]
+        words += _filler(rng, rng.randint(0, 6), leaning)
+        words += rng.choice(NEGATIVE_CLOSINGS if negative else POSITIVE_CLOSINGS).split()
+        out.append(" ".join(words))
+    return out
+
+
+# Which meanings go together: subject meaning i is mostly seen doing verb i to object i at place i. Both wordings of a meaning share these contexts (synonyms), while different
+# meanings get different ones, as in real text (cats chase mice, farmers grow crops).
+def _scene(rng: random.Random) -> dict:
+    i = rng.randrange(len(SIM_SLOTS["subject"]))
+    meaning = {"subject": i}
+    for slot in ("verb", "object", "place"):
+        meaning[slot] = i if rng.random() < 0.9 else rng.randrange(len(SIM_SLOTS[slot]))
+    return meaning
+
+
+def scene_corpus(n: int, seed: int) -> list[str]:
+    """Sentences about who does what where, each slot worded one of its two ways at random."""
+    rng = random.Random(seed)
+    return [_say(rng, _scene(rng)) for _ in range(n)]
+
+
+def corpus(n: int = 8000, seed: int = 0) -> list[str]:
+    """Plain sentences for masked or next-word pre-training: reviews, scenes, tagged sentences,
+    passages and questions, in proportions 8 : 6 : 3 : 2 : 1."""
+    rng = random.Random(seed)
+    tenth = n // 10
+    texts = review_corpus(4 * tenth, seed + 101)
+    texts += [" ".join(e.words) for e in tagging_set(3 * tenth // 2, seed + 102)]
+    texts += [e.passage for e in qa_set(tenth, seed + 103)]
+    texts += [e.question for e in qa_set(tenth // 2, seed + 104)]
+    texts += scene_corpus(n - len(texts) - len(CORPUS_EXTRA), seed + 105)
     texts += CORPUS_EXTRA
     rng.shuffle(texts)
     return texts
 
 
 # --- the course's single vocabulary ---------------------------------------------------------------
-def _all_words() -> set[str]:
+VOCAB_FILE = Path(__file__).parent / "vocab.txt"
+
+
+def words_in_use() -> set[str]:
+    """Every word the generators above can produce."""
     strings: list[str] = [*REVIEW_SUBJECTS, *POSITIVE_WORDS, *NEGATIVE_WORDS, *FILLER_PHRASES,
-                          "was", *FIRST_NAMES, *LAST_NAMES, *PLACES, *ORGS, *TAG_TEMPLATES,
-                          *QA_PEOPLE, *CORPUS_EXTRA, *CLASS_NAMES]
+                          "was", "and", *FIRST_NAMES, *LAST_NAMES, *PLACES, *ORGS, *TAG_TEMPLATES,
+                          *QA_PEOPLE, *CORPUS_EXTRA, *CLASS_NAMES, *POSITIVE_CLOSINGS,
+                          *NEGATIVE_CLOSINGS]
     for fact, question, pool in QA_RELATIONS.values():
         strings += [fact, question, *pool]
     for options in SIM_SLOTS.values():
@@ -247,7 +307,16 @@ def _all_words() -> set[str]:
     return {w for s in strings for w in s.split() if not w.startswith("{")}
 
 
+def vocabulary() -> list[str]:
+    """The committed word list, in id order (after the five special tokens).
+
+    It is append-only: a new word goes at the end, so no existing word changes its id and the
+    shipped weights stay valid for every word they were trained on.
+    """
+    return VOCAB_FILE.read_text(encoding="utf-8").split()
+
+
 @lru_cache(maxsize=1)
 def course_tokenizer() -> WordTokenizer:
     """The one vocabulary every lesson and both tiny models use."""
-    return WordTokenizer(sorted(_all_words()))
+    return WordTokenizer(vocabulary())

@@ -42,3 +42,35 @@ def entity_scores(pred_spans: Iterable[Sequence[tuple]], true_spans: Iterable[Se
     recall = tp / n_true if n_true else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def balanced_accuracy(pred: torch.Tensor, target: torch.Tensor) -> float:
+    """Mean of the per-class recalls: 0.5 for any constant answer on two classes, whatever the imbalance."""
+    pred, target = torch.as_tensor(pred).flatten(), torch.as_tensor(target).flatten()
+    recalls = [float((pred[target == c] == c).float().mean()) for c in target.unique().tolist()]
+    return sum(recalls) / len(recalls)
+
+
+def mean_reciprocal_rank(scores: torch.Tensor, targets: Sequence[int]) -> float:
+    """`scores` (Q, D): query q's correct document is targets[q]; 1/rank of it, averaged over queries."""
+    scores = torch.as_tensor(scores)
+    correct = scores[torch.arange(len(targets)), torch.as_tensor(targets)]
+    ranks = 1 + (scores > correct[:, None]).sum(dim=1)
+    return float((1.0 / ranks.float()).mean())
+
+
+def average_ranks(x: torch.Tensor) -> torch.Tensor:
+    """Ranks 1 … N of the values of a 1-D tensor; tied values share the mean of their ranks."""
+    x = torch.as_tensor(x).flatten()
+    _, inverse, counts = torch.unique(x, sorted=True, return_inverse=True, return_counts=True)
+    first = torch.cumsum(counts, 0) - counts                    # ranks taken by smaller values
+    return (first.double() + (counts.double() + 1) / 2)[inverse]
+
+
+def spearman(x: torch.Tensor, y: torch.Tensor) -> float:
+    """Spearman's rank correlation: the Pearson correlation of the two samples' (average) ranks."""
+    rx, ry = average_ranks(x), average_ranks(y)
+    if rx.numel() != ry.numel() or rx.numel() < 2:
+        raise ValueError(f"spearman needs two samples of the same size ≥ 2, got {rx.numel()} and {ry.numel()}")
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float((rx * ry).sum() / (rx.norm() * ry.norm()))

@@ -1,4 +1,4 @@
-"""The shipped weights are what `dev/build_weights.py` builds (about 20 s)."""
+"""The shipped weights are what `dev/build_weights.py` builds (about three minutes)."""
 import importlib.util
 from pathlib import Path
 

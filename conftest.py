@@ -9,11 +9,22 @@ A lesson is a solution with its answers removed, so under nbval:
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models run faster on one thread per process
+# nbgrader runs the `alembic` command by name: find it beside this Python when the environment is not
+# activated (`.venv/bin/pytest`).
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+ROOT = Path(__file__).parent
+# The slow tier: real nbgrader runs, browsers, the weights rebuild, packaging and notebooks.
+# `pytest -m "not slow"` is the edit loop.
+SLOW = [ROOT / "tests" / "grading", ROOT / "tests" / "grader", ROOT / "solutions", ROOT / "lessons",
+        *(ROOT / "tests" / name for name in ("test_browser.py", "test_weights.py", "test_packaging.py",
+                                             "test_binder.py", "test_readme_command.py"))]
 
 LESSONS = Path(__file__).parent / "lessons"
 
@@ -27,8 +38,15 @@ def _in_lessons(item) -> bool:
     return LESSONS in Path(str(item.fspath)).resolve().parents
 
 
+def _is_slow(item) -> bool:
+    path = Path(str(item.fspath)).resolve()
+    return any(path == slow or slow in path.parents for slow in SLOW)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
         if _in_lessons(item) and _nbgrader_meta(item).get("grade"):
             item.add_marker(pytest.mark.xfail(
                 strict=True, reason="a lesson's checks fail until the student writes the answer"))

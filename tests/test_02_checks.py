@@ -61,3 +61,18 @@ def test_the_hand_written_expectations_are_right():
         assert torch.equal(W, W.T)
         got = torch.tanh(torch.tensor(c) @ W.T + torch.tensor(b))
         assert torch.allclose(got, torch.tensor(expected), atol=1e-4)
+
+
+def test_cls_pool_on_the_feature_axis_is_named_even_when_n_equals_d():
+    H = torch.arange(2 * 3 * 3, dtype=torch.float32).reshape(2, 3, 3) ** 1.5
+    with pytest.raises(CheckFailed, match=r"feature axis"):
+        ch02.cls_pool(lambda H: H[:, :, 0], cases=[(H, H[:, 0].clone())])
+
+
+def test_mean_and_max_share_one_loop_and_keep_their_messages():
+    with pytest.raises(CheckFailed, match=r"averaged over every position, padding included"):
+        ch02.mean_pool(lambda H, m: H.mean(1))
+    with pytest.raises(CheckFailed, match=r"filled the padding with zeros"):
+        ch02.max_pool(lambda H, m: (H * m[:, :, None]).amax(1))
+    with pytest.raises(CheckFailed, match=r"mask was a 0/1 integer tensor"):
+        ch02.mean_pool(lambda H, m: H.masked_fill(~m[:, :, None], 0.0).sum(1) / m.sum(1, keepdim=True))

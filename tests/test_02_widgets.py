@@ -1,5 +1,7 @@
 """headlab.widgets: the pooling plan (pure), its picture, and the explorer widget without a browser."""
+import io
 import itertools
+import re
 import warnings
 
 import matplotlib
@@ -39,10 +41,9 @@ CAUSAL_SEEN = {
     ("first", "left"): [[], [], []],  # position 0 is padding and sees no real token before it
     **{(rule, side): REAL[side] for rule in ("mean", "max", "last_real", "last_tensor") for side in SIDES},
 }
-CODE = {
-    "first": "H[:, 0]",
-    "last_tensor": "H[:, -1]",
-}
+# The widget is shown in lesson 02 before lesson 06, and several rules are exercises (cls_pool, mean_pool,
+# max_pool, last_token_pool): it names a rule and says in words what it reads, never its code.
+CODE = re.compile(r"H\[|H\.|\(H|torch|arange|mask\[|\.sum\(|amax|masked_fill|gather|lengths\s*-\s*1|\[:, *-?\d\]")
 
 ALL = list(itertools.product(POOLING_RULES, SIDES, KINDS))
 
@@ -64,9 +65,17 @@ def test_plan_positions(rule, side, causal):
         assert len(plan.real[b]) == length
         assert set(plan.seen[b]) <= set(plan.real[b])
         assert all(0 <= i < N for i in plan.sources[b])
-    assert isinstance(plan.code, str) and plan.code.startswith(("H[", "(H", "H."))
-    if rule in CODE:
-        assert plan.code == CODE[rule]
+    assert isinstance(plan.reads, str) and plan.reads
+
+
+@pytest.mark.parametrize("rule,side,causal", ALL)
+def test_no_rule_shows_its_code(rule, side, causal):
+    plan = pooling_plan(rule, LENGTHS, N, padding_side=side, causal=causal)
+    fig, ax = plt.subplots()
+    draw_pooling(plan, ax=ax)
+    shown = "\n".join([plan.describe(), ax.get_title(), *plan.pitfalls])
+    plt.close(fig)
+    assert not CODE.search(shown), f"{rule}: the widget shows code: {CODE.search(shown).group()!r} in\n{shown}"
 
 
 @pytest.mark.parametrize("rule,side,causal", ALL)
@@ -77,6 +86,7 @@ def test_plan_pitfalls(rule, side, causal):
     for b in range(3):
         pooled_pad = f"row {b}: position {SOURCES[(rule, side)][b][0]} is padding"
         assert (pooled_pad in text) == on_padding, text
+    assert ("amount of padding" in text) == (rule == "last_tensor" and side == "right"), text
     partial = causal and rule == "first"
     assert ("has seen only" in text) == partial, text
     assert ("left padding" in text) == (side == "left"), text
@@ -86,8 +96,20 @@ def test_plan_pitfalls(rule, side, causal):
 
 def test_the_example_from_the_spec():
     plan = pooling_plan("last_tensor", (7, 2), 7)
-    assert plan.pitfalls == [plan.pitfalls[0]] and plan.pitfalls[0].startswith("row 1: position 6 is padding")
-    assert pooling_plan("last_real", (5, 3, 4), 7).code == "H[torch.arange(B), lengths - 1]"
+    assert plan.pitfalls[0].startswith("row 1: position 6 is padding")
+    assert not any(p.startswith("row 0") for p in plan.pitfalls)  # row 0 is full: position 6 is its last word
+    assert "last real token of row 0 but padding in the others" in plan.pitfalls[1]
+    assert pooling_plan("last_real", (5, 3, 4), 7).reads == "each row's own last real position"
+
+
+def test_padding_moves_the_last_tensor_position_only():
+    """Dynamic padding (to the longest row) against more padding: what section 7 of lesson 06 measures."""
+    tight, wide = pooling_plan("last_tensor", (5, 3, 4), 5), pooling_plan("last_tensor", (5, 3, 4), 9)
+    assert tight.sources == [[4], [4], [4]] and wide.sources == [[8], [8], [8]]
+    assert [tight.sources[b][0] in tight.real[b] for b in range(3)] == [True, False, False]
+    assert (tight.padding, wide.padding) == (0, 4)
+    for rule in ("first", "mean", "max", "last_real"):
+        assert pooling_plan(rule, (5, 3, 4), 5).sources == pooling_plan(rule, (5, 3, 4), 9).sources, rule
 
 
 def test_rows_without_padding_have_no_pitfall():
@@ -120,6 +142,7 @@ def test_plan_is_pure_and_describes_itself():
     b = pooling_plan("max", (5, 3, 4), 7, "left", True)
     assert a == b
     assert "row 1: length 3" in a.describe()
+    assert a.key == "rule=max padding_side=left model=causal lengths=5,3,4 n=7"
 
 
 @pytest.mark.parametrize("rule,side,causal", ALL)
@@ -128,7 +151,7 @@ def test_draw_pooling_draws(rule, side, causal):
     fig, ax = plt.subplots()
     out = draw_pooling(plan, ax=ax, tokens=[["[CLS]", "a", "b", "c", "[SEP]"], ["x", "y", "z"], None])
     assert out is ax
-    assert plan.code in ax.get_title()
+    assert plan.reads in ax.get_title()
     assert len(ax.images) == 1 and ax.images[0].get_array().shape[:2] == (3, 7)
     fig.canvas.draw()
     plt.close(fig)
@@ -142,24 +165,51 @@ def test_draw_pooling_makes_its_own_axes_and_png():
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def description(png: bytes) -> str:
+    from PIL import Image
+
+    return Image.open(io.BytesIO(png)).info["Description"]
+
+
+def test_a_picture_says_which_plan_it_shows():
+    plan = pooling_plan("last_real", (2, 1), 3, "left", True)
+    assert description(plan_png(plan)) == plan.key
+    # a fixed width keeps the picture's size while n changes
+    sizes = {plan_png(pooling_plan("mean", (2, 1), n), width=6)[16:24] for n in (2, 4, 6)}
+    assert len(sizes) == 1
+
+
 def test_explorer_builds_and_reacts_to_its_controls():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # plt.show() on Agg says it cannot show
         explorer = pooling_explorer(rule="mean", padding_side="right", lengths=(5, 3, 4), n=7)
         assert explorer.plan == pooling_plan("mean", (5, 3, 4), 7)
-        assert "mask" in explorer.code.value
+        assert explorer.extra.value == 2 and explorer.n == 7
+        assert "padding left out" in explorer.text.value and not CODE.search(explorer.text.value)
+        assert description(explorer.picture.value) == explorer.plan.key
         # change the controls, as a student would; the widgets' observers redraw
         explorer.rule.value = "last_tensor"
         assert explorer.plan.sources == [[6], [6], [6]]
-        assert "position 6 is padding" in explorer.code.value
+        assert "position 6 is padding" in explorer.text.value
+        assert description(explorer.picture.value) == explorer.plan.key
+        # the padding control: pad only to the longest row, and row 0's last word is pooled
+        explorer.extra.value = 0
+        assert explorer.plan.n == 5 and explorer.plan.sources == [[4], [4], [4]]
+        assert "last real token of row 0" in explorer.text.value
+        explorer.extra.value = 4
+        assert explorer.plan.sources == [[8], [8], [8]]
+        assert description(explorer.picture.value) == "rule=last_tensor padding_side=right model=bidirectional lengths=5,3,4 n=9"
+        explorer.extra.value = 2
         explorer.sliders[1].value = 7
+        assert explorer.n == 9
         explorer.kind.value = "causal"
         explorer.padding_side.value = "left"
-        assert explorer.plan == pooling_plan("last_tensor", (5, 7, 4), 7, "left", True)
+        assert explorer.plan == pooling_plan("last_tensor", (5, 7, 4), 9, "left", True)
         # the update path, called directly
         explorer.rule.value = "first"
         plan = explorer.update()
-        assert plan.sources == [[0], [0], [0]] and plan.seen == [[], [0], []]
+        assert plan.sources == [[0], [0], [0]] and plan.seen == [[], [], []]
+        assert description(explorer.picture.value) == plan.key
     bundle = explorer.mimebundle()
     view = bundle["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == explorer.ui.model_id and view["version_major"] == 2
@@ -172,7 +222,7 @@ def test_explorer_uses_only_widgets_that_ipywidgets_7_has():
     import ipywidgets
 
     explorer = pooling_explorer(lengths=(2, 3), n=4)
-    allowed = {"Dropdown", "ToggleButtons", "IntSlider", "HBox", "VBox", "Output", "HTML"}
+    allowed = {"Dropdown", "ToggleButtons", "IntSlider", "HBox", "VBox", "HTML", "Image"}
 
     def walk(widget):
         yield widget

@@ -77,7 +77,11 @@ def test_a_stub_says_it_is_not_written_yet():
 
 def test_head_param_count_verdicts():
     ch03.head_param_count(lambda d, K: K * d + K)
+    ch03.head_param_count(lambda d, K: (d + 1) * K)
     for wrong, says in [(lambda d, K: K * d, "bias is left out"), (lambda d, K: K * d + d, "one entry per class"),
+                        (lambda d, K: (d + 1) * (K + 1), "one row and one column too many"),
+                        (lambda d, K: K * d + 1, "single bias shared"),
+                        (lambda d, K: d + K, "added, not multiplied"),
                         (lambda d, K: d * d + K, "d × d"), (lambda d, K: float(K * d + K), "must return an int")]:
         with pytest.raises(CheckFailed, match=says):
             ch03.head_param_count(wrong)
@@ -89,7 +93,21 @@ def test_untrained_loss_verdicts():
     ch03.untrained_loss(math.log)
     ch03.untrained_loss(lambda K: F.cross_entropy(torch.zeros(1, K), torch.tensor([0])).item())
     for wrong, says in [(math.log2, "log base 2"), (math.log10, "log base 10"), (lambda K: 1 / K, "probability"),
-                        (lambda K: -math.log(K), "sign is wrong"),
+                        (lambda K: -math.log(K), "sign is wrong"), (lambda K: math.log(1 / K), "sign is wrong"),
+                        (lambda K: 1 - 1 / K, "error rate of a uniform guess"),
+                        (lambda K: math.log(2), "ln 2 for every K"),
+                        (lambda K: math.log(K - 1) if K > 1 else 0.0, r"ln\(K − 1\)"),
+                        (lambda K: math.log(K) + 0.1, "spreads probability 1/K"),
                         (lambda K: torch.log(torch.tensor(float(K))), "returned a tensor")]:
         with pytest.raises(CheckFailed, match=says):
             ch03.untrained_loss(wrong)
+
+
+def test_untrained_loss_tells_apart_mistakes_that_agree_at_two_classes():
+    """At K = 2, 1/K = 1 − 1/K = 0.5 and a constant ln 2 is right: the other K decide."""
+    with pytest.raises(CheckFailed, match="probability"):
+        ch03.untrained_loss(lambda K: 1 / K, cases=[(2, math.log(2))])
+    with pytest.raises(CheckFailed, match="error rate"):
+        ch03.untrained_loss(lambda K: 1 - 1 / K, cases=[(2, math.log(2))])
+    with pytest.raises(CheckFailed, match="ln 2 for every K"):
+        ch03.untrained_loss(lambda K: math.log(2), cases=[(2, math.log(2)), (4, math.log(4))])

@@ -59,4 +59,40 @@ def test_knowledge_check_reads_the_namespace():
     expected = {"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 1.6094}
     ch06.knowledge_check({"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 1.61}, expected)
     with pytest.raises(CheckFailed, match="log base 10"):
-        ch06.knowledge_check({"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 0.6990}, expected)
+        ch06.knowledge_check({"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 0.70}, expected)
+    with pytest.raises(CheckFailed, match="two-class head"):
+        ch06.knowledge_check({"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 0.69}, expected)
+    with pytest.raises(CheckFailed, match="is not right"):
+        ch06.knowledge_check({"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 1.60}, expected)
+
+
+RIGHT_FORM = {"kc_positions": [1, 2, 3], "kc_head_params": 10, "kc_initial_loss": 0.5}
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("kc_positions", torch.tensor([6, 3, 8]), "kc_positions is a torch tensor.*tolist"),
+    ("kc_positions", [torch.tensor(6), 3, 8], "holds a tensor"),
+    ("kc_positions", [6, 3], "list of three positions"),
+    ("kc_positions", [6.0, 3, 8], "whole numbers"),
+    ("kc_positions", [6, 3, 10], "not a position of a batch padded to n = 10"),
+    ("kc_head_params", torch.tensor(2565), "kc_head_params is a torch tensor"),
+    ("kc_head_params", 2565.0, "an int"),
+    ("kc_head_params", 0, "positive"),
+    ("kc_initial_loss", torch.tensor(1.61), "kc_initial_loss is a torch tensor.*round"),
+    ("kc_initial_loss", 1.6094379124341003, "not rounded.*two decimals.*1.61"),
+    ("kc_initial_loss", "1.61", "must be a number"),
+    ("kc_initial_loss", -1.0, "positive"),
+])
+def test_the_visible_check_rejects_the_wrong_form_without_giving_values_away(name, value, says):
+    answers = {**RIGHT_FORM, name: value}
+    with pytest.raises(CheckFailed, match=says) as err:
+        ch06.knowledge_check(answers)
+    for secret in ("2565", "[6, 3, 8]", "6, 3, 8"):
+        if secret not in repr(value):
+            assert secret not in str(err.value), err.value
+
+
+def test_the_visible_check_passes_any_answer_of_the_right_form(capsys):
+    ch06.knowledge_check(RIGHT_FORM)
+    ch06.knowledge_check({"kc_positions": (6, 3, 8), "kc_head_params": 2565, "kc_initial_loss": 1.61})
+    assert capsys.readouterr().out.count("right form") == 2

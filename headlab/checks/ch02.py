@@ -119,6 +119,9 @@ def _diagnose_cls(out, H: torch.Tensor, expected: torch.Tensor) -> None:
     if _close(out, H[:, -1], atol=1e-6):
         fail(f"cls_pool took the last position, H[:, -1]{where}. [CLS] is the first token: position 0. "
              "(In a padded batch the last position is usually padding.)")
+    if n == d and _close(out, H[:, :, 0], atol=1e-6):
+        fail(f"cls_pool indexed the feature axis, H[:, :, 0]{where}: that is feature 0 of every position, "
+             "not the vector at position 0. H is (B, n, d); the position axis is the second one.")
     for i in range(1, n - 1):
         if _close(out, H[:, i], atol=1e-6):
             fail(f"cls_pool took position {i}{where}; [CLS] sits at position 0 (counting starts at 0).")
@@ -244,18 +247,23 @@ def _run_masked(fn: Callable, name: str, H: torch.Tensor, mask: torch.Tensor, ki
     return out
 
 
-def mean_pool(fn: Callable, cases: Sequence | None = None) -> None:
-    """Run `fn(H, mask)` on each case, with bool and 0/1 masks, and name the mistake if it is wrong."""
-    require_function(fn, "mean_pool")
-    cases = MEAN_CASES if cases is None else cases
+def _check_masked_pool(fn: Callable, name: str, cases: Sequence, diagnose: Callable) -> None:
+    """Run `fn(H, mask)` on each (H, mask, expected) case, with the mask as bool, 0/1 integer and 0/1
+    float, and let `diagnose(out, H, mask, expected, kind)` name the mistake if a result is wrong."""
+    require_function(fn, name)
     for H, mask, expected in cases:
         H = torch.as_tensor(H, dtype=torch.float32)
         mask = torch.as_tensor(mask, dtype=torch.bool)
         expected = torch.as_tensor(expected, dtype=torch.float32)
         for kind, m in _mask_variants(mask):
-            out = _run_masked(fn, "mean_pool", H, m, kind)
-            _diagnose_mean(out, H, mask, expected, kind)
-    passed("mean_pool", len(cases))
+            out = _run_masked(fn, name, H, m, kind)
+            diagnose(out, H, mask, expected, kind)
+    passed(name, len(cases))
+
+
+def mean_pool(fn: Callable, cases: Sequence | None = None) -> None:
+    """Run `fn(H, mask)` on each case, with bool and 0/1 masks, and name the mistake if it is wrong."""
+    _check_masked_pool(fn, "mean_pool", MEAN_CASES if cases is None else cases, _diagnose_mean)
 
 
 def _diagnose_mean(out, H: torch.Tensor, mask: torch.Tensor, expected: torch.Tensor, kind: str) -> None:
@@ -308,16 +316,7 @@ def _diagnose_mean(out, H: torch.Tensor, mask: torch.Tensor, expected: torch.Ten
 
 def max_pool(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(H, mask)` on each case, with bool and 0/1 masks, and name the mistake if it is wrong."""
-    require_function(fn, "max_pool")
-    cases = MAX_CASES if cases is None else cases
-    for H, mask, expected in cases:
-        H = torch.as_tensor(H, dtype=torch.float32)
-        mask = torch.as_tensor(mask, dtype=torch.bool)
-        expected = torch.as_tensor(expected, dtype=torch.float32)
-        for kind, m in _mask_variants(mask):
-            out = _run_masked(fn, "max_pool", H, m, kind)
-            _diagnose_max(out, H, mask, expected, kind)
-    passed("max_pool", len(cases))
+    _check_masked_pool(fn, "max_pool", MAX_CASES if cases is None else cases, _diagnose_max)
 
 
 def _diagnose_max(out, H: torch.Tensor, mask: torch.Tensor, expected: torch.Tensor, kind: str) -> None:

@@ -210,9 +210,19 @@ def head_param_count(fn: Callable, cases: Sequence | None = None) -> None:
         if out == K * d:
             fail(f"{where} returned {out} = K·d: the bias is left out. The head also has one bias "
                  f"per class, so K·d + K = {expected}.")
+        if out == (d + 1) * (K + 1):
+            fail(f"{where} returned {out} = (d + 1)·(K + 1): one row and one column too many. The "
+                 f"weight matrix has one row per class (K = {K}) and one column per input feature "
+                 f"(d = {d}), and the bias one entry per class: K·d + K = K·(d + 1) = {expected}.")
         if out == K * d + d:
             fail(f"{where} returned {out} = K·d + d: the bias has one entry per class (K = {K}), "
                  f"not one per feature; K·d + K = {expected}.")
+        if out == K * d + 1:
+            fail(f"{where} returned {out} = K·d + 1: a single bias shared by all classes. Each class "
+                 f"has its own bias, so K·d + K = {expected}.")
+        if out == d + K:
+            fail(f"{where} returned {out} = d + K: the sizes are added, not multiplied. The weight "
+                 f"matrix holds one weight per (class, feature) pair, K·d of them, plus K biases: {expected}.")
         if out == d * d + K or out == d * d + d:
             fail(f"{where} returned {out}: that counts a d × d matrix. The head's matrix is "
                  f"K × d (one row per class), plus K biases: {expected}.")
@@ -235,19 +245,37 @@ def untrained_loss(fn: Callable, cases: Sequence | None = None) -> None:
         out = float(out)
         if math.isclose(out, expected, rel_tol=1e-6, abs_tol=1e-9):
             continue
-        if math.isclose(out, math.log2(K), rel_tol=1e-6):
+        # Name the formula the function follows: it must match at this K and at two more, so
+        # that K = 2 (where 1/K = 1 − 1/K and ln 2 is right) does not blur two mistakes together.
+        others = {k: _as_number(_quiet_call(fn, k)) for k in (3, 7) if k != K}
+
+        def follows(formula) -> bool:
+            return math.isclose(out, formula(K), rel_tol=1e-6, abs_tol=1e-12) and all(
+                v is not None and math.isclose(v, formula(k), rel_tol=1e-6, abs_tol=1e-12)
+                for k, v in others.items())
+
+        if follows(math.log2):
             fail(f"{where} returned {out:.4f} = log₂ {K}: log base 2 (bits). Cross-entropy in PyTorch "
                  f"uses the natural log (nats): ln {K} = {expected:.4f}.")
-        if math.isclose(out, math.log10(K), rel_tol=1e-6):
+        if follows(math.log10):
             fail(f"{where} returned {out:.4f} = log₁₀ {K}: log base 10. Cross-entropy uses the "
                  f"natural log: ln {K} = {expected:.4f}.")
-        if math.isclose(out, -expected, rel_tol=1e-6):
-            fail(f"{where} returned {out:.4f}: the sign is wrong. The loss is −ln(1/K) = +ln K = {expected:.4f}.")
-        if math.isclose(out, 1 / K, rel_tol=1e-6):
+        if follows(lambda k: -math.log(k)):
+            fail(f"{where} returned {out:.4f} = −ln {K}: the sign is wrong. A loss is never negative: "
+                 f"−ln(1/K) = +ln K = {expected:.4f}.")
+        if follows(lambda k: 1 / k):
             fail(f"{where} returned {out:.4f} = 1/K: that is the probability an untrained head gives "
                  f"each class, not the loss. The loss is −ln(1/K) = ln K = {expected:.4f}.")
-        if math.isclose(out, math.log(K - 1), rel_tol=1e-6) if K > 2 else False:
+        if follows(lambda k: 1 - 1 / k):
+            fail(f"{where} returned {out:.4f} = 1 − 1/K: that is the error rate of a uniform guess, "
+                 f"not its cross-entropy. The loss is −ln(1/K) = ln K = {expected:.4f}.")
+        if follows(lambda k: math.log(2)):
+            fail(f"{where} returned {out:.4f} = ln 2 for every K: that is the value for two classes only. "
+                 f"With K classes each gets probability 1/K, so the loss is ln K = {expected:.4f}.")
+        if K >= 2 and follows(lambda k: math.log(k - 1)):
             fail(f"{where} returned ln(K − 1); with K classes each gets probability 1/K, so the loss is ln K.")
+        if math.isclose(out, -expected, rel_tol=1e-6):
+            fail(f"{where} returned {out:.4f}: the sign is wrong. The loss is −ln(1/K) = +ln K = {expected:.4f}.")
         fail(f"{where} returned {out:.4f}; an untrained head spreads probability 1/K over the K classes, "
              f"so its cross-entropy is −ln(1/K) = ln K = {expected:.4f}.")
     passed("untrained_loss", len(cases))
@@ -257,6 +285,14 @@ def _require_plain_function(fn, name: str) -> None:
     if not callable(fn) or isinstance(fn, (type, nn.Module)):
         fail(f"this check takes your function {name} itself, e.g. check.{name}({name}); "
              f"you passed a {type(fn).__name__}.")
+
+
+def _quiet_call(fn, *args):
+    """The learner's value for other inputs, only to tell two mistakes apart; None if it fails."""
+    try:
+        return fn(*args)
+    except Exception:
+        return None
 
 
 def _as_number(value):

@@ -255,7 +255,9 @@ KC_NAMES = ("kc_positions", "kc_head_params", "kc_initial_loss")
 def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | None = None) -> None:
     """Check the knowledge-check answers set in the notebook (pass `globals()`).
 
-    Without `expected` only the form of each answer is checked; hidden tests pass the values.
+    Without `expected` only the form of each answer is checked, which gives no value away: plain
+    Python values (no tensors), three whole-number positions inside the batch, a whole positive
+    parameter count, a positive loss rounded to two decimals. Hidden tests pass the values.
     """
     if not isinstance(namespace, Mapping):
         fail("this check reads your answers from the notebook: call it as check.knowledge_check(globals()).")
@@ -264,25 +266,43 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
         fail(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: the knowledge check "
              "is not written yet. Set all three variables in the answer cell above.")
     positions, params, loss = (namespace[name] for name in KC_NAMES)
-    if isinstance(positions, torch.Tensor):
-        positions = positions.tolist()
-    if not (isinstance(positions, (list, tuple)) and len(positions) == 3
-            and all(isinstance(p, int) and not isinstance(p, bool) for p in positions)):
-        fail(f"kc_positions must be a list of three whole numbers, one position per row; it is {positions!r}.")
-    if isinstance(params, float) and params.is_integer():
-        params = int(params)
-    if not isinstance(params, int) or isinstance(params, bool):
-        fail(f"kc_head_params must be a whole number of parameters; it is {params!r}.")
-    if isinstance(loss, torch.Tensor):
-        loss = loss.item()
-    if not isinstance(loss, (int, float)) or isinstance(loss, bool):
-        fail(f"kc_initial_loss must be a number (in nats); it is {loss!r}.")
+    for name, value, plain in (("kc_positions", positions, "a list of three ints (tensor.tolist())"),
+                               ("kc_head_params", params, "an int (int(tensor) or tensor.item())"),
+                               ("kc_initial_loss", loss, "a float rounded to two decimals "
+                                                         "(round(tensor.item(), 2))")):
+        if isinstance(value, torch.Tensor):
+            fail(f"{name} is a torch tensor ({value!r}). The answers are plain Python values: "
+                 f"make it {plain}.")
+    if not isinstance(positions, (list, tuple)) or len(positions) != 3:
+        fail(f"kc_positions must be a list of three positions, one per row of the batch; it is {positions!r}.")
+    for p in positions:
+        if isinstance(p, torch.Tensor):
+            fail(f"kc_positions holds a tensor ({p!r}); write plain Python ints, e.g. [int(x) for x in ...].")
+        if not isinstance(p, int) or isinstance(p, bool):
+            fail(f"kc_positions must hold whole numbers (int), one position per row; {p!r} is a "
+                 f"{type(p).__name__}.")
+        if not 0 <= p < KC_N:
+            fail(f"kc_positions = {list(positions)}: {p} is not a position of a batch padded to n = {KC_N}. "
+                 f"Positions count from 0, so they run from 0 to {KC_N - 1}.")
+    if isinstance(params, bool) or not isinstance(params, int):
+        fail(f"kc_head_params must be a whole number of parameters, an int; it is {params!r} "
+             f"({type(params).__name__}).")
+    if params <= 0:
+        fail(f"kc_head_params = {params}: a parameter count is a positive whole number.")
+    if isinstance(loss, bool) or not isinstance(loss, (int, float)):
+        fail(f"kc_initial_loss must be a number (in nats), a float; it is {loss!r} ({type(loss).__name__}).")
+    if not math.isfinite(loss) or loss <= 0:
+        fail(f"kc_initial_loss = {loss}: a cross-entropy loss is a positive number (it is −ln of a "
+             "probability below 1).")
+    if round(float(loss), 2) != float(loss):
+        fail(f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals. "
+             f"Write round(..., 2), which gives {round(float(loss), 2)}.")
     if expected is None:
         print("✓ knowledge check: the three answers have the right form (their values are graded)")
         return
     _diagnose_positions(list(positions), list(expected["kc_positions"]))
     _diagnose_params(params, int(expected["kc_head_params"]))
-    _diagnose_loss(float(loss), float(expected["kc_initial_loss"]))
+    _diagnose_loss(float(loss), round(float(expected["kc_initial_loss"]), 2))
     passed("knowledge check", 3)
 
 
@@ -321,17 +341,17 @@ def _diagnose_params(got: int, want: int) -> None:
 
 
 def _diagnose_loss(got: float, want: float) -> None:
-    if abs(got - want) <= 0.01:
+    if abs(got - want) < 0.005:          # both are rounded to two decimals: the same number
         return
     said = f"kc_initial_loss = {got} for K = {KC_K} classes"
-    known = [  # (value, message): the nearest one within 0.01 names the mistake
+    known = [  # (value, message): the nearest one, if it rounds to the answer, names the mistake
         (math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {KC_K} classes."),
         (math.log10(KC_K), "that is log base 10. Cross-entropy is measured with the natural logarithm (nats)."),
         (math.log2(KC_K), "that is log base 2 (bits). The course measures the loss in nats, with ln."),
         (1 / KC_K, "1/K is the probability an untrained head gives each class. The loss is −ln of that probability."),
     ]
     value, message = min(known, key=lambda item: abs(item[0] - got))
-    if abs(value - got) <= 0.01:
+    if abs(round(value, 2) - got) < 0.005:
         fail(f"{said}: {message}")
     fail(f"{said} is not right: an untrained head gives every class about the same probability, "
          "and the loss is −ln of the probability of the true class (rounded to two decimals).")

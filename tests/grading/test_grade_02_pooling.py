@@ -23,6 +23,10 @@ WRONG = [
         def cls_pool(H):
             return H[:, 1]
         """, says="took position 1"),
+    Wrong("cls_pool-feature-axis", "cls_pool", """
+        def cls_pool(H):
+            return H[:, :, 0]
+        """, says="feature axis"),
     # --- Pooler ---
     Wrong("Pooler-no-tanh", "Pooler", """
         class Pooler(nn.Module):

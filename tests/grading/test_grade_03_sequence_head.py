@@ -61,6 +61,14 @@ WRONG = [
         def head_param_count(d, K):
             return K * d + d
         """, says="one entry per class"),
+    Wrong("head_param_count-one-row-and-column-too-many", "head_param_count", """
+        def head_param_count(d, K):
+            return (d + 1) * (K + 1)
+        """, says="one row and one column too many"),
+    Wrong("head_param_count-adds-the-sizes", "head_param_count", """
+        def head_param_count(d, K):
+            return d + K
+        """, says="added, not multiplied"),
     Wrong("head_param_count-returns-a-float", "head_param_count", """
         def head_param_count(d, K):
             return float(K * (d + 1))
@@ -81,6 +89,14 @@ WRONG = [
         def untrained_loss(K):
             return math.log(1 / K)
         """, says="the sign is wrong"),
+    Wrong("untrained_loss-ln-2-for-every-K", "untrained_loss", """
+        def untrained_loss(K):
+            return math.log(2)
+        """, says="ln 2 for every K"),
+    Wrong("untrained_loss-error-rate-not-loss", "untrained_loss", """
+        def untrained_loss(K):
+            return 1 - 1 / K
+        """, says="error rate of a uniform guess"),
     Wrong("untrained_loss-returns-a-tensor", "untrained_loss", """
         def untrained_loss(K):
             return torch.log(torch.tensor(float(K)))

@@ -58,6 +58,17 @@ WRONG = [
         kc_head_params = 2565
         kc_initial_loss = 0.69
         """, says="two-class head"),
+    Wrong("knowledge_check-unrounded-loss", "knowledge_check", """
+        import math
+        kc_positions = [6, 3, 8]
+        kc_head_params = 2565
+        kc_initial_loss = math.log(5)
+        """, says="is not rounded"),
+    Wrong("knowledge_check-positions-as-a-tensor", "knowledge_check", """
+        kc_positions = torch.tensor([7, 4, 9]) - 1
+        kc_head_params = 2565
+        kc_initial_loss = 1.61
+        """, says="kc_positions is a torch tensor"),
 ]
 
 ALTERNATIVES = [
@@ -80,11 +91,11 @@ ALTERNATIVES = [
             n = attention_mask.shape[1]
             return n - 1 - attention_mask.bool().flip(1).long().argmax(dim=1)
         """),
-    Alternative("knowledge_check-unrounded-loss", "knowledge_check", """
+    Alternative("knowledge_check-computed-and-rounded", "knowledge_check", """
         import math
         kc_positions = [length - 1 for length in (7, 4, 9)]
         kc_head_params = 5 * 512 + 5
-        kc_initial_loss = math.log(5)
+        kc_initial_loss = round(-math.log(1 / 5), 2)
         """),
 ]
 

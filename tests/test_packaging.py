@@ -18,6 +18,8 @@ def test_wheel_has_weights_and_checks_and_light_unpinned_dependencies(tmp_path):
         metadata = z.read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert {"headlab/weights/encoder.pt", "headlab/weights/decoder.pt"} <= names
     assert "headlab/checks/ch00.py" in names
+    # lesson 08: the loader of the real model and the similarity set written for the course
+    assert {"headlab/minilm.py", "headlab/checks/ch08.py", "headlab/resources/sts_pairs.tsv"} <= names
     requires = sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines()
                       if line.startswith("Requires-Dist:"))
     assert "torch>=2.2" in requires, requires

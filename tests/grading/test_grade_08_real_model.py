@@ -1,0 +1,126 @@
+"""Lesson 08: wrong implementations students write, and correct alternatives."""
+from harness import Alternative, Wrong, grading_tests
+
+WRONG = [
+    # sentence_embedding
+    Wrong("sentence_embedding-mean-over-padding", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            mean = H.mean(dim=1)
+            return mean / mean.norm(dim=-1, keepdim=True)
+        """, says="padding positions were averaged in"),
+    Wrong("sentence_embedding-no-normalisation", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            mask = attention_mask.unsqueeze(-1).float()
+            return (H * mask).sum(1) / mask.sum(1)
+        """, says="not L2-normalised"),
+    Wrong("sentence_embedding-normalise-before-mean", "sentence_embedding", """
+        import torch.nn.functional as F
+        def sentence_embedding(H, attention_mask):
+            mask = attention_mask.unsqueeze(-1).float()
+            H = F.normalize(H, dim=-1)
+            return F.normalize((H * mask).sum(1) / mask.sum(1), dim=-1)
+        """, says="normalised each token vector before averaging"),
+    Wrong("sentence_embedding-cls-instead-of-mean", "sentence_embedding", """
+        import torch.nn.functional as F
+        def sentence_embedding(H, attention_mask):
+            return F.normalize(H[:, 0], dim=-1)
+        """, says="[CLS]"),
+    Wrong("sentence_embedding-normalise-over-the-batch-axis", "sentence_embedding", """
+        import torch.nn.functional as F
+        def sentence_embedding(H, attention_mask):
+            mask = attention_mask.unsqueeze(-1).float()
+            return F.normalize((H * mask).sum(1) / mask.sum(1), dim=0)
+        """, says="batch axis"),
+    Wrong("sentence_embedding-indexes-with-a-0-1-integer-mask", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            rows = [H[b][attention_mask[b]].mean(0) for b in range(H.shape[0])]
+            z = torch.stack(rows)
+            return z / z.norm(dim=-1, keepdim=True)
+        """, says="0/1 integer mask"),
+    # align_labels
+    Wrong("align_labels-labels-every-piece", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            return [-100 if w is None else word_labels[w] for w in word_ids]
+        """, says="labelled every piece"),
+    Wrong("align_labels-label-on-the-last-piece", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            labels = []
+            for i, w in enumerate(word_ids):
+                following = word_ids[i + 1] if i + 1 < len(word_ids) else None
+                labels.append(-100 if w is None or following == w else word_labels[w])
+            return labels
+        """, says="LAST piece"),
+    Wrong("align_labels-specials-labelled-O", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            labels, previous = [], None
+            for w in word_ids:
+                if w is None:
+                    labels.append(0)
+                elif w != previous:
+                    labels.append(word_labels[w])
+                else:
+                    labels.append(-100)
+                previous = w
+            return labels
+        """, says="a special token or padding"),
+    Wrong("align_labels-if-not-word-id-skips-word-0", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            labels, previous = [], None
+            for w in word_ids:
+                if not w or w == previous:
+                    labels.append(-100)
+                else:
+                    labels.append(word_labels[w])
+                previous = w
+            return labels
+        """, says="`if not word_id`"),
+    Wrong("align_labels-crashes-on-special-tokens", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            labels, previous = [], None
+            for w in word_ids:
+                labels.append(word_labels[w] if w != previous else -100)
+                previous = w
+            return labels
+        """, says="is None at special tokens"),
+]
+
+ALTERNATIVES = [
+    Alternative("sentence_embedding-masked-sum-then-normalise", "sentence_embedding", """
+        import torch.nn.functional as F
+        def sentence_embedding(H, attention_mask):
+            # the division by the count only rescales, and the normalisation removes any scale
+            return F.normalize((H * attention_mask.unsqueeze(-1).to(H.dtype)).sum(dim=1), p=2, dim=1)
+        """),
+    Alternative("sentence_embedding-per-row-boolean-selection", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            mask = attention_mask.bool()
+            z = torch.stack([H[b, mask[b]].mean(dim=0) for b in range(H.shape[0])])
+            return z / torch.linalg.vector_norm(z, dim=1, keepdim=True)
+        """),
+    Alternative("sentence_embedding-sentence-transformers-style", "sentence_embedding", """
+        import torch.nn.functional as F
+        def sentence_embedding(H, attention_mask):
+            expanded = attention_mask.unsqueeze(-1).expand(H.size()).float()
+            summed = torch.sum(H * expanded, 1)
+            counts = torch.clamp(expanded.sum(1), min=1e-9)
+            return F.normalize(summed / counts, p=2, dim=1)
+        """),
+    Alternative("align_labels-set-of-seen-words", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            seen, labels = set(), []
+            for w in word_ids:
+                if w is None or w in seen:
+                    labels.append(-100)
+                else:
+                    seen.add(w)
+                    labels.append(int(word_labels[w]))
+            return labels
+        """),
+    Alternative("align_labels-comprehension-with-the-previous-id", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            previous = [None] + list(word_ids[:-1])
+            return [word_labels[w] if w is not None and w != p else -100 for w, p in zip(word_ids, previous)]
+        """),
+]
+
+globals().update(grading_tests("08_real_model", WRONG, ALTERNATIVES))

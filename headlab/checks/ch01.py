@@ -331,7 +331,8 @@ def _diagnose_loss(value, logits, labels, expected, where):
 
 
 # --- tying_savings ------------------------------------------------------------------------------
-SAVINGS_CASES = [((30522, 768), 23_440_896), ((200, 64), 12_800), ((10, 3), 30)]
+# Sizes where the usual wrong counts all differ from V·d and from each other.
+SAVINGS_CASES = [((30522, 768), 23_440_896), ((222, 64), 14_208), ((10, 3), 30)]
 
 
 def tying_savings(fn: Callable, cases: Sequence | None = None) -> None:
@@ -346,18 +347,26 @@ def tying_savings(fn: Callable, cases: Sequence | None = None) -> None:
             fail(f"tying_savings returned a {type(out).__name__}{where}; return a Python int{hint}.")
         if out == expected:
             continue
-        if out == 2 * V * d:
-            fail(f"tying_savings returned {out}{where}, 2·V·d: tying removes ONE V × d matrix (the "
-                 "output projection); the embedding is still there.")
-        if out == V * d + V:
-            fail(f"tying_savings returned {out}{where}, V·d + V: the output bias is not shared, the "
-                 "head keeps its own (V,) bias, so only the V × d weight is saved.")
-        if out == V * d + d * d + d:
-            fail(f"tying_savings returned {out}{where}: the transform's Linear(d, d) is kept; only the "
-                 "V × d projection is saved.")
-        if out in (V + d, V, d, d * d):
-            fail(f"tying_savings returned {out}{where}; the saved matrix has V × d entries.")
-        fail(f"tying_savings returned {out}{where}; expected V·d = {expected}.")
+        transform = d * d + d + 2 * d                   # Linear(d, d) and LayerNorm(d): kept either way
+        mistakes = [
+            (2 * V * d, "2·V·d: tying removes ONE V × d matrix (the output projection); the embedding "
+                        "matrix is still there, now doing both jobs"),
+            (V * d + V, "V·d + V: the output bias is not shared, the head keeps its own (V,) bias, so "
+                        "only the V × d weight is saved"),
+            (V * d + transform + V, "every parameter of an untied head: tying removes only its V × d "
+                                    "output matrix; the transform and the bias stay"),
+            (V * d + d * d + d, "the transform's Linear(d, d) is kept; only the V × d projection is saved"),
+            (V + d, "V + d: you added the two sizes, but a V × d matrix has V rows of d numbers each"),
+            (V, "V, one number per word: that is the size of the output bias, which tying keeps"),
+            (d * d + d, "d·d + d, the transform's Linear(d, d): tying keeps it"),
+            (d * d, "d·d, the size of the transform's square matrix: tying keeps it"),
+            (d, "d, the length of one embedding row: the saved matrix has one such row per word"),
+        ]
+        for value, message in mistakes:
+            if out == value:
+                fail(f"tying_savings returned {out}{where}, {message}.")
+        fail(f"tying_savings returned {out}{where}; count what the untied head owns that the tied one "
+             "does not (compare the two parameter counts measured in the notebook).")
     passed("tying_savings", len(cases))
 
 

@@ -204,6 +204,18 @@ WRONG = [
         def tying_savings(V, d):
             return V * d + V
         """, says='the output bias is not shared'),
+    Wrong("tying_savings-sizes-added", "tying_savings", """
+        def tying_savings(V, d):
+            return V + d
+        """, says='you added the two sizes'),
+    Wrong("tying_savings-whole-untied-head", "tying_savings", """
+        def tying_savings(V, d):
+            return d * d + d + 2 * d + V * d + V
+        """, says='every parameter of an untied head'),
+    Wrong("tying_savings-only-the-bias", "tying_savings", """
+        def tying_savings(V, d):
+            return V
+        """, says='size of the output bias'),
     Wrong("tying_savings-float", "tying_savings", """
         def tying_savings(V, d):
             return float(V * d)

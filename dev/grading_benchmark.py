@@ -73,7 +73,7 @@ def grade(root: Path, jobs: int) -> float:
     wall = time.perf_counter() - start
     if proc.returncode:
         raise SystemExit(proc.stdout + proc.stderr)
-    problems = [line for line in proc.stdout.splitlines() if line.startswith("PROBLEM")]
+    problems = [line for line in proc.stdout.splitlines() if line.startswith(("PROBLEM", "FLAG"))]
     if problems:
         print("\n".join(problems))
     return wall

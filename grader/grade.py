@@ -7,17 +7,23 @@
 
 `collect` runs `nbgrader zip_collect LESSON --force` for every lesson (the course's collector plugin,
 grader/heads_collect.py, recognises students' file names) and reports every file it did not
-collect, by name. `autograde` checks that each submitted notebook is readable JSON (an unreadable
-one is set aside as `NAME.ipynb.unreadable` and scores 0 as missing, with the reason printed), then
-runs `nbgrader autograde LESSON` in parallel processes, each on its own share of the students, and
-prints every student's score. `feedback` and `export` are `nbgrader generate_feedback` and
-`nbgrader export`. All of them use the course configuration, grader/nbgrader_config.py (or
+collect, by name, every archive member it would not unpack, and every file whose name names
+another student than its folder. `autograde` checks that each submitted notebook is readable JSON
+(an unreadable one is set aside as `NAME.ipynb.unreadable` and scores 0 as missing, with the reason
+printed), then runs `nbgrader autograde LESSON` in parallel processes, each on its own share of the
+students, and prints every student's score, a `PROBLEM` line for what the grader had to clean up
+or stop (links removed, processes stopped, a kernel killed over a limit) and a `FLAG` line for a
+submission to look at (grader/heads_flags.py). `feedback` and `export` are `nbgrader
+generate_feedback` and `nbgrader export`; `export` prints the flags and refuses (exit status 1) a
+score above its maximum. All of them use the course configuration, grader/nbgrader_config.py (or
 `--course DIR`, a folder holding another nbgrader_config.py).
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,8 +74,9 @@ def jobs_default() -> int:
 
 # --- collect -------------------------------------------------------------------------------------
 def collect(course: Course, sources: list[Path], jobs: int) -> dict:
-    """Collect `sources` for every lesson; return {"collected": {...}, "not_collected": {...}}."""
-    from heads_collect import match
+    """Collect `sources` for every lesson; return {"collected": {...}, "not_collected": {...},
+    "misnamed": {...}, "not_extracted": [...], "failed": {...}}."""
+    from heads_collect import match, name_conflict, wrapper_folders
 
     lessons = course.lessons()
     downloaded = course.base / "downloaded"
@@ -79,8 +86,8 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
         archive.mkdir(parents=True)
         for src in sources:
             src = Path(src)
-            if src.is_dir():
-                shutil.copytree(src, archive / src.name)
+            if src.is_dir():  # links are copied as links, and the extractor refuses them
+                shutil.copytree(src, archive / src.name, symlinks=True)
             else:
                 shutil.copy2(src, archive / src.name)
 
@@ -96,15 +103,19 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
 
     # Every extracted file, by name: what it became, or why it was not collected.
     extracted = downloaded / lessons[0] / "extracted"
-    collected, not_collected = {}, {}
+    collected, not_collected, misnamed = {}, {}, {}
+    wrappers = {lesson: wrapper_folders(str(extracted), course.notebooks(lesson)) for lesson in lessons}
     for path in sorted(p for p in extracted.rglob("*") if p.is_file()):
         rel = str(path.relative_to(extracted))
         reasons = []
         for lesson in lessons:
-            found = match(rel, course.notebooks(lesson))
+            found = match(rel, course.notebooks(lesson), wrappers[lesson])
             if isinstance(found, tuple):
                 student, notebook, _ = found
                 collected[rel] = (student, lesson, notebook)
+                conflict = name_conflict(rel, course.notebooks(lesson), wrappers[lesson])
+                if conflict:
+                    misnamed[rel] = conflict
                 break
             reasons.append(found)
         else:
@@ -123,7 +134,10 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
                 if (extracted / rel).read_bytes() != kept_bytes:
                     not_collected[rel] = f"an older copy of {student}'s {notebook}; the newer one is graded"
                     del collected[rel]
-    return {"collected": collected, "not_collected": not_collected, "failed": failed}
+    report = downloaded / lessons[0] / "not_extracted.txt"
+    not_extracted = report.read_text().splitlines() if report.exists() else []
+    return {"collected": collected, "not_collected": not_collected, "misnamed": misnamed,
+            "not_extracted": not_extracted, "failed": failed}
 
 
 def print_collect(result: dict, report: Path) -> None:
@@ -132,6 +146,12 @@ def print_collect(result: dict, report: Path) -> None:
     if result["not_collected"]:
         lines.append(f"NOT COLLECTED ({len(result['not_collected'])} files, kept in downloaded/):")
         lines += [f"  {rel}: {why}" for rel, why in sorted(result["not_collected"].items())]
+    if result.get("misnamed"):
+        lines.append(f"NAMED FOR ANOTHER STUDENT ({len(result['misnamed'])} files; the folder decides):")
+        lines += [f"  {rel}: {why}" for rel, why in sorted(result["misnamed"].items())]
+    if result.get("not_extracted"):
+        lines.append(f"NOT EXTRACTED ({len(result['not_extracted'])} archive members, left packed):")
+        lines += [f"  {line}" for line in result["not_extracted"]]
     for lesson, log in result["failed"].items():
         lines.append(f"zip_collect {lesson} FAILED:\n{log}")
     text = "\n".join(lines)
@@ -192,10 +212,40 @@ def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
             logs.append(log)
             for student in sorted(_failed_students(log) & set(share)):
                 problems[f"{student}/{lesson}"] = "nbgrader autograde failed for it (log above)"
+            for where, text in _reported(log):
+                problems[where] = f"{problems[where]}; {text}" if where in problems else text
             if proc.returncode != 0:
                 print(log[-4000:], file=sys.stderr)
     problems.update(record_ungraded(course, lessons))
-    return {"problems": problems, "scores": scores(course, lessons), "log": "\n".join(logs)}
+    return {"problems": problems, "scores": scores(course, lessons), "flags": flags(course, lessons),
+            "log": "\n".join(logs)}
+
+
+def _reported(log: str) -> list[tuple[str, str]]:
+    """The course's `HEADS-PROBLEM student/lesson: text` log lines (grader/heads_files.py)."""
+    return re.findall(r"HEADS-PROBLEM (\S+?): (.*)", log)
+
+
+def flags(course: Course, lessons: list[str]) -> dict[str, list[str]]:
+    """{"student/lesson": [flag, ...]} for every flagged submission (grader/heads_flags.py)."""
+    from heads_flags import submission_flags
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook(course.coursedir.db_url) as gb:
+        for lesson in lessons:
+            for student in course.students(lesson):
+                found = []
+                for notebook in course.notebooks(lesson):
+                    try:
+                        sub = gb.find_submission_notebook(notebook, lesson, student)
+                        cell_scores = {g.name: g.score for g in sub.grades}
+                    except MissingEntry:
+                        cell_scores = None
+                    found += submission_flags(course.coursedir, lesson, notebook, student, cell_scores)
+                if found:
+                    out[f"{student}/{lesson}"] = found
+    return out
 
 
 def record_ungraded(course: Course, lessons: list[str]) -> dict[str, str]:
@@ -270,9 +320,22 @@ def main(argv=None) -> int:
         print_collect(result, course.base / "downloaded" / "collect_report.txt")
         return 1 if result["failed"] else 0
     if args.step == "export":
-        proc = course.nbgrader("export", "--to", str(Path(args.to).resolve()))
-        print(proc.stdout + proc.stderr if proc.returncode else f"wrote {Path(args.to).resolve()}")
-        return proc.returncode
+        dest = Path(args.to).resolve()
+        proc = course.nbgrader("export", "--to", str(dest))
+        if proc.returncode:
+            print(proc.stdout + proc.stderr)
+            return proc.returncode
+        print(f"wrote {dest}")
+        refused = False
+        with dest.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                for flag in filter(None, row.get("flags", "").split(" | ")):
+                    refused |= "REFUSED" in flag
+                    print(f"FLAG {row['student_id']}/{flag}")
+        if refused:
+            print("REFUSED: scores above their maximum are left out of the CSV (see FLAG lines); "
+                  "check them in the formgrader")
+        return 1 if refused else 0
     lessons = args.lessons or [lesson for lesson in course.lessons() if course.students(lesson)]
     if args.step == "autograde":
         result = autograde(course, lessons, max(1, args.jobs))
@@ -280,6 +343,8 @@ def main(argv=None) -> int:
             print(f"{student:30s} {lesson:28s} {score:g} / {max_score:g}")
         for what, why in sorted(result["problems"].items()):
             print(f"PROBLEM {what}: {why}")
+        for what, found in sorted(result["flags"].items()):
+            print(f"FLAG {what}: " + "; ".join(found))
         return 0
     if args.step == "feedback":
         status = 0

@@ -7,14 +7,18 @@ fatal, and never stops the batch:
   a cell that loops is interrupted after `Execute.timeout` seconds; once the notebook has used
   `notebook_timeout` seconds, or once the kernel has died (`os._exit`, a segfault, the memory limit),
   every remaining code cell gets an error output that says why it did not run, so its tests score 0
-  and the feedback gives the reason. Output is capped while it arrives (`max_output_chars` per cell),
-  so a flood cannot fill the grader's memory.
+  and the feedback gives the reason. Output is capped while it arrives, every mimetype counted
+  (`max_output_chars` of text and `max_output_bytes` in all per cell, `max_notebook_output_bytes`
+  per notebook), so a flood of text, HTML or images cannot fill the grader's memory or the notebook;
+  an error output is always kept (shortened), so a failing test still fails. After every cell the
+  kernel manager's `stop_strays()` kills processes the cell left running (the kernel itself stays).
 - `DropEmptyNbgraderMetadata` runs after nbgrader's `DeduplicateIds`, which leaves `nbgrader: {}` on a
   student's copy of a graded cell; without this, `CheckCellMetadata` rejects the whole notebook
   ("old version of the metadata", nbgrader issue 1083).
 """
 from __future__ import annotations
 
+import json
 from time import monotonic
 
 from jupyter_core.utils import run_sync
@@ -23,6 +27,8 @@ from nbclient.util import ensure_async
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
+
+from heads_files import problem
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -37,6 +43,13 @@ class HeadsExecute(Execute):
     max_output_chars = Integer(
         20000, help="Characters of stream/text output kept per cell while executing (-1: no cap)."
     ).tag(config=True)
+    max_output_bytes = Integer(
+        1024**2, help="Bytes of output of every mimetype (text, HTML, images, errors...) kept per "
+                      "cell while executing (-1: no cap)."
+    ).tag(config=True)
+    max_notebook_output_bytes = Integer(
+        8 * 1024**2, help="Bytes of output of every mimetype kept per notebook (-1: no cap)."
+    ).tag(config=True)
 
     _stop_reason: str | None = None
     _deadline: float = 0.0
@@ -44,7 +57,8 @@ class HeadsExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._stop_reason = None
         self._deadline = monotonic() + self.notebook_timeout
-        self._chars = {}
+        self._chars, self._bytes, self._noted = {}, {}, set()
+        self._notebook_bytes = 0
         self._last_cell = None
         return super().preprocess(nb, resources, km)
 
@@ -66,7 +80,14 @@ class HeadsExecute(Execute):
             return cell
         self._last_cell = cell
         try:
-            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            stop_strays = getattr(self.km, "stop_strays", None)
+            stopped = stop_strays() if stop_strays else 0
+            if stopped:
+                cell.outputs.append(NotebookNode(output_type="stream", name="stdout", text=(
+                    f"\n(the grader stopped {stopped} processes this cell left running)\n")))
+                self._problem(f"cell {cell_index} left {stopped} processes running; stopped")
+            return cell
         except DeadKernelError:
             self._kernel_died(cell)
         except CellTimeoutError:  # the interrupt did not stop it (a loop in C code): kill the kernel
@@ -79,33 +100,85 @@ class HeadsExecute(Execute):
         return cell
 
     def _kernel_died(self, cell) -> None:
-        self.log.error("Kernel died")
-        self._stop_reason = "the kernel died in an earlier cell"
+        limit = getattr(self.km, "limit_reason", None)  # the kernel manager killed it, and says why
+        self.log.error("Kernel died%s", f": {limit}" if limit else "")
+        if limit:
+            self._problem(f"kernel killed: {limit}")
+        self._stop_reason = "the kernel died in an earlier cell" + (f" ({limit})" if limit else "")
         if cell is not None and not any(o.get("ename") == "KernelDied" for o in cell.outputs):
+            why = limit or "os._exit, a crash, or more memory than the grader allows"
             cell.outputs.append(error_output(
-                "KernelDied", "the Python kernel died while running this cell (os._exit, a crash, "
-                "or more memory than the grader allows); the cells after it were not run"))
+                "KernelDied", f"the Python kernel died while running this cell ({why}); the cells "
+                "after it were not run"))
+
+    def _problem(self, text: str) -> None:
+        info = (getattr(self, "resources", None) or {}).get("nbgrader", {})
+        problem(self.log, info.get("student", "?"), info.get("assignment", "?"), text)
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds the base coroutine otherwise
 
     def output(self, outs, msg, display_id, cell_index):
-        if self.max_output_chars < 0 or msg["msg_type"] not in ("stream", "execute_result",
-                                                                "display_data"):
+        msg_type = msg["msg_type"]
+        if msg_type not in ("stream", "execute_result", "display_data", "error"):
             return super().output(outs, msg, display_id, cell_index)
         content = msg["content"]
-        size = len(content.get("text", "")) + len(str(content.get("data", {}).get("text/plain", "")))
-        used = self._chars.get(cell_index, 0)
-        self._chars[cell_index] = used + size
-        if used + size <= self.max_output_chars:
+        size, chars = output_size(content)
+        used_chars = self._chars.get(cell_index, 0)
+        used_bytes = self._bytes.get(cell_index, 0)
+        room = min(self._room(self.max_output_chars, used_chars, chars),
+                   self._room(self.max_output_bytes, used_bytes, size),
+                   self._room(self.max_notebook_output_bytes, self._notebook_bytes, size))
+        self._chars[cell_index] = used_chars + chars
+        if room >= 0:  # everything fits
+            self._count(cell_index, size)
             return super().output(outs, msg, display_id, cell_index)
-        if used <= self.max_output_chars:  # the message that crosses the cap: keep its head
-            if msg["msg_type"] == "stream":
-                content["text"] = content["text"][: self.max_output_chars - used]
-                super().output(outs, msg, display_id, cell_index)
+        if msg_type == "error":  # kept, shortened: the cell must still fail
+            content["evalue"] = str(content.get("evalue", ""))[:1000]
+            content["traceback"] = [str(line)[:1000] for line in content.get("traceback", [])[:20]]
+            self._count(cell_index, output_size(content)[0])
+            super().output(outs, msg, display_id, cell_index)
+        elif msg_type == "stream" and chars + room > 0:  # the message that crosses: keep its head
+            content["text"] = content["text"][: int(chars + room)]
+            self._count(cell_index, len(content["text"]))
+            super().output(outs, msg, display_id, cell_index)
+        if cell_index not in self._noted:
+            self._noted.add(cell_index)
             # on stdout: nbgrader scores a cell with stderr output as failed
             outs.append(NotebookNode(output_type="stream", name="stdout", text=(
-                f"\n... output truncated by the grader after {self.max_output_chars} characters ...\n")))
+                "\n... output truncated by the grader: more than it keeps "
+                f"({self.max_output_chars} characters of text, {self.max_output_bytes} bytes a "
+                f"cell, {self.max_notebook_output_bytes} bytes a notebook) ...\n")))
         return None
+
+    @staticmethod
+    def _room(cap: int, used: int, size: int) -> float:
+        """What is left under `cap` once `size` more is kept (negative: that much too big)."""
+        return float("inf") if cap < 0 else cap - used - size
+
+    def _count(self, cell_index: int, size: int) -> None:
+        self._bytes[cell_index] = self._bytes.get(cell_index, 0) + size
+        self._notebook_bytes += size
+
+    def _update_display_id(self, display_id, msg):
+        # update_display_data replaces an earlier output in place: it counts like a new output.
+        size = output_size(msg["content"])[0]
+        if self.max_notebook_output_bytes >= 0 and self._notebook_bytes + size > self.max_notebook_output_bytes:
+            return None
+        self._notebook_bytes += size
+        return super()._update_display_id(display_id, msg)
+
+
+def output_size(content: dict) -> tuple[int, int]:
+    """(bytes of every mimetype and field, characters of text) of an output message's content."""
+    text = content.get("text", "")
+    data = content.get("data", {})
+    chars = len(text) + len(str(data.get("text/plain", "")))
+    size = len(text)
+    for value in data.values():
+        size += len(value) if isinstance(value, str) else len(json.dumps(value))
+    size += len(json.dumps(content.get("metadata", {})))
+    size += len(str(content.get("evalue", ""))) + sum(len(str(x)) for x in content.get("traceback", []))
+    return size, chars
 
 
 class DropEmptyNbgraderMetadata(NbGraderPreprocessor):

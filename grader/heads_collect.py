@@ -12,20 +12,36 @@ the notebook. `HeadsCollector` recognises the names students really submit:
 
 where `class` is the container: the LMS zip (nbgrader extracts `class.zip` into `class/`) or the
 downloads folder given to `grade.py collect`; it is never taken for a student. The notebook name is
-found inside the file name (case, spaces and dashes do not matter); what comes before it is the
-student id, or, when nothing does, the nearest folder below the container. When one student has several
-copies of a notebook, the newest file wins; between copies of the same age, the higher copy number
-("(2)" over "(1)" over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data
-file) is not collected, and `collect.py` reports it by name.
+found inside the file name (case, spaces and dashes do not matter). The student is the nearest
+folder below the container when there is one (the LMS put the file there), else what comes before
+the notebook name: a file in alice's folder is alice's whatever its name says, and a name that says
+someone else (`alice/bob_03_sequence_head.ipynb`) is reported by `name_conflict`, never obeyed. (A
+folder that only wraps the class, `class/submissions/alice_…, bob_…`, the single entry of its
+parent, is not a student: `wrapper_folders`.) When
+one student has several copies of a notebook, the newest file wins (the archive's own timestamps,
+kept by `HeadsExtractor`); between copies of the same age, the higher copy number ("(2)" over "(1)"
+over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data file) is not
+collected, and `grade.py collect` reports it by name.
+
+`HeadsExtractor`, nbgrader's `zip_collect` extractor plugin, unpacks zip and tar archives keeping each
+member's own timestamp, never creates links or devices, never writes outside its folder, and caps
+how deep archives inside archives are unpacked and how much they may expand to (a zip bomb is not
+unpacked); what it refuses is listed in `downloaded/<lesson>/not_extracted.txt`.
 """
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import stat
+import tarfile
+import time
+import zipfile
 from datetime import datetime, timedelta, timezone
-from pathlib import PurePath
+from pathlib import PurePath, PurePosixPath
 
-from nbgrader.plugins import FileNameCollectorPlugin
+from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
+from traitlets import Integer
 
 COPY_OF = re.compile(r"^(copy[\s_-]+of[\s_-]+)+", re.I)
 COPY_SUFFIX = re.compile(r"^(?:[\s_.-]*(?:\(\d+\)|copy|kopie|final|v?\d+))*[\s_.-]*$", re.I)
@@ -42,9 +58,9 @@ def student_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("_.-")
 
 
-def match(relpath: str, notebooks: list[str]) -> tuple[str, str, int] | str:
+def match(relpath: str, notebooks: list[str], wrappers=frozenset()) -> tuple[str, str, int] | str:
     """(student_id, notebook, copy_rank) for a file at `relpath` (relative to the extraction folder),
-    or the reason it is not collected."""
+    or the reason it is not collected. `wrappers`: folders that are not students (`wrapper_folders`)."""
     path = PurePath(relpath)
     if path.suffix.lower() != ".ipynb":
         return "not a notebook"
@@ -59,14 +75,61 @@ def match(relpath: str, notebooks: list[str]) -> tuple[str, str, int] | str:
         numbers = [int(n) for n in re.findall(r"\d+", suffix)]
         rank = max([1 if stem != path.stem.strip() else 0, 1 if suffix.strip(" _.-") else 0,
                     *(n + 1 for n in numbers)])
-        sid = student_id(COPY_OF.sub("", stem[:found.start()].strip(" _.-")))
-        if not sid:  # the nearest folder below the container (the LMS zip or downloads folder)
-            folders = [student_id(p) for p in path.parts[1:-1] if student_id(p)]
-            sid = folders[-1] if folders else ""
+        sid = _folder_id(path, wrappers) or _prefix_id(stem, found)
         if not sid:
             return "no student id: neither a prefix in the file name nor a student folder"
         return sid, notebook, rank
     return f"not a notebook of this lesson (expected {', '.join(notebooks)})"
+
+
+def _folder_id(path: PurePath, wrappers=frozenset()) -> str:
+    """The nearest folder below the container (the LMS zip or downloads folder) that is not a
+    wrapper, as an id."""
+    folders = [student_id(p) for i, p in enumerate(path.parts[1:-1], 2)
+               if student_id(p) and str(PurePath(*path.parts[:i])) not in wrappers]
+    return folders[-1] if folders else ""
+
+
+def wrapper_folders(extracted: str, notebooks: list[str]) -> set[str]:
+    """Folders (relative to the extraction folder) that only wrap a class: the single entry of
+    their parent, holding notebooks named for two or more students (`class/submissions/alice_…,
+    bob_…`). In a class of student folders, a folder is never a wrapper, whatever its files say."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(extracted):
+        rel = os.path.relpath(dirpath, extracted)
+        parent = os.path.dirname(dirpath)
+        if rel.count(os.sep) < 1 or len(os.listdir(parent)) != 1:
+            continue
+        prefixes = set()
+        for name in filenames:
+            stem = COPY_OF.sub("", PurePath(name).stem.strip())
+            for notebook in notebooks:
+                found = name_pattern(notebook).search(stem)
+                if found and _prefix_id(stem, found):
+                    prefixes.add(_prefix_id(stem, found).lower())
+        if len(prefixes) >= 2:
+            out.add(rel)
+    return out
+
+
+def _prefix_id(stem: str, found: re.Match) -> str:
+    return student_id(COPY_OF.sub("", stem[:found.start()].strip(" _.-")))
+
+
+def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset()) -> str | None:
+    """When a file's name names another student than the folder the LMS put it in: why that name
+    was not obeyed. None otherwise."""
+    path = PurePath(relpath)
+    stem = COPY_OF.sub("", path.stem.strip())
+    for notebook in sorted(notebooks, key=len, reverse=True):
+        found = name_pattern(notebook).search(stem)
+        if found:
+            folder, prefix = _folder_id(path, wrappers), _prefix_id(stem, found)
+            if folder and prefix and folder.lower() != prefix.lower():
+                return (f"its name says {prefix} but it is in {folder}'s folder: counted as "
+                        f"{folder}'s, never {prefix}'s")
+            return None
+    return None
 
 
 class HeadsCollector(FileNameCollectorPlugin):
@@ -80,7 +143,9 @@ class HeadsCollector(FileNameCollectorPlugin):
     def collect(self, submitted_file: str):
         app = self.parent
         extracted = app._format_collect_path(app.extracted_directory)
-        found = match(os.path.relpath(submitted_file, extracted), self._notebooks())
+        if getattr(self, "_wrappers_of", None) != extracted:  # once per extraction folder
+            self._wrappers_of, self._wrappers = extracted, wrapper_folders(extracted, self._notebooks())
+        found = match(os.path.relpath(submitted_file, extracted), self._notebooks(), self._wrappers)
         if isinstance(found, str):
             self.log.warning("Not collected for %s: %s (%s)", app.coursedir.assignment_id,
                              submitted_file, found)
@@ -91,3 +156,118 @@ class HeadsCollector(FileNameCollectorPlugin):
         # larger timestamp and writes it to timestamp.txt (used only if a due date is set).
         stamp = mtime.replace(microsecond=0) + timedelta(microseconds=min(rank, 999_999))
         return {"student_id": sid, "file_id": notebook + ".ipynb", "timestamp": stamp.isoformat()}
+
+
+ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz")
+
+
+class HeadsExtractor(ExtractorPlugin):
+    """nbgrader extractor plugin: `c.ZipCollectApp.extractor_plugin = HeadsExtractor`."""
+
+    max_depth = Integer(
+        2, help="Archives inside archives are unpacked down to this depth (1: only the archives "
+                "given; 2: an LMS zip of per-student zips); deeper ones are left packed, reported."
+    ).tag(config=True)
+    max_expanded_bytes = Integer(
+        1024**3, help="Bytes one archive given to collect, archives inside it included, may expand "
+                      "to; members beyond are not unpacked, reported."
+    ).tag(config=True)
+    max_ratio = Integer(
+        100, help="Largest expanded / compressed size of a member (notebooks compress ~5-20x); a "
+                  "member above it looks like a zip bomb and is not unpacked, reported."
+    ).tag(config=True)
+
+    def extract(self, archive_path: str, extracted_path: str) -> None:
+        self.refused: list[str] = []
+        self._top = extracted_path
+        for root, _, files in os.walk(archive_path):
+            dest = os.path.normpath(os.path.join(extracted_path, os.path.relpath(root, archive_path)))
+            os.makedirs(dest, exist_ok=True)
+            for name in files:
+                path = os.path.join(root, name)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    self._refuse(self._shown(path), "not a plain file (a link, a FIFO, a device)")
+                elif name.lower().endswith(ARCHIVES):
+                    self._unpack(path, os.path.join(dest, _strip_archive(name)), 1,
+                                 {"left": self.max_expanded_bytes})
+                else:
+                    shutil.copy2(path, os.path.join(dest, name))  # keeps the file's timestamp
+        report = os.path.join(os.path.dirname(os.path.normpath(extracted_path)), "not_extracted.txt")
+        with open(report, "w", encoding="utf-8") as fh:
+            fh.writelines(f"{line}\n" for line in self.refused)
+
+    def _shown(self, path: str) -> str:
+        """`path` as the report shows it: below the extraction folder, or the archive's name."""
+        inside = os.path.abspath(path).startswith(os.path.abspath(self._top) + os.sep)
+        return os.path.relpath(path, self._top) if inside else os.path.basename(path)
+
+    def _refuse(self, where: str, why: str) -> None:
+        self.log.warning("Not extracted: %s (%s)", where, why)
+        self.refused.append(f"{where}: {why}")
+
+    def _unpack(self, archive: str, dest: str, depth: int, budget: dict) -> None:
+        try:
+            if archive.lower().endswith(".zip"):
+                with zipfile.ZipFile(archive) as z:
+                    members = [(i.filename, i.file_size, i.compress_size,
+                                time.mktime(i.date_time + (0, 0, -1)),
+                                stat.S_ISLNK(i.external_attr >> 16), i.is_dir(), i) for i in z.infolist()]
+                    self._write_members(archive, dest, depth, budget, members, z.open)
+            else:
+                with tarfile.open(archive) as t:
+                    size = max(1, os.path.getsize(archive))
+                    members = [(m.name, m.size, size, m.mtime, not (m.isfile() or m.isdir()), m.isdir(), m)
+                               for m in t.getmembers()]
+                    self._write_members(archive, dest, depth, budget, members, t.extractfile)
+        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError) as err:
+            self._refuse(self._shown(archive), f"not a readable archive ({type(err).__name__}: {err})")
+
+    def _write_members(self, archive, dest, depth, budget, members, open_member) -> None:
+        for name, size, packed, mtime, special, is_dir, handle in members:
+            inner = os.path.join(self._shown(archive), name)
+            parts = PurePosixPath(name.replace("\\", "/")).parts
+            if is_dir:
+                continue
+            if not parts or name.startswith("/") or ".." in parts:
+                self._refuse(inner, "a path outside the archive's folder")
+                continue
+            if special:
+                self._refuse(inner, "a link or a device, never created")
+                continue
+            if size > budget["left"]:
+                self._refuse(inner, f"would expand past the {self.max_expanded_bytes} bytes one "
+                                    "archive may unpack to")
+                continue
+            if size > 1024**2 and size > self.max_ratio * max(1, packed):
+                self._refuse(inner, f"expands {size // max(1, packed)}x ({size} bytes): a zip bomb?")
+                continue
+            target = os.path.join(dest, *parts)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            written = 0
+            with open_member(handle) as src, open(target, "wb") as out:
+                while chunk := src.read(1024**2):  # the sizes in the header may lie
+                    written += len(chunk)
+                    if written > size:
+                        break
+                    out.write(chunk)
+            budget["left"] -= min(written, size)
+            if written > size:
+                os.unlink(target)
+                self._refuse(inner, "larger than its header says")
+                continue
+            os.utime(target, (mtime, mtime))
+            if target.lower().endswith(ARCHIVES):
+                if depth < self.max_depth:
+                    self._unpack(target, os.path.join(os.path.dirname(target),
+                                                      _strip_archive(os.path.basename(target))),
+                                 depth + 1, budget)
+                else:
+                    self._refuse(self._shown(target), f"an archive nested deeper than "
+                                                      f"{self.max_depth} levels, left packed")
+
+
+def _strip_archive(name: str) -> str:
+    for ext in sorted(ARCHIVES, key=len, reverse=True):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)]
+    return name

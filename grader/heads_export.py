@@ -1,9 +1,15 @@
-"""`nbgrader export` for the Heads course: one row per student, one column per notebook.
+"""`nbgrader export` for the Heads course: one row per student, one column per notebook, and flags.
 
 nbgrader's own CSV has a row per student *and assignment*; a class sheet wants a row per student.
 Configured in nbgrader_config.py (`c.ExportApp.plugin_class`), so `nbgrader export --to FILE`
 writes it. Columns: `student_id`, one per notebook (`<lesson>/<notebook>` when a lesson has more
-than one), `total`, `max_total`. A notebook a student did not submit scores 0.
+than one), `total`, `max_total`, `flags`. A notebook a student did not submit scores 0.
+
+A score the gradebook holds above its maximum (a cell's or the notebook's: manual grading gone
+wrong, or a forged request to the formgrader) is refused: the cell is left empty, left out of the
+total, and named in `flags`. `flags` also carries every flag for review of grader/heads_flags.py
+(`lesson/notebook: grade_id: reason`, separated by ` | `); `refused` lists what was refused, so
+`grade.py export` can tell the instructor.
 """
 from __future__ import annotations
 
@@ -12,14 +18,28 @@ import csv
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
+from heads_flags import submission_flags
+
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def over_maximum(submission) -> list[str]:
+    """Why a graded notebook's scores cannot be true: a cell or the notebook above its maximum."""
+    out = [f"{g.name} scored {_fmt(g.score)} of {_fmt(g.max_score)}"
+           for g in submission.grades if g.score > g.max_score + 1e-9 or g.score < 0]
+    if submission.score > submission.max_score + 1e-9 and not out:
+        out.append(f"scored {_fmt(submission.score)} of {_fmt(submission.max_score)}")
+    return out
+
+
 class WideCsvExport(ExportPlugin):
+    refused: list[str] = []
+
     def export(self, gradebook) -> None:
         dest = self.to or "grades.csv"
+        coursedir = getattr(self.parent, "coursedir", None)
         columns, maxima = [], {}
         for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
             if self.assignment and assignment.name not in self.assignment:
@@ -33,16 +53,31 @@ class WideCsvExport(ExportPlugin):
         if self.student:
             students = [s for s in students if s in self.student]
         self.log.info("Exporting %d students x %d notebooks to %s", len(students), len(columns), dest)
+        self.refused = []
         with open(dest, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
-            writer.writerow(["student_id", *(c[0] for c in columns), "total", "max_total"])
+            writer.writerow(["student_id", *(c[0] for c in columns), "total", "max_total", "flags"])
             for student in students:
-                row, total = [student], 0.0
+                row, total, flags = [student], 0.0, []
                 for _, assignment, notebook in columns:
+                    where = f"{assignment}/{notebook}"
                     try:
-                        score = gradebook.find_submission_notebook(notebook, assignment, student).score
+                        sub = gradebook.find_submission_notebook(notebook, assignment, student)
                     except MissingEntry:
-                        score = 0.0
-                    row.append(_fmt(score))
-                    total += score
-                writer.writerow([*row, _fmt(total), _fmt(sum(maxima.values()))])
+                        row.append(_fmt(0.0))
+                        continue
+                    bad = over_maximum(sub)
+                    if bad:
+                        row.append("")
+                        flags += [f"{where}: REFUSED, {why}" for why in bad]
+                        self.refused += [f"{student}/{where}: {why}" for why in bad]
+                    else:
+                        row.append(_fmt(sub.score))
+                        total += sub.score
+                    if coursedir is not None:
+                        scores = {g.name: g.score for g in sub.grades}
+                        flags += [f"{where}: {f}" for f in
+                                  submission_flags(coursedir, assignment, notebook, student, scores)]
+                writer.writerow([*row, _fmt(total), _fmt(sum(maxima.values())), " | ".join(flags)])
+        for line in self.refused:
+            self.log.error("REFUSED %s", line)

@@ -1,6 +1,7 @@
 """Feedback preprocessing for the Heads course (loaded by nbgrader_config.py)."""
 from nbconvert.preprocessors import Preprocessor
-from traitlets import Bool
+from nbformat.notebooknode import NotebookNode
+from traitlets import Bool, Integer
 
 
 class ShortenTracebacks(Preprocessor):
@@ -17,4 +18,46 @@ class ShortenTracebacks(Preprocessor):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
+        return cell, resources
+
+
+class HideQuotedTests(Preprocessor):
+    """Remove every output that quotes a line of a hidden test, before `ClearHiddenTests` runs.
+
+    The kernel is sent each test cell whole, hidden tests included, so student code can print
+    them (an IPython hook, a tracer); that output would reach the feedback. A quoted line is found
+    by its text: every line of a hidden-test region with at least `min_chars` characters.
+    """
+
+    enabled = Bool(True).tag(config=True)
+    min_chars = Integer(12, help="Shorter lines of hidden tests are not looked for.").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        self._lines = set()
+        for cell in nb.cells:
+            inside = False
+            for line in cell.source.splitlines():
+                if "BEGIN HIDDEN TESTS" in line:
+                    inside = True
+                elif "END HIDDEN TESTS" in line:
+                    inside = False
+                elif inside and len(line.strip()) >= self.min_chars:
+                    self._lines.add(" ".join(line.split()))
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        if not self._lines or cell.cell_type != "code":
+            return cell, resources
+        for i, output in enumerate(cell.get("outputs", [])):
+            # Tracebacks are left out: their frames quote the test cell itself, and
+            # ShortenTracebacks replaces them by `ename: evalue` anyway.
+            shown = " ".join(" ".join([str(output.get("text", "")), str(output.get("ename", "")),
+                                       str(output.get("evalue", "")),
+                                       *map(str, output.get("data", {}).values())]).split())
+            if any(line in shown for line in self._lines):
+                note = "[output removed by the grader: it quoted the hidden tests]"
+                cell.outputs[i] = (NotebookNode(output_type="error", ename=output["ename"], evalue=note,
+                                                traceback=[f"{output['ename']}: {note}"])
+                                   if output.get("output_type") == "error" else
+                                   NotebookNode(output_type="stream", name="stdout", text=note + "\n"))
         return cell, resources

@@ -2,8 +2,9 @@
 
 `SandboxKernelManager` is jupyter_client's `AsyncKernelManager` with the kernel command wrapped:
 
-    prlimit --as=<memory_limit> -- bwrap <allow-list of read-only binds> --bind <workdir> <workdir>
-        --unshare-all --die-with-parent ... -- python -m ipykernel_launcher -f <connection file>
+    prlimit --as=<memory> --fsize=<file size> -- nice -n 10 -- bwrap <allow-list of read-only binds>
+        --bind <workdir> <workdir> --unshare-... --die-with-parent ... --
+        [setpriv --reuid=<uid> ...] prlimit --nproc=<processes> -- python -m ipykernel_launcher ...
 
 nbgrader's `Execute` uses it through `c.Execute.kernel_manager_class` in nbgrader_config.py, so
 `nbgrader autograde` itself (and the course's `grade.py`, which calls it) runs every submission this
@@ -15,6 +16,14 @@ to nbgrader over Unix sockets in a private folder: jupyter_client's `ipc` transp
 
 `sandbox`: "auto" (bubblewrap when it works here, else a warning and no sandbox), "required" (refuse
 to run a kernel without it) or "off". The environment variable HEADS_SANDBOX overrides it.
+
+Resources, each a trait below: address space and file size (prlimit), the private /scratch tmpfs
+(bwrap --size; /dev is read-only), processes and threads (RLIMIT_NPROC, counted in the sandbox's
+own user namespace or, when the grader is root, for a uid the kernel gets to itself: Linux never
+applies it to root), CPU priority (nice), and the bytes the kernel may have on disk (its working
+and socket folders), watched while it runs: over the limit, the kernel is killed and
+`limit_reason` says why. `stop_strays()`, called by the executor after every cell, kills every
+process a cell left running, so processes spawned by one cell cannot slow down the rest.
 """
 from __future__ import annotations
 
@@ -22,13 +31,17 @@ import functools
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
+import time
+from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import CaselessStrEnum, Integer
+from traitlets import Bool, CaselessStrEnum, Float, Integer
 
 # What a kernel may read: the system and Python, never the course folder itself.
 SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -39,13 +52,22 @@ ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_
             "JPY_SESSION_NAME", "PYDEVD_DISABLE_FILE_VALIDATION")
 
 
+def namespaces() -> list[str]:
+    """bwrap's namespace options. Run by root, the sandbox gets no user namespace, so that the
+    kernel can switch to a uid of its own inside it (see `SandboxKernelManager.kernel_uid_base`)."""
+    if os.geteuid() == 0:
+        return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                "--unshare-cgroup-try"]
+    return ["--unshare-all"]
+
+
 @functools.lru_cache(maxsize=None)
 def bwrap_works() -> bool:
     """True when bubblewrap is installed and can create the namespaces it needs here."""
     exe = shutil.which("bwrap")
-    if not exe:
+    if not exe or (os.geteuid() == 0 and not shutil.which("setpriv")):
         return False
-    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
+    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *namespaces(),
              "--die-with-parent", "--", "true"]
     try:
         return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
@@ -64,27 +86,81 @@ def python_paths() -> list[str]:
     return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
 
 
-def sandbox_command(cmd: list[str], workdir: str, private: str) -> list[str]:
-    """`cmd` wrapped in bubblewrap: read-only system and Python, `workdir` and `private` writable."""
-    args = ["bwrap", "--unshare-all", "--die-with-parent", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--tmpfs", "/scratch", "--clearenv"]
+def sandbox_command(cmd: list[str], workdir: str, private: str, scratch_size: int = 0,
+                    process_limit: int = 0, uid: int | None = None) -> list[str]:
+    """`cmd` wrapped in bubblewrap: read-only system and Python, `workdir` and `private` writable,
+    a private /scratch of at most `scratch_size` bytes, at most `process_limit` processes and
+    threads (0: no limit), run as `uid` (when the grader is root; None: the grader's user)."""
+    scratch = ["--size", str(scratch_size)] if scratch_size > 0 else []
+    # /dev would be a writable tmpfs of unbounded size: it is made read-only below.
+    args = ["bwrap", *namespaces(), "--die-with-parent", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--perms", "01777", *scratch, "--tmpfs", "/scratch", "--clearenv"]
+    binds = [p for p in python_paths() if not p.startswith("/usr/")]
+    # The folders bwrap would create to hold the binds are 0700: the kernel's uid could not pass.
+    ancestors = {a for p in [*SYSTEM_PATHS, *binds, workdir, private] for a in map(str, Path(p).parents)}
+    for path in sorted(ancestors - {"/", "/tmp"} - set(SYSTEM_PATHS)):
+        args += ["--perms", "0755", "--dir", path]
     for path in SYSTEM_PATHS:
         args += ["--ro-bind-try", path, path]
-    for path in python_paths():
-        if not path.startswith("/usr/"):
-            args += ["--ro-bind", path, path]
+    for path in binds:
+        args += ["--ro-bind", path, path]
     # Only the two binds are writable; the folders bwrap creates to hold them, /tmp and the rest of
     # the root are made read-only, and /scratch (private, discarded) is the kernel's temp and home.
     args += ["--bind", private, private, "--bind", workdir, workdir, "--remount-ro", "/tmp",
-             "--remount-ro", "/", "--chdir", workdir]
+             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", workdir]
     env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
     env.update(HOME="/scratch", TMPDIR="/scratch", MPLCONFIGDIR="/scratch/matplotlib",
-               PYTHONNOUSERSITE="1",
+               PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
                NBGRADER_EXECUTION=os.environ.get("NBGRADER_EXECUTION", "autograde"))
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     for key, value in sorted(env.items()):
         args += ["--setenv", key, value]
-    return args + ["--", *cmd]
+    # RLIMIT_NPROC counts the processes of one user in one user namespace, and never limits root:
+    # a non-root grader's sandbox has a user namespace of its own; under a root grader the kernel
+    # drops to a uid of its own (and every capability) first.
+    nproc = ["prlimit", f"--nproc={process_limit}", "--"] if process_limit > 0 else []
+    setuid = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"] \
+        if uid is not None else []
+    return args + ["--", *setuid, *nproc, *cmd]
+
+
+def disk_bytes(*folders: str) -> int:
+    """Bytes of the files below `folders`, links not followed."""
+    total = 0
+    for folder in folders:
+        for dirpath, _, filenames in os.walk(folder):
+            for name in filenames:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except OSError:
+                    pass
+    return total
+
+
+def process_tree() -> dict[int, list[tuple[int, int]]]:
+    """{parent pid: [(start time, pid), ...]} of every living process (zombies left out), from /proc."""
+    children: dict[int, list[tuple[int, int]]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        # after the command name: state, ppid, ..., starttime is field 22 of the whole line
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append((int(fields[19]), int(entry)))
+    return children
+
+
+def descendants(tree: dict, pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        for _, child in tree.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -95,6 +171,36 @@ class SandboxKernelManager(AsyncKernelManager):
     memory_limit = Integer(
         2 * 1024**3, help="Address-space limit of the kernel in bytes (0: none), set with prlimit."
     ).tag(config=True)
+    file_size_limit = Integer(
+        64 * 1024**2, help="Largest file the kernel may write, in bytes (0: none), set with prlimit."
+    ).tag(config=True)
+    scratch_size = Integer(
+        256 * 1024**2, help="Size of the kernel's private /scratch tmpfs (its HOME and TMPDIR) in "
+                            "bytes (0: unbounded); it lives in RAM, outside the memory limit."
+    ).tag(config=True)
+    process_limit = Integer(
+        64, help="Processes and threads the sandboxed kernel may run at once (0: no limit)."
+    ).tag(config=True)
+    niceness = Integer(
+        10, help="nice value of the kernel and every process it starts (0: unchanged)."
+    ).tag(config=True)
+    disk_limit = Integer(
+        128 * 1024**2, help="Bytes the kernel may have on disk in its working and socket folders "
+                            "while it runs (0: no limit); over it, the kernel is killed."
+    ).tag(config=True)
+    disk_poll_seconds = Float(
+        0.2, help="Seconds between two measurements of a running kernel's disk use."
+    ).tag(config=True)
+    kernel_uid_base = Integer(
+        1_000_000, help="When the grader runs as root, the sandboxed kernel runs as uid "
+                        "kernel_uid_base + the grader process's PID: unused by any real user, one "
+                        "per concurrent kernel (the process limit never applies to root)."
+    ).tag(config=True)
+    stop_stray_processes = Bool(
+        True, help="After every cell, kill the processes the cell started and left running."
+    ).tag(config=True)
+
+    limit_reason: str | None = None
 
     def _use_sandbox(self) -> bool:
         mode = os.environ.get("HEADS_SANDBOX", self.sandbox).lower()
@@ -104,12 +210,21 @@ class SandboxKernelManager(AsyncKernelManager):
             return True
         if mode == "required":
             raise RuntimeError("HEADS sandbox required but bubblewrap (bwrap) does not work here; "
-                               "install it (apt-get install bubblewrap) or set HEADS_SANDBOX=off")
-        self.log.warning("bubblewrap not available: student code runs WITHOUT a sandbox")
+                               "install it (apt-get install bubblewrap; a root grader also needs "
+                               "setpriv, from util-linux) or set HEADS_SANDBOX=off")
+        self.log.warning("bubblewrap (or, for a root grader, setpriv) not available: student code "
+                         "runs WITHOUT a sandbox")
         return False
+
+    def _workdir(self) -> str:
+        return os.path.realpath((self._launch_args or {}).get("cwd") or os.getcwd())
+
+    def _kernel_uid(self) -> int | None:
+        return self.kernel_uid_base + os.getpid() if os.geteuid() == 0 else None
 
     async def _async_pre_start_kernel(self, **kw):
         self._private = None
+        self.limit_reason = None
         if self._use_sandbox():
             # Unix sockets in a private folder both sides can see: the sandbox has no network.
             self._private = tempfile.mkdtemp(prefix="heads-kernel-")
@@ -119,19 +234,93 @@ class SandboxKernelManager(AsyncKernelManager):
             # A SIGINT to the process group would also reach bubblewrap, which dies of it and takes
             # the kernel along: interrupt by message (the kernel then signals itself).
             self.kernel_spec.interrupt_mode = "message"
-        return await super()._async_pre_start_kernel(**kw)
+        out = await super()._async_pre_start_kernel(**kw)
+        uid = self._kernel_uid()
+        if self._private and uid is not None:
+            # The kernel's own uid must write its folders and read its connection file.
+            for path in (self._private, self.connection_file, self._workdir()):
+                os.chown(path, uid, uid)
+        return out
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         if getattr(self, "_private", None):
-            workdir = os.path.realpath(self._launch_args.get("cwd") or os.getcwd())
-            cmd = sandbox_command(cmd, workdir, self._private)
-        if self.memory_limit > 0 and shutil.which("prlimit"):
-            cmd = ["prlimit", f"--as={self.memory_limit}", "--", *cmd]
+            cmd = sandbox_command(cmd, self._workdir(), self._private, self.scratch_size,
+                                  self.process_limit, self._kernel_uid())
+        if self.niceness and shutil.which("nice"):
+            cmd = ["nice", "-n", str(self.niceness), *cmd]
+        limits = [f"--as={self.memory_limit}"] if self.memory_limit > 0 else []
+        limits += [f"--fsize={self.file_size_limit}"] if self.file_size_limit > 0 else []
+        if limits and shutil.which("prlimit"):
+            cmd = ["prlimit", *limits, "--", *cmd]
         return cmd
 
+    async def _async_post_start_kernel(self, **kw):
+        await super()._async_post_start_kernel(**kw)
+        self._watching = threading.Event()
+        if self.disk_limit > 0:
+            folders = [self._workdir()] + ([self._private] if self._private else [])
+            threading.Thread(target=self._watch_disk, args=(folders, self._watching),
+                             daemon=True).start()
+
+    def _watch_disk(self, folders: list[str], stop: threading.Event) -> None:
+        while not stop.wait(self.disk_poll_seconds):
+            used = disk_bytes(*folders)
+            if used > self.disk_limit:
+                self.limit_reason = (f"the kernel wrote {used / 2**20:.0f} MiB to disk, more than "
+                                     f"the grader allows ({self.disk_limit / 2**20:.0f} MiB)")
+                self.log.error("Killing the kernel: %s", self.limit_reason)
+                self._kill_everything()
+                return
+
+    def _kill_everything(self) -> None:
+        """SIGKILL the kernel's process group; in the sandbox, bwrap's --die-with-parent and the
+        PID namespace take every process in it along."""
+        provisioner = self.provisioner
+        process = getattr(provisioner, "process", None)
+        if process is None:
+            return
+        try:
+            os.killpg(getattr(provisioner, "pgid", None) or process.pid, signal.SIGKILL)
+        except OSError:
+            process.kill()
+
+    def stop_strays(self) -> int:
+        """Kill every process of the kernel's sandbox but the kernel itself; return how many."""
+        process = getattr(self.provisioner, "process", None)
+        if not self.stop_stray_processes or process is None:
+            return 0
+        killed = set()
+        for _ in range(5):  # a process may fork while the others are killed
+            tree = process_tree()
+            if getattr(self, "_private", None):
+                # bwrap -> its init (PID 1 inside) -> the kernel, its oldest child; orphans are
+                # re-parented to that init, so they are found too.
+                init = min(tree.get(process.pid, []), default=None)
+                kernel = min(tree.get(init[1], []), default=None) if init else None
+                if kernel is None:
+                    break
+                strays = [p for p in descendants(tree, init[1]) if p != kernel[1]]
+            else:
+                strays = descendants(tree, process.pid)
+            if not strays:
+                break
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+        return len(killed)
+
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        watching = getattr(self, "_watching", None)
+        if watching is not None:
+            watching.set()
         await super()._async_cleanup_resources(restart=restart)
         private = getattr(self, "_private", None)
         if private and not restart:
             shutil.rmtree(private, ignore_errors=True)
+            if self._kernel_uid() is not None and os.path.isdir(self._workdir()):
+                os.chown(self._workdir(), os.getuid(), os.getgid())

@@ -32,6 +32,8 @@ from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
     OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
 from heads_autograde import DropEmptyNbgraderMetadata, HeadsExecute  # noqa: E402
+from heads_files import ScrubWorkdir  # noqa: E402
+from heads_html import SanitizeOutputs  # noqa: E402
 
 c.Execute.timeout = 30
 c.Execute.allow_errors = True
@@ -42,36 +44,70 @@ c.Execute.error_on_timeout = {
     "traceback": ["CellTimeoutError: this cell ran longer than the grader allows (30 s): an infinite loop?"],
 }
 c.HeadsExecute.notebook_timeout = 180
-c.HeadsExecute.max_output_chars = 20000     # per cell, while it runs; LimitOutput caps lines after
+# Output kept while it arrives, every mimetype counted (a lesson's plots take ~0.1 MB a cell).
+c.HeadsExecute.max_output_chars = 20000     # of text per cell; LimitOutput caps lines after
+c.HeadsExecute.max_output_bytes = 1024**2   # of all mimetypes per cell
+c.HeadsExecute.max_notebook_output_bytes = 8 * 1024**2
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 # Every kernel runs sandboxed by bubblewrap (no course files, no network, writes only to its own
-# folder) with a 2 GiB address-space limit. HEADS_SANDBOX=required|auto|off overrides the mode.
+# folder) with a 3 GiB address-space limit. HEADS_SANDBOX=required|auto|off overrides the mode.
+# Its other limits: 64 MiB a file, a 256 MiB /scratch, 128 MiB on disk in all (else it is killed),
+# 64 processes and threads (a kernel with torch uses ~11), nice 10; processes a cell leaves
+# running are stopped after it.
 c.Execute.kernel_manager_class = "heads_sandbox.SandboxKernelManager"
 c.SandboxKernelManager.sandbox = "auto"
-c.SandboxKernelManager.memory_limit = 2 * 1024**3
-c.Autograde.autograde_preprocessors = [HeadsExecute, IgnorePattern, ClearMetadataPreprocessor,
-                                       LimitOutput, SaveAutoGrades, AssignLatePenalties,
-                                       CheckCellMetadata]
+# 3 GiB: lesson 08 loads a real 22M-parameter model and fine-tunes two layers (peak ≈ 2 GB of address
+# space measured in the sandbox), beside torch and transformers.
+c.SandboxKernelManager.memory_limit = 3 * 1024**3
+c.SandboxKernelManager.file_size_limit = 64 * 1024**2
+c.SandboxKernelManager.scratch_size = 256 * 1024**2
+c.SandboxKernelManager.disk_limit = 128 * 1024**2
+c.SandboxKernelManager.process_limit = 64
+c.SandboxKernelManager.niceness = 10
+# After the kernel (the only step that runs student code; grading outside the student's process
+# would replace it), nothing it left on disk is followed and no output it made can run:
+# ScrubWorkdir removes links, FIFOs, sockets, devices and caps the folder (grader/heads_files.py);
+# SanitizeOutputs drops JavaScript and cleans HTML (grader/heads_html.py).
+c.ScrubWorkdir.max_folder_bytes = 64 * 1024**2
+c.Autograde.autograde_preprocessors = [HeadsExecute, ScrubWorkdir, SanitizeOutputs, IgnorePattern,
+                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                       AssignLatePenalties, CheckCellMetadata]
+# nbgrader chmods the autograded files and copies the folder's other files into feedback, following
+# links; nbgrader has no setting for either, so the course replaces the two methods.
+from nbgrader.converters import GenerateFeedback  # noqa: E402
+from nbgrader.converters.base import BaseConverter  # noqa: E402
+from heads_files import copy_notebooks_only, set_permissions_nofollow  # noqa: E402
+
+BaseConverter.set_permissions = set_permissions_nofollow
+GenerateFeedback.init_assignment = copy_notebooks_only
 # Deleted test cells come back (scored), edited ones are restored, a student's copy of a graded
 # cell becomes an ordinary cell instead of failing the notebook.
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata,
                                       OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
 
-# Feedback never shows the hidden tests: their source is cleared, and an error keeps only its
-# last line (the check's message, which names the mistake), not the frames that quote test code.
+# Feedback never shows the hidden tests: their source is cleared, an output that quotes them is
+# removed, and an error keeps only its last line (the check's message, which names the mistake),
+# not the frames that quote test code.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-from heads_feedback import ShortenTracebacks  # noqa: E402
+from heads_feedback import HideQuotedTests, ShortenTracebacks  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests,
-                                    ShortenTracebacks]
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideQuotedTests,
+                                    ClearHiddenTests, ShortenTracebacks]
+# Feedback pages and the formgrader (which reads this file too) render student output and markdown
+# sanitised: no script, no event handler (grader/heads_html.py).
+c.HTMLExporter.sanitize_html = True
 
 # Collecting (grader/heads_collect.py): `nbgrader zip_collect LESSON` recognises the names students
 # really submit ("Copy of X.ipynb", "X (1).ipynb", a student folder or an id prefix).
 c.ZipCollectApp.collector_plugin = "heads_collect.HeadsCollector"
+# Archives unpack with their own timestamps, no links, at most 2 levels deep and 1 GiB expanded.
+c.ZipCollectApp.extractor_plugin = "heads_collect.HeadsExtractor"
+c.HeadsExtractor.max_depth = 2
+c.HeadsExtractor.max_expanded_bytes = 1024**3
 # Exporting (grader/heads_export.py): `nbgrader export` writes one row per student, one column per
 # notebook.
 c.ExportApp.plugin_class = "heads_export.WideCsvExport"

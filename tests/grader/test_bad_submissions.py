@@ -162,7 +162,7 @@ def test_export_has_one_row_per_student(graded):
     root, cases, got, _, csv_path = graded
     rows = list(csv.DictReader(csv_path.open()))
     assert [r["student_id"] for r in rows] == sorted(CASES)
-    assert list(rows[0]) == ["student_id", LESSON, "total", "max_total"]
+    assert list(rows[0]) == ["student_id", LESSON, "total", "max_total", "flags"]
     for row in rows:
         assert float(row[LESSON]) == cases[row["student_id"]][0]
         assert float(row["max_total"]) == 4
@@ -175,7 +175,7 @@ def test_feedback_never_shows_hidden_tests(graded):
 
 
 def test_course_limits():
-    """The course's own limits: a cell may run 30 s, a notebook 180 s, a kernel 2 GiB."""
+    """The course's own limits: a cell may run 30 s, a notebook 180 s, a kernel 3 GiB."""
     from traitlets.config.loader import PyFileConfigLoader
 
     from course import REPO
@@ -183,6 +183,6 @@ def test_course_limits():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO / "grader")).load_config()
     assert config.Execute.timeout == 30
     assert config.HeadsExecute.notebook_timeout == 180
-    assert config.SandboxKernelManager.memory_limit == 2 * 1024**3
+    assert config.SandboxKernelManager.memory_limit == 3 * 1024**3
     assert config.OverwriteCells.add_missing_cells is True
     assert config.Execute.kernel_manager_class == "heads_sandbox.SandboxKernelManager"

@@ -101,3 +101,93 @@ def test_unmatched_files_are_reported_by_name(collected):
     # nothing lost: every file is still in downloaded/
     extracted = root / "downloaded" / LESSON / "extracted"
     assert (extracted / "lms-download" / "erin" / "notes.txt").read_text() == "my notes"
+
+
+# --- hostile downloads ---------------------------------------------------------------------------
+def zip_entry(name: str, day: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=(2024, 5, day, 10, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+def zipped(entries: dict[str, bytes]) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """An LMS zip with a file named for bob in alice's folder, two copies whose archive dates
+    disagree with their copy numbers, a zip bomb, archives nested too deep, and a tar with a link."""
+    import tarfile
+
+    tmp = tmp_path_factory.mktemp("collect-hostile")
+    root = make_course(tmp / "course")
+    rel = release_nb(root)
+
+    def nb(tag: str) -> bytes:
+        book = fill(rel, {})
+        book.metadata["tag"] = tag
+        return nbformat.writes(book).encode()
+
+    lms = tmp / "lms.zip"
+    with zipfile.ZipFile(lms, "w") as z:
+        z.writestr(zip_entry(f"alice/{LESSON}.ipynb", 2), nb("alice"))
+        z.writestr(zip_entry(f"alice/bob_{LESSON} (7).ipynb", 1), nb("alice-as-bob"))
+        z.writestr(zip_entry(f"bob/{LESSON}.ipynb", 1), nb("bob"))
+        z.writestr(zip_entry(f"carol/Copy of {LESSON}.ipynb", 3), nb("carol-newer"))
+        z.writestr(zip_entry(f"carol/{LESSON} (1).ipynb", 1), nb("carol-older"))
+        z.writestr(zip_entry("dave/bomb.zip", 1), zipped({"bomb.bin": bytes(64 * 2**20)}))
+        z.writestr(zip_entry("erin.zip", 1), zipped({"inner.zip": zipped({f"{LESSON}.ipynb": nb("erin")})}))
+        z.writestr(zip_entry("frank.zip", 1), zipped({f"{LESSON}.ipynb": nb("frank")}))
+    canvas = tmp / "canvas.zip"  # a zip whose one folder wraps the class: the names decide
+    with zipfile.ZipFile(canvas, "w") as z:
+        z.writestr(f"submissions/hana_{LESSON}.ipynb", nb("hana"))
+        z.writestr(f"submissions/ivan_{LESSON}.ipynb", nb("ivan"))
+    links = tmp / "links.tar.gz"
+    with tarfile.open(links, "w:gz") as t:
+        member = tarfile.TarInfo(f"gina/{LESSON}.ipynb")
+        member.type, member.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        t.addfile(member)
+    assert lms.stat().st_size < 400_000
+    proc = grade_py("--course", str(root), "collect", str(lms), str(canvas), str(links))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root, proc.stdout
+
+
+def test_the_lms_folder_decides_whose_file_it_is(hostile):
+    root, out = hostile
+    assert tag(root, "bob") == "bob"  # never replaced by the file named for bob in alice's folder
+    assert tag(root, "alice") == "alice"  # her newer file
+    named = out.split("NAMED FOR ANOTHER STUDENT")[1]
+    assert f"alice/bob_{LESSON} (7).ipynb: its name says bob but it is in alice's folder" in named, out
+    assert "an older copy of alice's" in out and "older copy of bob's" not in out
+
+
+def test_a_folder_that_only_wraps_the_class_is_not_a_student(hostile):
+    root, out = hostile
+    assert tag(root, "hana") == "hana" and tag(root, "ivan") == "ivan"
+    assert not (root / "submitted" / "submissions").exists()
+
+
+def test_the_archive_dates_decide_which_copy_is_newest(hostile):
+    root, out = hostile
+    assert tag(root, "carol") == "carol-newer"  # the archive's date, not the higher copy number
+
+
+def test_bombs_deep_nesting_and_links_are_not_extracted(hostile):
+    root, out = hostile
+    refused = out.split("NOT EXTRACTED")[1]
+    assert "bomb.bin: expands" in refused and "inner.zip: an archive nested deeper" in refused, out
+    assert f"gina/{LESSON}.ipynb: a link or a device" in refused, out
+    assert tag(root, "frank") == "frank"  # a per-student zip in the LMS zip is still fine
+    assert not (root / "submitted" / "gina").exists() and not (root / "submitted" / "erin").exists()
+    extracted = root / "downloaded" / LESSON / "extracted"
+    files = [p for p in extracted.rglob("*") if p.is_file() or p.is_symlink()]
+    assert not any(p.is_symlink() for p in files)
+    assert sum(p.stat().st_size for p in files) < 2**20

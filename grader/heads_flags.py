@@ -1,0 +1,301 @@
+"""Flags for review: submissions whose code or results look like a forged grade.
+
+Computed on the trusted side from files, never by running student code: the submitted notebook is
+parsed with Python's `ast` (after IPython's own `%magic`/`!shell` translation), and the autograded
+notebook and the gradebook's scores are compared with the release. A flag is a prompt to look, not
+a verdict; `grade.py autograde` prints one `FLAG` line per flagged submission, the CSV export has a
+`flags` column. What is flagged:
+
+- code in an answer cell or in any cell the student inserted or changed that
+  patches modules (assigns attributes of torch, IPython, headlab, the lesson's `check`, sys,
+  builtins; rebinds one of their names; defines `__torch_function__`), touches IPython's execution
+  machinery (events, input/AST transformers, showtraceback, custom exceptions), inspects frames
+  (`sys._getframe`, `inspect.currentframe/stack`, `tb_frame`, `f_locals`, tracers, `gc`),
+  touches `sys.modules`, spawns processes (subprocess, `os.system`, `os.fork`, multiprocessing,
+  `!shell`), creates links (`os.symlink`, `os.link`, FIFOs), or runs code from a string
+  (`exec`, `eval`, `compile`, `__import__`);
+- a test cell that scored with its answer cell unchanged from the release;
+- a test cell that scored without printing its pass lines (`✓ NAME: ...`, one per check it calls).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import os
+import re
+
+WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader"}
+SPAWN_MODULES = {"subprocess", "multiprocessing", "pty", "torch.multiprocessing",
+                 "concurrent.futures.process", "asyncio.subprocess"}
+SPAWN_CALLS = re.compile(r"^(os\.(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*)|"
+                         r"pty\.spawn|concurrent\.futures\.ProcessPoolExecutor|"
+                         r"asyncio\.create_subprocess_\w+)$")
+SHELL_METHODS = {"system", "system_raw", "system_piped", "getoutput"}
+SHELL_MAGICS = {"bash", "sh", "script", "system", "sx", "sc", "perl", "ruby", "python", "python2",
+                "python3", "pypy", "pip", "conda"}
+FRAME_CALLS = {"sys._getframe", "sys.settrace", "sys.setprofile", "threading.settrace",
+               "inspect.currentframe", "inspect.stack", "inspect.trace", "inspect.getouterframes",
+               "inspect.getinnerframes", "traceback.walk_stack", "traceback.walk_tb",
+               "gc.get_objects", "gc.get_referrers", "gc.get_referents"}
+FRAME_ATTRS = {"tb_frame", "f_locals", "f_globals", "f_back", "f_builtins", "gi_frame", "cr_frame",
+               "ag_frame", "_getframe", "currentframe"}
+IPYTHON_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "input_transformer_manager",
+                 "ast_transformers", "showtraceback", "_showtraceback", "showsyntaxerror",
+                 "set_custom_exc", "custom_exceptions", "run_ast_nodes", "run_cell", "run_cell_async",
+                 "transform_cell", "displayhook", "display_pub", "excepthook"}
+SHELL_ONLY_ATTRS = {"events", "user_ns", "user_global_ns", "ex", "ev", "push", "magics_manager"}
+LINK_CALLS = {"os.symlink", "os.link", "os.mkfifo", "os.mknod"}
+LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
+CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module",
+                    "importlib.reload", "builtins.exec", "builtins.eval"}
+
+
+# --- parsing --------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)  # the release's cells recur in every submission
+def parse(source: str) -> ast.Module | None:
+    """The cell as the kernel would run it (IPython syntax translated), or None if it is not Python.
+    The tree is shared between callers: read it, never change it."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def imports(tree: ast.AST) -> dict[str, str]:
+    """{name bound: dotted module or object} for every import in `tree`."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """`a.b.c` (import aliases resolved), `f()` for a call, or None for anything else."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value, aliases)
+        return f"{base}.{node.attr}" if base else None
+    if isinstance(node, ast.Call):
+        base = dotted(node.func, aliases)
+        return f"{base}()" if base else None
+    return None
+
+
+def root(name: str | None) -> str:
+    return (name or "").split(".")[0].rstrip("()")
+
+
+def module_level_stores(tree: ast.Module):
+    """(name, node) for every name bound at the top level of the cell, or declared global in a
+    function and bound there."""
+    def walk(node, in_function, global_names):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                if not in_function and not isinstance(child, ast.Lambda):
+                    yield child.name, child
+                if not isinstance(child, ast.ClassDef):
+                    declared = {n for g in ast.walk(child) if isinstance(g, ast.Global) for n in g.names}
+                    yield from walk(child, True, declared)
+                continue
+            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                if not in_function or child.id in global_names:
+                    yield child.id, child
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and not in_function:
+                for a in child.names:
+                    yield (a.asname or a.name.split(".")[0]), child
+            yield from walk(child, in_function, global_names)
+    yield from walk(tree, False, set())
+
+
+# --- code flags -----------------------------------------------------------------------------------
+def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[str, str]) -> list[str]:
+    """What one parsed cell does that a correct answer never needs."""
+    found = []
+    shells = {"get_ipython()", "IPython.get_ipython()", "IPython.core.getipython.get_ipython()"}
+    own = imports(tree)
+    aliases = {**aliases, **own}
+    for node in ast.walk(tree):  # names bound to the shell: ip = get_ipython()
+        if isinstance(node, ast.Assign) and dotted(node.value, aliases) in shells:
+            shells |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+
+    def is_shell(expr):
+        return dotted(expr, aliases) in shells or (isinstance(expr, ast.Name) and expr.id in shells)
+
+    def watched(expr) -> str | None:
+        name = dotted(expr, aliases)
+        if isinstance(expr, ast.Call) and dotted(expr.func, aliases) in ("vars", "getattr") \
+                and expr.args:
+            name = dotted(expr.args[0], aliases)
+        return name if root(name) in WATCHED else None
+
+    for node in ast.walk(tree):
+        # patching modules: torch.equal = ..., check.x = ..., setattr(torch, ...), vars(sys)[...] = ...
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            for part in ast.walk(t):
+                if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
+                    base = watched(part.value)
+                    if base:
+                        found.append(f"patches a module: assigns {base}.{getattr(part, 'attr', '[...]')}")
+                    elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and \
+                            dotted(part.value.func, aliases) in ("globals", "vars", "locals"):
+                        found.append("patches a module: assigns into globals()")
+        if isinstance(node, ast.Call):
+            func = dotted(node.func, aliases)
+            if func in ("setattr", "delattr", "object.__setattr__", "builtins.setattr") and node.args:
+                base = watched(node.args[0])
+                if base:
+                    found.append(f"patches a module: {func}({base}, ...)")
+            if func in CODE_FROM_STRING:
+                found.append(f"runs code from a string: {func}()")
+            if func and SPAWN_CALLS.match(func.rstrip("()")):
+                found.append(f"spawns processes: {func}()")
+            if func in LINK_CALLS:
+                found.append(f"creates links: {func}()")
+            if isinstance(node.func, ast.Attribute) and is_shell(node.func.value):
+                magic = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
+                if node.func.attr in SHELL_METHODS or (
+                        node.func.attr in ("run_line_magic", "run_cell_magic") and magic in SHELL_MAGICS):
+                    found.append(f"spawns processes: a shell command ({node.func.attr} {magic})".strip())
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            name = dotted(node, aliases) or ""
+            attr = node.attr if isinstance(node, ast.Attribute) else node.id
+            if name.rstrip("()") in FRAME_CALLS or (isinstance(node, ast.Attribute) and attr in FRAME_ATTRS):
+                found.append(f"inspects frames: {attr}")
+            if name == "sys.modules" or name.startswith("sys.modules."):
+                found.append("touches sys.modules")
+            if isinstance(node, ast.Attribute) and (attr in IPYTHON_ATTRS or (
+                    attr in SHELL_ONLY_ATTRS and is_shell(node.value))):
+                found.append(f"touches IPython's execution machinery: {attr}")
+            if isinstance(node, ast.Attribute) and attr in LINK_ATTRS:
+                found.append(f"creates links: {attr}()")
+            if attr in ("__torch_function__", "__torch_dispatch__"):
+                found.append(f"patches torch: defines {attr}")
+        if isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
+            found.append(f"patches torch: defines {node.name}")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for name in ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]):
+                if name in SPAWN_MODULES:
+                    found.append(f"spawns processes: imports {name}")
+                if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
+                    found.append(f"inspects frames or modules: imports {name}")
+    # rebinding a name that held a watched module: check = ..., import numpy as torch
+    for name, node in module_level_stores(tree):
+        if name in watched_names:
+            rebinds_same = isinstance(node, (ast.Import, ast.ImportFrom)) and own.get(name) == watched_names[name]
+            if not rebinds_same:
+                found.append(f"patches a module: rebinds {name} ({watched_names[name]})")
+    return found
+
+
+def cell_id(cell) -> str:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta.get("grade_id") or cell.get("id") or "?"
+
+
+def student_cells(submitted: dict, release: dict) -> list[dict]:
+    """Code cells whose code the student wrote: answer cells and any cell not in the release
+    (inserted, or a demo cell changed). Locked nbgrader cells are restored before grading."""
+    released = {_norm(c["source"]) for c in release["cells"] if c["cell_type"] == "code"}
+    out = []
+    for cell in submitted["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] != "code" or (meta.get("locked") and not meta.get("solution")):
+            continue
+        if _norm(cell["source"]) not in released:
+            out.append(cell)
+    return out
+
+
+def code_flags(submitted: dict, release: dict) -> list[str]:
+    """Flags from the code the student wrote, `submitted` and `release` notebooks as dicts."""
+    aliases, used_as_module = {}, set()
+    for cell in release["cells"]:
+        if cell["cell_type"] == "code":
+            tree = parse(_text(cell["source"]))
+            if tree is not None:
+                aliases.update(imports(tree))
+                used_as_module |= {n.value.id for n in ast.walk(tree)
+                                   if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    # Names the release binds to a watched module (`check`, `torch`), not to a function of one
+    # (`course_tokenizer`): a student may well define a function of that name.
+    watched_names = {name: target for name, target in aliases.items()
+                     if root(target) in WATCHED and name in used_as_module}
+    watched_names.update({name: name for name in WATCHED})
+    flags = []
+    for cell in student_cells(submitted, release):
+        tree = parse(_text(cell["source"]))
+        if tree is not None:
+            flags += [f"{cell_id(cell)}: {f}" for f in cell_flags(tree, aliases, watched_names)]
+    return list(dict.fromkeys(flags))
+
+
+# --- result flags ---------------------------------------------------------------------------------
+def result_flags(autograded: dict, release: dict, cell_scores: dict[str, float]) -> list[str]:
+    """Flags from the graded notebook and its scores ({grade_id: score})."""
+    rel = {cell_id(c): c for c in release["cells"] if c.get("metadata", {}).get("nbgrader")}
+    answers = {gid for gid, c in rel.items() if c["metadata"]["nbgrader"].get("solution")}
+    graded = {cell_id(c): c for c in autograded["cells"] if c.get("metadata", {}).get("nbgrader")}
+    unchanged = {gid for gid in answers
+                 if gid in graded and _norm(graded[gid]["source"]) == _norm(rel[gid]["source"])}
+    flags = []
+    for gid, score in sorted(cell_scores.items()):
+        if not score or gid not in graded:
+            continue
+        answer = gid[len("test_"):] if gid.startswith("test_") else None
+        if (answer in unchanged) or (answer not in answers and answers and answers <= unchanged):
+            flags.append(f"{gid}: scored {score:g} with the answer unchanged from the release")
+        tree = parse(_text(graded[gid]["source"]))
+        calls = sum(1 for node in (tree.body if tree else [])
+                    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                    and root(dotted(node.value.func, {})) == "check")
+        printed = sum(line.startswith("✓ ") for out in graded[gid].get("outputs", [])
+                      if out.get("output_type") == "stream" and out.get("name") == "stdout"
+                      for line in _text(out.get("text", "")).splitlines())
+        if printed < calls:
+            flags.append(f"{gid}: scored {score:g} but printed {printed} of its {calls} pass lines")
+    return flags
+
+
+def submission_flags(coursedir, lesson: str, notebook: str, student: str,
+                     cell_scores: dict[str, float] | None) -> list[str]:
+    """Every flag of one student's notebook, from the course folders (None scores: code only)."""
+    def load(folder, who):
+        path = os.path.join(coursedir.format_path(folder, who, lesson), f"{notebook}.ipynb")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    release = load(coursedir.release_directory, ".")
+    submitted = load(coursedir.submitted_directory, student)
+    if release is None or submitted is None or "cells" not in submitted:
+        return []
+    flags = code_flags(submitted, release)
+    autograded = load(coursedir.autograded_directory, student)
+    if autograded is not None and cell_scores:
+        flags += result_flags(autograded, release, cell_scores)
+    return flags
+
+
+def _text(source) -> str:
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _norm(source) -> str:
+    return re.sub(r"\s+", " ", _text(source)).strip()

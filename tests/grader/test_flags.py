@@ -1,0 +1,124 @@
+"""Flags for review (grader/heads_flags.py), parse only: no kernel, no nbgrader run.
+
+Honest code is never flagged: the solution, the untouched lesson, and every wrong implementation and
+correct alternative of the grading harness (tests/grading/test_grade_*.py), for every lesson. Each
+kind of forgery the flags name is flagged, in an answer cell or in an inserted cell.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import textwrap
+
+import nbformat
+import pytest
+
+from course import REPO, fill, solution_answers
+from heads_flags import code_flags, result_flags
+
+LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir()
+                 if (REPO / "lessons" / p.name / f"{p.name}.ipynb").exists())
+
+
+def release(lesson: str):
+    return nbformat.read(REPO / "lessons" / lesson / f"{lesson}.ipynb", as_version=4)
+
+
+def harness_cases(lesson: str) -> list:
+    path = REPO / "tests" / "grading" / f"test_grade_{lesson}.py"
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location(f"_flags_cases_{lesson}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # builds the case lists; grades nothing
+    return [*module.WRONG, *module.ALTERNATIVES]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_honest_code_is_never_flagged(lesson):
+    rel = release(lesson)
+    sol = solution_answers(lesson)
+    submissions = {"untouched": rel, "solution": fill(rel, sol)}
+    for case in harness_cases(lesson):
+        submissions[case.name] = fill(rel, {**sol, case.exercise: textwrap.dedent(case.code)})
+    assert len(submissions) > 4
+    flagged = {name: code_flags(nb, rel) for name, nb in submissions.items()}
+    assert not {name: f for name, f in flagged.items() if f}, flagged
+
+
+LESSON = "00_representations"
+FORGERIES = {
+    "patch-torch-equal": "torch.equal = lambda a, b: True",
+    "patch-tensor-method": "torch.Tensor.__eq__ = lambda a, b: torch.ones_like(a, dtype=torch.bool)",
+    "patch-check": "check.padding_mask = lambda fn, cases=None: print('✓ padding_mask: 4 cases passed')",
+    "setattr-check": "setattr(check, 'causal_mask', lambda *a, **k: None)",
+    "rebind-check": "class _Fake:\n    def __getattr__(self, name):\n        return lambda *a, **k: None\n"
+                    "check = _Fake()",
+    "reimport-check": "import types as check",
+    "torch-function": "class Liar(torch.Tensor):\n    @classmethod\n"
+                      "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                      "        return True",
+    "input-transformer": "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])",
+    "ast-transformer": "ip = get_ipython()\nip.ast_transformers.append(object())",
+    "no-op-showtraceback": "from IPython import get_ipython\nget_ipython().showtraceback = lambda *a, **k: None",
+    "post-run-hook": "get_ipython().events.register('post_run_cell', lambda result: None)",
+    "custom-exc": "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)",
+    "frame-locals": "import sys\ndef padding_mask(lengths, n):\n    return sys._getframe(1).f_locals['expected']",
+    "inspect-stack": "import inspect\ndef causal_mask(n):\n    return inspect.stack()[1].frame.f_locals['e']",
+    "traceback-frame": "try:\n    1 / 0\nexcept Exception as e:\n    f = e.__traceback__.tb_frame",
+    "gc-objects": "import gc\nleak = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]",
+    "sys-modules": "import sys\nsys.modules['headlab.checks.ch00'] = None",
+    "subprocess": "import subprocess\nsubprocess.Popen(['sleep', '100'])",
+    "os-system": "import os\nos.system('sleep 100 &')",
+    "os-fork": "import os\nif os.fork() == 0:\n    while True:\n        pass",
+    "multiprocessing": "from multiprocessing import Process",
+    "shell-escape": "!sleep 100 &",
+    "bash-magic": "%%bash\nsleep 100 &",
+    "symlink": "import os\nos.symlink('/etc/passwd', 'leak')",
+    "hardlink": "import os\nos.link('a', 'b')",
+    "path-symlink": "from pathlib import Path\nPath('leak').symlink_to('/')",
+    "exec-string": "exec('torch.equal = lambda a, b: True')",
+    "patch-builtins": "import builtins\nbuiltins.print = lambda *a, **k: None",
+    "globals-assign": "globals()['check'] = None",
+}
+
+
+@pytest.mark.parametrize("where", ["answer", "inserted"])
+@pytest.mark.parametrize("name", FORGERIES)
+def test_forgery_is_flagged(name, where):
+    rel = release(LESSON)
+    sol = solution_answers(LESSON)
+    if where == "answer":  # a cell magic only works on a cell's first line
+        code = [sol["causal_mask"], FORGERIES[name]]
+        nb = fill(rel, {**sol, "causal_mask": "\n".join(code[::-1] if "%%" in code[1] else code)})
+    else:
+        nb = fill(rel, sol)
+        nb.cells.insert(3, nbformat.v4.new_code_cell(FORGERIES[name]))
+    flags = code_flags(nb, rel)
+    assert flags, f"{name} in an {where} cell is not flagged"
+
+
+def graded_cell(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def test_scores_without_answers_or_pass_lines_are_flagged():
+    rel = release(LESSON)
+    sol = solution_answers(LESSON)
+    honest = fill(rel, sol)
+    for gid, name in (("test_padding_mask", "padding_mask"), ("test_causal_mask", "causal_mask")):
+        graded_cell(honest, gid).outputs = [nbformat.v4.new_output(
+            "stream", name="stdout", text=f"✓ {name}: 4 cases passed\n✓ {name}: 3 cases passed\n")]
+    full = {"test_padding_mask": 2, "test_causal_mask": 2}
+    assert result_flags(honest, rel, full) == []
+
+    untouched = copy.deepcopy(honest)  # the release's stubs, yet full marks
+    for gid in ("padding_mask", "causal_mask"):
+        graded_cell(untouched, gid).source = graded_cell(rel, gid).source
+    flags = result_flags(untouched, rel, full)
+    assert len(flags) == 2 and all("unchanged" in f for f in flags), flags
+
+    silent = copy.deepcopy(honest)  # the checks' errors hidden: no pass line
+    graded_cell(silent, "test_causal_mask").outputs = []
+    flags = result_flags(silent, rel, full)
+    assert flags == ["test_causal_mask: scored 2 but printed 0 of its 1 pass lines"], flags

@@ -1,0 +1,443 @@
+"""Hostile submissions, graded as the instructor grades: one class, one batch, lesson 00.
+
+`grade.py autograde --jobs 2` (sandbox required), `feedback`, `export`, with honest classmates in the
+same batch. Each hostile student gets its honest score (the answers it wrote are correct unless said
+otherwise) or is refused, the instructor is told (PROBLEM and FLAG lines, the CSV's flags column),
+no data is lost (the gradebook, the classmates' submissions and grades, the course files and their
+permissions), and nothing outside the student's own copy is read into feedback or written.
+
+Kinds: links, a hard link, a FIFO and a socket planted in the working folder (one replacing the
+notebook by a link to the gradebook, one by a link to a classmate's submission); `<script>` /
+`onerror` / JavaScript / SVG output and markdown; floods of HTML, images, JSON and a huge error;
+filling the /scratch tmpfs and the disk; spinning processes and daemons; an inserted cell that
+forges full marks by patching the checks; an IPython hook that prints the hidden tests; a frame
+peek; a score forged in the gradebook after grading (what the formgrader attack did). A real
+browser then opens the feedback page and the formgrader page of the script student. Attacks that
+cannot interfere share a notebook, to keep the batch small.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import hashlib
+import os
+import re
+import shutil
+import sqlite3
+import stat
+import textwrap
+import time
+
+import nbformat
+import pytest
+
+from course import (LESSON, REPO, fill, grade_py, make_course, release_nb, scores, solution_answers,
+                    submit)
+from harness import hidden_test_lines
+from heads_sandbox import bwrap_works
+
+if not bwrap_works():
+    if os.environ.get("CI"):
+        raise RuntimeError("bubblewrap is required in CI (apt-get install bubblewrap)")
+    pytest.skip("needs bubblewrap (apt-get install bubblewrap)", allow_module_level=True)
+
+SOL = solution_answers()
+NB = f"{LESSON}.ipynb"
+SOLUTION_NB = REPO / "solutions" / LESSON / NB
+
+
+def plant_links(root, notebook_target) -> str:
+    sub = root / "submitted"
+    return textwrap.dedent(f"""\
+        import os, socket
+        os.remove({NB!r})
+        os.symlink({str(notebook_target)!r}, {NB!r})
+        os.symlink({str(SOLUTION_NB)!r}, 'solution.ipynb')
+        os.symlink({str(sub / 'honest' / LESSON / NB)!r}, 'classmate.ipynb')
+        os.symlink({str(root / 'nbgrader_config.py')!r}, 'nbgrader_config.py')
+        os.symlink({str(root / 'decoy.txt')!r}, 'decoy.txt')
+        os.symlink('/', 'everything')
+        os.makedirs('sub', exist_ok=True)
+        os.symlink({str(root / 'gradebook.db')!r}, 'sub/gradebook.db')
+        open('data.txt', 'w').write('x')
+        os.link('data.txt', 'data-link.txt')
+        os.mkfifo('fifo')
+        socket.socket(socket.AF_UNIX).bind('sock')
+        open('notes.txt', 'w').write('an honest file')
+        """)
+
+
+XSS = textwrap.dedent("""\
+    from IPython.display import HTML, SVG, Javascript, Markdown, display
+    display(HTML('<b>XSS-MARKER</b><script>window.__pwned = 1; document.title = "PWNED"</script>'
+                 '<img src="x" onerror="window.__pwned = 2">'))
+    display(Javascript('window.__pwned = 3'))
+    display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>window.__pwned = 4</script></svg>'))
+    display(Markdown('<img src="x" onerror="window.__pwned = 5">'))
+    display({'text/html': '<iframe srcdoc="<script>parent.__pwned = 6</script>"></iframe>',
+             'text/plain': 'frame'}, raw=True)
+    """)
+XSS_MARKDOWN = '<script>window.__pwned = 7</script><img src="x" onerror="window.__pwned = 8">'
+
+FLOOD = [  # every cap exceeded several times over: 1 MiB a cell, 8 MiB a notebook
+    "from IPython.display import HTML, display\n"
+    "display(HTML('<p>' + 'flood ' * 2_000_000 + '</p>'))\n"                     # 12 MB of HTML
+    "display({'image/png': 'iVBOR' + 'A' * 8_000_000, 'text/plain': 'png'}, raw=True)\n"
+    "display({'application/json': {'x': 'y' * 3_000_000}}, raw=True)",
+    *["display(HTML('<i>' + 'z' * 900_000 + '</i>'))"] * 10,     # under the cell cap, 9 MB in all
+    "raise ValueError('e' * 10_000_000)",
+]
+FILL_SCRATCH = textwrap.dedent("""\
+    written = 0
+    try:
+        for k in range(100):
+            with open(f'/scratch/f{k}', 'wb') as f:
+                for _ in range(60):
+                    f.write(b'x' * 2**20)
+                    written += 1
+    except OSError as err:
+        print('scratch full after', written, 'MiB:', err)
+    try:
+        open('/dev/shm/x', 'w').write('x')
+    except OSError as err:
+        print('no /dev/shm:', err)
+    """)
+FILL_DISK = textwrap.dedent("""\
+    written = 0
+    try:
+        with open('huge.bin', 'wb') as f:
+            for _ in range(3000):
+                f.write(b'x' * 2**20)
+                written += 1
+    except OSError as err:
+        print('one file stopped at', written, 'MiB:', err)
+    for k in range(40):
+        with open(f'big{k}.bin', 'wb') as f:
+            for _ in range(60):
+                f.write(b'x' * 2**20)
+    """)
+SPAWN = textwrap.dedent("""\
+    import os, subprocess, sys
+    started = 0
+    for _ in range(100):
+        try:
+            subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+            started += 1
+        except OSError:
+            break
+    print('spinners started:', started)
+    for _ in range(3):  # daemons, re-parented away from the kernel (if the limit leaves room)
+        try:
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    while True:
+                        pass
+                os._exit(0)
+        except OSError as err:
+            print('no room for a daemon:', err)
+    """)
+COUNT_PROCESSES = ("import os\nalive = [p for p in os.listdir('/proc') if p.isdigit() and\n"
+                   "         open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z']\n"
+                   "print('processes alive:', len(alive))")
+FORGE = ("check.padding_mask = lambda fn, cases=None: None\n"
+         "check.causal_mask = lambda fn, cases=None: None")
+LEAK = ("def _leak(info):\n    print(info.raw_cell)\n"
+        "get_ipython().events.register('pre_run_cell', _leak)")
+FRAMES = SOL["padding_mask"].replace("    positions =", "    import sys\n    _ = sys._getframe(1)\n"
+                                                        "    positions =")
+
+
+def after(nb, marker: str) -> int:
+    """Index just after the first code cell whose source contains `marker` (a grade_id or text)."""
+    for i, cell in enumerate(nb.cells):
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == marker or \
+                (cell.cell_type == "code" and marker in cell.source):
+            return i + 1
+    raise KeyError(marker)
+
+
+def with_cells(nb, *cells: tuple[str, str], kind: str = "code"):
+    """A copy of `nb` with (position marker, source) cells inserted; "END" appends."""
+    nb = copy.deepcopy(nb)
+    for marker, source in cells:
+        new = (nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell)(source)
+        nb.cells.insert(len(nb.cells) if marker == "END" else after(nb, marker), new)
+    return nb
+
+
+IMPORTS = "as check"  # the release cell that imports the lesson's checks
+# student: (expected score, flagged?); attacks that cannot interfere share a notebook. partial's
+# grade is then forged in the gradebook (what the formgrader attack did): the export refuses it.
+EXPECTED = {
+    "honest": (4, False), "partial": (2, "refused"),
+    "link-gradebook": (4, True), "link-classmate": (4, True),
+    "xss-and-scratch": (4, False), "flood": (4, False), "spawner-disk-frames": (4, True),
+    "forgery-and-leak": (4, True),
+}
+
+
+def build(root):
+    rel = release_nb(root)
+    honest = fill(rel, SOL)  # who also edited a demo cell: not a flag
+    honest.cells[after(honest, "padding_mask") + 1].source += "\nprint('my own note')"
+    submit(root, "honest", honest)
+    submit(root, "partial", fill(rel, {"padding_mask": SOL["padding_mask"]}))
+    submit(root, "link-gradebook", with_cells(fill(rel, SOL), (IMPORTS, plant_links(root, root / "gradebook.db"))))
+    classmate = root / "submitted" / "partial" / LESSON / NB
+    submit(root, "link-classmate", with_cells(fill(rel, SOL), (IMPORTS, plant_links(root, classmate))))
+    xss = with_cells(fill(rel, SOL), (IMPORTS, XSS), (IMPORTS, FILL_SCRATCH))
+    submit(root, "xss-and-scratch", with_cells(xss, (IMPORTS, XSS_MARKDOWN), kind="markdown"))
+    submit(root, "flood", with_cells(fill(rel, SOL), *(("END", c) for c in FLOOD)))
+    submit(root, "spawner-disk-frames", with_cells(
+        fill(rel, {**SOL, "padding_mask": FRAMES}), ("test_padding_mask", SPAWN),
+        ("spinners started", COUNT_PROCESSES), ("END", FILL_DISK)))
+    submit(root, "forgery-and-leak", with_cells(rel, (IMPORTS, FORGE), (IMPORTS, LEAK)))
+
+
+def forge_score(db: str, student: str, grade_id: str, score: float) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db) as gb:
+        gb.find_grade(grade_id, LESSON, LESSON, student).manual_score = score
+        gb.db.commit()
+
+
+def fingerprint(path) -> tuple[int, str]:
+    """Mode and content; only the mode of the course's solutions (others may be editing them)."""
+    st = os.lstat(path)
+    if path == SOLUTION_NB:
+        return stat.S_IMODE(st.st_mode), ""
+    return stat.S_IMODE(st.st_mode), hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("hostile") / "course")
+    (root / "decoy.txt").write_text("nobody may read or chmod this")
+    os.chmod(root / "decoy.txt", 0o600)
+    build(root)
+    watched = {p: fingerprint(p) for p in [root / "decoy.txt", root / "nbgrader_config.py", SOLUTION_NB,
+                                           root / "release" / LESSON / NB,
+                                           *(root / "submitted").glob(f"*/{LESSON}/{NB}")]}
+    env = {"HEADS_SANDBOX": "required", "OMP_NUM_THREADS": "1"}
+    start = time.monotonic()
+    auto = grade_py("--course", str(root), "--jobs", "2", "autograde", env=env)
+    seconds = time.monotonic() - start
+    assert auto.returncode == 0, auto.stdout + auto.stderr
+    fb = grade_py("--course", str(root), "feedback")
+    assert fb.returncode == 0, fb.stdout + fb.stderr
+    graded_scores = scores(root)
+    forge_score(f"sqlite:///{root / 'gradebook.db'}", "partial", "test_causal_mask", 102)
+    ex = grade_py("--course", str(root), "export", "--to", str(root / "grades.csv"))
+    assert ex.returncode == 1, ex.stdout + ex.stderr  # refused: a score above its maximum
+    rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
+    return dict(root=root, out=auto.stdout, seconds=seconds, scores=graded_scores, rows=rows,
+                watched=watched, export=ex.stdout)
+
+
+def lines(out: str, kind: str, student: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(f"{kind} {student}/")]
+
+
+def autograded(root, student) -> "nbformat.NotebookNode":
+    return nbformat.read(root / "autograded" / student / LESSON / NB, as_version=4)
+
+
+def outputs_text(nb) -> str:
+    return "\n".join(str(o) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.parametrize("student", EXPECTED)
+def test_honest_score_and_flag(graded, student):
+    score, flagged = EXPECTED[student]
+    got = graded["scores"][student]
+    assert got["score"] == score, (student, got, graded["out"][-3000:])
+    row = graded["rows"][student]
+    if flagged == "refused":
+        assert row[LESSON] == "" and "REFUSED" in row["flags"], row
+        return
+    assert float(row[LESSON]) == score
+    assert bool(lines(graded["out"], "FLAG", student)) == flagged, lines(graded["out"], "FLAG", student)
+    assert bool(row["flags"]) == flagged, row["flags"]
+
+
+def test_no_data_lost_and_nothing_outside_written(graded):
+    root = graded["root"]
+    for path, before in graded["watched"].items():
+        assert fingerprint(path) == before, f"{path} was changed or chmod-ed"
+    with sqlite3.connect(root / "gradebook.db") as db:  # still the gradebook, every student in it
+        students = {r[0] for r in db.execute("select id from student")}
+    assert students == set(EXPECTED)
+    assert not (root / "autograded" / "honest" / LESSON / "solution.ipynb").exists()
+
+
+@pytest.mark.parametrize("student", ["link-gradebook", "link-classmate"])
+def test_planted_links_are_removed_and_reported(graded, student):
+    root = graded["root"]
+    folder = root / "autograded" / student / LESSON
+    left = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    assert left == [NB, "notes.txt", "sub"], left
+    assert stat.S_ISREG(os.lstat(folder / NB).st_mode)
+    problems = " ".join(lines(graded["out"], "PROBLEM", student))
+    for name in (f"{NB} (a symbolic link)", "solution.ipynb (a symbolic link)", "fifo (a FIFO)",
+                 "sock (a socket)", "data-link.txt (a hard link", "sub/gradebook.db (a symbolic link)"):
+        assert name in problems, problems
+    assert "creates links" in " ".join(lines(graded["out"], "FLAG", student))
+    # feedback is the notebook's HTML and nothing else of the folder
+    assert sorted(p.name for p in (root / "feedback" / student / LESSON).iterdir()) == [f"{LESSON}.html"]
+
+
+def test_scripts_never_reach_the_stored_notebook_or_the_feedback(graded):
+    root = graded["root"]
+    nb = autograded(root, "xss-and-scratch")
+    stored = outputs_text(nb)
+    assert "XSS-MARKER" in stored  # shown, as text; the payload only escaped, never as a tag
+    assert not re.search(r"<script|<iframe|<[a-z]+\b[^>]*\sonerror\s*=", stored, re.I), stored
+    assert "application/javascript" not in stored and "image/svg+xml" not in stored
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown" and "__pwned" in c.source]
+    assert markdown and not re.search(r"<script|<[a-z]+\b[^>]*\sonerror\s*=", markdown[0]), markdown
+    page = (root / "feedback" / "xss-and-scratch" / LESSON / f"{LESSON}.html").read_text()
+    assert "XSS-MARKER" in page  # shown; the payload only as escaped text, never as a tag
+    assert not re.search(r"<script[^>]*>\s*(window|parent)\.__pwned", page)
+    assert not re.search(r"<[a-z]+\b[^>]*\sonerror\s*=", page, re.I)
+    assert not re.search(r"<iframe", page, re.I)
+
+
+def test_output_floods_are_capped(graded):
+    root = graded["root"]
+    nb_bytes = (root / "autograded" / "flood" / LESSON / NB).stat().st_size
+    assert nb_bytes < 10 * 2**20, nb_bytes
+    page = (root / "feedback" / "flood" / LESSON / f"{LESSON}.html").stat().st_size
+    assert page < 12 * 2**20, page
+    nb = autograded(root, "flood")
+    text = outputs_text(nb)
+    assert "output truncated by the grader" in text
+    assert "ValueError" in text  # the error is kept, shortened
+    shown = sum("z" * 1000 in str(c.outputs) for c in nb.cells if c.cell_type == "code")
+    assert 0 < shown < 10, shown  # the notebook's cap stopped the later pieces
+
+
+def test_tmpfs_and_disk_are_bounded(graded):
+    root = graded["root"]
+    text = outputs_text(autograded(root, "xss-and-scratch"))
+    written = int(re.search(r"scratch full after (\d+)", text).group(1))
+    assert 0 < written <= 256, text[-500:]
+    assert "no /dev/shm" in text
+    disk = autograded(root, "spawner-disk-frames")
+    assert "one file stopped at 64 MiB" in outputs_text(disk)
+    assert "wrote" in outputs_text(disk) and "KernelDied" in outputs_text(disk)
+    folder = root / "autograded" / "spawner-disk-frames" / LESSON
+    assert sum(p.stat().st_size for p in folder.iterdir() if p.name != NB) <= 64 * 2**20
+    assert [p.name for p in (root / "feedback" / "spawner-disk-frames" / LESSON).iterdir()] == [f"{LESSON}.html"]
+    assert "kernel killed" in " ".join(lines(graded["out"], "PROBLEM", "spawner-disk-frames"))
+
+
+def test_spawned_processes_are_limited_and_stopped(graded):
+    text = outputs_text(autograded(graded["root"], "spawner-disk-frames"))
+    started = int(re.search(r"spinners started: (\d+)", text).group(1))
+    assert started < 64, started  # the process limit (threads of the kernel count too)
+    assert "processes alive: 2" in text  # bwrap's init and the kernel: the spinners were stopped
+    assert "left" in " ".join(lines(graded["out"], "PROBLEM", "spawner-disk-frames"))
+    assert "spawns processes" in " ".join(lines(graded["out"], "FLAG", "spawner-disk-frames"))
+    # Spinners live for one cell at most, so classmates graded beside them keep their CPU. (The
+    # batch's wall time is printed, not asserted: this machine may be shared.)
+    print(f"autograde of {len(EXPECTED)} submissions, --jobs 2: {graded['seconds']:.0f} s")
+
+
+def test_inserted_cell_forgery_is_flagged(graded):
+    flags = " ".join(lines(graded["out"], "FLAG", "forgery-and-leak"))
+    assert "patches a module: assigns headlab.checks.ch00.padding_mask" in flags, flags
+    assert "unchanged from the release" in flags and "pass lines" in flags, flags
+    assert "unchanged from the release" in graded["rows"]["forgery-and-leak"]["flags"]
+    assert "FLAG forgery-and-leak/" in graded["export"]
+
+
+def test_hidden_tests_never_reach_the_feedback(graded):
+    from course import feedback
+
+    hidden = hidden_test_lines(nbformat.read(SOLUTION_NB, as_version=4))
+    text = feedback(graded["root"], "forgery-and-leak")
+    assert "quoted the hidden tests" in text
+    assert not [line for line in hidden if " ".join(line.split()) in text]
+    assert "touches IPython's execution machinery: events" in " ".join(
+        lines(graded["out"], "FLAG", "forgery-and-leak"))
+    assert "inspects frames" in " ".join(lines(graded["out"], "FLAG", "spawner-disk-frames"))
+
+
+def test_export_refuses_a_score_above_the_maximum(graded):
+    """partial's 2/4, forged to 102 on a 2-point cell after grading: left out of the CSV, told."""
+    row = graded["rows"]["partial"]
+    assert row[LESSON] == "" and row["total"] == "0"
+    assert "test_causal_mask scored 102 of 2" in row["flags"]
+    assert "FLAG partial/" in graded["export"] and "REFUSED" in graded["export"]
+
+
+# --- in a real browser ---------------------------------------------------------------------------
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover
+        sync_playwright = None
+    if not CHROMIUM or sync_playwright is None:
+        if os.environ.get("CI"):
+            raise RuntimeError("CI needs chromium (apt-get install chromium) and playwright (pip)")
+        pytest.skip("needs Chromium and Playwright")
+    from lab_server import CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def pwned(page) -> object:
+    page.wait_for_timeout(1000)  # onerror handlers fire once the broken images fail
+    return page.evaluate("window.__pwned === undefined ? null : window.__pwned")
+
+
+def test_the_payload_runs_in_this_browser_unsanitised(browser):
+    """The control: the same payload, served raw, does run, so the checks below can fail."""
+    page = browser.new_page()
+    page.set_content('<img src="x" onerror="window.__pwned = 2"><script>window.__pwned = 1</script>')
+    assert pwned(page) in (1, 2)
+    page.close()
+
+
+def test_feedback_page_shows_the_output_without_running_it(graded, browser):
+    page = browser.new_page()
+    page.goto((graded["root"] / "feedback" / "xss-and-scratch" / LESSON / f"{LESSON}.html").as_uri())
+    assert "XSS-MARKER" in page.inner_text("body")
+    assert pwned(page) is None and page.title() != "PWNED"
+    page.close()
+
+
+def test_formgrader_shows_the_output_without_running_it(graded, browser, tmp_path):
+    from nbgrader.api import Gradebook
+
+    from lab_server import jupyter_lab
+
+    root = graded["root"]
+    (tmp_path / "exchange").mkdir()
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        sub_id = gb.find_submission_notebook(LESSON, LESSON, "xss-and-scratch").id
+    token = "heads-hostile-test"
+    config = REPO / "grader" / "jupyter_server_config.py"
+    with jupyter_lab(root, token, f"--config={config}", "--LabApp.news_url=",
+                     f"--Exchange.root={tmp_path / 'exchange'}", log=tmp_path / "lab.log") as url:
+        page = browser.new_page()
+        response = page.goto(f"{url}/formgrader/submissions/{sub_id}/?token={token}", timeout=120_000)
+        assert response.ok, (response.status, (tmp_path / "lab.log").read_text()[-2000:])
+        assert "object-src 'none'" in response.headers.get("content-security-policy", "")
+        page.get_by_text("XSS-MARKER").first.wait_for(timeout=60_000)
+        assert pwned(page) is None and page.title() != "PWNED"
+        # JupyterLab itself still works under the policy
+        page.goto(f"{url}/lab?token={token}", timeout=120_000)
+        page.get_by_text("Nbgrader", exact=True).first.wait_for(timeout=120_000)
+        page.close()
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        assert gb.find_submission(LESSON, "xss-and-scratch").score == 4

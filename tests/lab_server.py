@@ -21,15 +21,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def jupyter_lab(root: Path, token: str, *extra_args: str, log: Path | None = None):
+def jupyter_lab(root: Path, token: str, *extra_args: str, log: Path | None = None, set_root: bool = True):
     """Serve `root` with `jupyter-lab` (not the forking `jupyter lab` wrapper) on a free loopback port,
-    yield its URL once it answers, and stop it by its PID."""
+    yield its URL once it answers, and stop it by its PID. With `set_root=False` the server's root is
+    whatever `extra_args` make it (started in `root`)."""
     port = free_port()
     out = open(log, "w") if log else subprocess.DEVNULL
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("jupyter-lab")), "--no-browser", "--allow-root",
          "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", *extra_args],
+         *([f"--ServerApp.root_dir={root}"] if set_root else []), *extra_args],
         cwd=root, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

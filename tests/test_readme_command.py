@@ -7,14 +7,11 @@ browser) and asks it for other lessons.
 """
 import re
 import shlex
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from lab_server import free_port
+from lab_server import jupyter_lab
 
 REPO = Path(__file__).resolve().parents[1]
 LESSON_00 = "lessons/00_representations/00_representations.ipynb"
@@ -36,22 +33,9 @@ def test_readme_opens_the_repository_with_lesson_00_in_front(tmp_path):
     args = readme_lab_arguments()
     assert not any(a.endswith(".ipynb") and not a.startswith("--") for a in args), (
         f"a notebook path as argument makes its folder the server root: {args}")
-    port, token = free_port(), "readme-test"
-    log = open(tmp_path / "lab.log", "w")
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("jupyter-lab")), *args, "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={token}"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                assert server.poll() is None and time.time() < deadline, (tmp_path / "lab.log").read_text()[-2000:]
-                time.sleep(0.5)
+    token = "readme-test"
+    # set_root=False: the README's own arguments must make the repository the root.
+    with jupyter_lab(REPO, token, *args, log=tmp_path / "lab.log", set_root=False) as url:
         for lesson in ("lessons/03_sequence_head", "lessons/08_real_model", LESSON_00):
             with urllib.request.urlopen(f"{url}/api/contents/{lesson}?content=0&token={token}", timeout=10) as r:
                 assert r.status == 200, lesson
@@ -63,10 +47,3 @@ def test_readme_opens_the_repository_with_lesson_00_in_front(tmp_path):
             assert err.code == 302 and err.headers["Location"].startswith(f"/lab/tree/{LESSON_00}"), err.headers
         with urllib.request.urlopen(f"{url}/lab/tree/{LESSON_00}?token={token}", timeout=30) as r:
             assert r.status == 200
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()

@@ -110,7 +110,7 @@ FILL_DISK = textwrap.dedent("""\
                 f.write(b'x' * 2**20)
                 written += 1
     except OSError as err:
-        print('one file stopped at', written, 'MiB:', err)
+        print('one file stopped at', written, 'MiB:', err, flush=True)  # before the disk watcher kills it
     for k in range(40):
         with open(f'big{k}.bin', 'wb') as f:
             for _ in range(60):

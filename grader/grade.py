@@ -4,6 +4,7 @@
     python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, one kernel per core
     python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
     python grader/grade.py export [--to grades.csv] # one row per student, one column per notebook
+    python grader/grade.py report [LESSON...]       # reports/class.html, mistakes.csv: the class's mistakes
 
 `collect` runs `nbgrader zip_collect LESSON --force` for every lesson (the course's collector plugin,
 grader/heads_collect.py, recognises students' file names) and reports every file it did not
@@ -312,6 +313,11 @@ def main(argv=None) -> int:
     p.add_argument("lessons", nargs="*")
     p = sub.add_parser("export", help="write the grades CSV: a row per student, a column per notebook")
     p.add_argument("--to", default="grades.csv")
+    p = sub.add_parser("report", help="after autograde: each exercise's mistakes, by count and by student "
+                                      "(grader/heads_report.py)")
+    p.add_argument("lessons", nargs="*")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder for class.html and mistakes.csv (default: reports/ in the course)")
     args = parser.parse_args(argv)
     course = Course(args.course)
 
@@ -355,6 +361,15 @@ def main(argv=None) -> int:
                 status = 1
         print(f"feedback in {course.folder('feedback')}")
         return status
+    if args.step == "report":
+        from heads_report import write_report
+
+        page, table, exercises = write_report(course.base, course.coursedir.db_url, lessons,
+                                              flags(course, lessons), out=args.out)
+        print(f"wrote {page}\nwrote {table}")
+        if not exercises:
+            print(f"nothing graded in {', '.join(lessons) or 'any lesson'}: run autograde first")
+        return 0 if exercises else 1
     return 2
 
 

@@ -65,14 +65,19 @@ c.SandboxKernelManager.scratch_size = 256 * 1024**2
 c.SandboxKernelManager.disk_limit = 128 * 1024**2
 c.SandboxKernelManager.process_limit = 64
 c.SandboxKernelManager.niceness = 10
-# After the kernel (the only step that runs student code; grading outside the student's process
-# would replace it), nothing it left on disk is followed and no output it made can run:
+# After the kernel (the only step that runs student code), nothing it left on disk is followed and no output it made can run:
 # ScrubWorkdir removes links, FIFOs, sockets, devices and caps the folder (grader/heads_files.py);
 # SanitizeOutputs drops JavaScript and cleans HTML (grader/heads_html.py).
 c.ScrubWorkdir.max_folder_bytes = 64 * 1024**2
-c.Autograde.autograde_preprocessors = [HeadsExecute, ScrubWorkdir, SanitizeOutputs, IgnorePattern,
-                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-                                       AssignLatePenalties, CheckCellMetadata]
+# Test cells are scored outside the student's process (grader/heads_outside.py): the kernel only runs
+# the answers on recorded inputs; this process replays the checks on the results and writes the
+# cells' outputs, from which SaveAutoGrades scores them.
+from heads_outside import JudgeOutsideKernel, RunAnswersOnly  # noqa: E402
+
+c.Autograde.autograde_preprocessors = [RunAnswersOnly, HeadsExecute, ScrubWorkdir, JudgeOutsideKernel,
+                                       SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor,
+                                       LimitOutput, SaveAutoGrades, AssignLatePenalties,
+                                       CheckCellMetadata]
 # nbgrader chmods the autograded files and copies the folder's other files into feedback, following
 # links; nbgrader has no setting for either, so the course replaces the two methods.
 from nbgrader.converters import GenerateFeedback  # noqa: E402

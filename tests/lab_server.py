@@ -1,6 +1,9 @@
 """JupyterLab on loopback and the flags for Debian's headless Chromium, for the browser tests."""
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -12,6 +15,34 @@ from pathlib import Path
 # Without the background-networking flags Chromium keeps dialling hosts this machine cannot reach.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def require_chromium(module_level: bool = False) -> None:
+    """Skip unless Debian's Chromium and Playwright are installed; under CI, fail instead."""
+    if not (CHROMIUM and importlib.util.find_spec("playwright")):
+        if os.environ.get("CI"):
+            raise RuntimeError("CI needs chromium (apt-get install chromium) and playwright (pip)")
+        import pytest
+
+        pytest.skip("needs Chromium (apt-get install chromium) and Playwright (pip install playwright)",
+                    allow_module_level=module_level)
+
+
+@contextmanager
+def chromium():
+    """A headless Chromium browser (Playwright), closed afterwards."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def free_port() -> int:

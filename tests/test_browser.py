@@ -12,26 +12,21 @@ Skipped, with a message, only where Chromium is not installed; under CI (which i
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from lab_server import CHROMIUM_ARGS, jupyter_lab
+from lab_server import chromium, jupyter_lab, require_chromium
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 WIDGET_LESSONS = sorted(p for p in (REPO / "solutions").glob("*/*.ipynb") if "pooling_explorer(" in p.read_text())
 
-if not CHROMIUM.exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI needs Chromium at /usr/bin/chromium (apt-get install chromium)")
-    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
+require_chromium(module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +51,8 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as browser:
+        yield browser
 
 
 def test_the_widget_lessons_are_there():

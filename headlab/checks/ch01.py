@@ -15,7 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail, passed, require_function, require_loss, require_tensor
+from ..grading import GraderError
+from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function, require_loss, require_tensor
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -173,6 +174,7 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
 
 # --- MLMHead ----------------------------------------------------------------------------------
 HEAD_CASES = [(23, 8, 0), (40, 12, 1)]   # (V, d, seed)
+BIAS_VALUES = 4                          # values for up to this many (V,) parameters: a head may hold several
 
 
 def mlm_head(cls, cases: Sequence | None = None) -> None:
@@ -186,51 +188,140 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
     passed("MLMHead", len(cases))
 
 
-def _check_head(cls, V: int, d: int, seed: int) -> None:
-    torch.manual_seed(seed)
+def _head_inputs(V: int, d: int, seed: int) -> tuple:
+    """The grader's inputs for one case: the embedding matrix E (what nn.Embedding(V, d) holds after
+    torch.manual_seed(seed)), the weights to load (values far from the defaults, so every part shows),
+    hidden states h, the gradient of the logits for backward, and the embedding's second values E2."""
+    E = torch.randn(V, d, generator=torch.Generator().manual_seed(seed))
+    g = torch.Generator().manual_seed(seed + 100)
+    dense_weight = torch.randn(d, d, generator=g) * 0.5
+    dense_bias = torch.randn(d, generator=g) * 0.5
+    norm_bias = torch.randn(d, generator=g) * 0.5
+    first_bias = torch.randn(V, generator=g) * 0.5
+    norm_weight = 1 + torch.randn(d, generator=g) * 0.3
+    h = torch.randn(2, 3, d, generator=g)
+    up = torch.randn(2, 3, V, generator=g)
+    E2 = torch.randn(V, d, generator=g)
+    biases = [first_bias] + [torch.randn(V, generator=g) * 0.5 for _ in range(BIAS_VALUES - 1)]
+    weights = {"dense.weight": dense_weight, "dense.bias": dense_bias, "norm.weight": norm_weight,
+               "norm.bias": norm_bias, "biases": biases}
+    return E, weights, h, up, E2
+
+
+def _build_head(cls, seed: int, E: torch.Tensor, weights: dict) -> tuple:
+    """Driver step: `cls(embedding)` on an embedding holding E, what its structure is, and (when the
+    structure is right) `weights` loaded into it. Returns (embedding, head, facts)."""
+    V, d = E.shape
+    torch.manual_seed(seed)                # the head's own initialisation, as in the notebook
     emb = nn.Embedding(V, d)
-    before = emb.weight.detach().clone()
+    with torch.no_grad():
+        emb.weight.copy_(E)
     head = call(cls, "MLMHead", emb)
-    where = f" (embedding of V={V} words, d={d})"
-    if not torch.equal(emb.weight.detach(), before):
-        fail("MLMHead changed the values of the embedding it was given; it must reuse them as they are.")
     params = list(head.parameters())
-    if not any(p is emb.weight for p in params):
-        copies = [p for p in params if tuple(p.shape) == (V, d) and torch.equal(p.detach(), before)]
-        if copies:
+    linears = [m for m in head.modules() if isinstance(m, nn.Linear) and (m.in_features, m.out_features) == (d, d)]
+    norms = [m for m in head.modules() if isinstance(m, nn.LayerNorm) and tuple(m.normalized_shape) == (d,)]
+    biases = [p for p in params if tuple(p.shape) == (V,)]
+    facts = {
+        "changed_embedding": not torch.equal(emb.weight.detach(), E),
+        "tied": any(p is emb.weight for p in params),
+        "copy": any(p is not emb.weight and tuple(p.shape) == (V, d) and torch.equal(p.detach(), E)
+                    for p in params),
+        "linears": len(linears), "norms": len(norms), "biases": len(biases), "loaded": False,
+    }
+    if facts["changed_embedding"] or not facts["tied"] or len(linears) != 1 or len(norms) != 1 or not biases:
+        return emb, head, facts
+    lin, ln = linears[0], norms[0]
+    values = weights["biases"]
+    with torch.no_grad():
+        lin.weight.copy_(weights["dense.weight"])
+        if lin.bias is not None:
+            lin.bias.copy_(weights["dense.bias"])
+        if ln.bias is not None:
+            ln.bias.copy_(weights["norm.bias"])
+        for i, p in enumerate(biases):
+            p.copy_(values[i % len(values)])
+        if ln.weight is not None:
+            ln.weight.copy_(weights["norm.weight"])
+    facts.update(loaded=True, dense_bias=lin.bias is not None, norm_weight=ln.weight is not None,
+                 norm_bias=ln.bias is not None, eps=float(ln.eps))
+    return emb, head, facts
+
+
+def _plain(value):
+    """A forward's output as data: a tensor's values (detached copy), anything else as it is."""
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor, E2) -> dict:
+    """Build the head on an embedding holding E, load `weights`, run it on h; then, if E2 is given,
+    give the embedding the values E2 in place and run it on h again. Returns the structure's facts
+    and the logits ("logits", "after_swap")."""
+    h = h.clone()
+    emb, head, facts = _build_head(cls, seed, E.clone(), weights)
+    if not facts["loaded"]:
+        return facts
+    facts["logits"] = _plain(call(head, "MLMHead.forward", h))
+    if E2 is not None:
+        with torch.no_grad():
+            emb.weight.copy_(E2)
+            facts["after_swap"] = _plain(call(head, "MLMHead.forward", h))
+    return facts
+
+
+def drive_head_gradient(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor,
+                        up: torch.Tensor) -> dict:
+    """Build and load the head as drive_head_logits does, back-propagate sum(head(h) * up), and return
+    the structure's facts and the gradient that reached the embedding's weight ("embedding_grad",
+    None when none did)."""
+    h, up = h.clone(), up.clone()
+    emb, head, facts = _build_head(cls, seed, E.clone(), weights)
+    if not facts["loaded"]:
+        return facts
+    out = call(head, "MLMHead.forward", h)
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        (out * up).sum().backward()
+    grad = emb.weight.grad
+    facts["embedding_grad"] = None if grad is None else grad.detach().clone()
+    return facts
+
+
+def _judge_structure(facts: dict, V: int, d: int, where: str) -> None:
+    if facts["changed_embedding"]:
+        fail("MLMHead changed the values of the embedding it was given; it must reuse them as they are.")
+    if not facts["tied"]:
+        if facts["copy"]:
             fail("your output projection is a copy (clone) of embedding.weight, not tied to it: a copy "
                  "drifts apart as soon as training updates one of them. Use the same Parameter object, "
                  "e.g. self.decoder.weight = embedding.weight, or keep the embedding and use its weight.")
         fail("no parameter of MLMHead is embedding.weight itself: the projection to the vocabulary must "
              "be tied to the embedding (the same Parameter object, not a copy or a new matrix).")
-    linears = [m for m in head.modules() if isinstance(m, nn.Linear) and (m.in_features, m.out_features) == (d, d)]
-    norms = [m for m in head.modules() if isinstance(m, nn.LayerNorm) and tuple(m.normalized_shape) == (d,)]
-    if len(linears) != 1:
-        fail(f"MLMHead should hold exactly one nn.Linear(d, d), the transform's dense layer; found {len(linears)}{where}.")
-    if len(norms) != 1:
-        fail(f"MLMHead should hold exactly one nn.LayerNorm(d); found {len(norms)}{where}.")
-    lin, ln = linears[0], norms[0]
-    biases = [p for p in params if tuple(p.shape) == (V,)]
-    if not biases:
+    if facts["linears"] != 1:
+        fail(f"MLMHead should hold exactly one nn.Linear(d, d), the transform's dense layer; found {facts['linears']}{where}.")
+    if facts["norms"] != 1:
+        fail(f"MLMHead should hold exactly one nn.LayerNorm(d); found {facts['norms']}{where}.")
+    if not facts["biases"]:
         fail(f"MLMHead has no output bias: it needs its own parameter of shape (V,) = ({V},), added to "
              "the logits (the tied embedding gives the weight, not the bias).")
-    g = torch.Generator().manual_seed(seed + 100)
-    with torch.no_grad():                  # values far from the defaults, so every part shows
-        for p in [lin.weight, lin.bias, ln.bias, *biases]:
-            if p is not None:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.5)
-        if ln.weight is not None:
-            ln.weight.copy_(1 + torch.randn(d, generator=g) * 0.3)
-    h = torch.randn(2, 3, d, generator=g)
-    out = call(head, "MLMHead.forward", h)
-    require_tensor(out, "MLMHead(h)", (2, 3, V), meaning=f": logits (…, V) for h of shape (2, 3, {d}){where}")
-    E = emb.weight
+
+
+def _check_head(cls, V: int, d: int, seed: int) -> None:
+    where = f" (embedding of V={V} words, d={d})"
+    E, weights, h, up, E2 = _head_inputs(V, d, seed)
+    got = drive(drive_head_logits, cls, seed, E, weights, h, E2)
+    _judge_structure(got, V, d, where)
+    out = require_tensor(got["logits"], "MLMHead(h)", (2, 3, V),
+                         meaning=f": logits (…, V) for h of shape (2, 3, {d}){where}")
+    biases = weights["biases"][:min(got["biases"], BIAS_VALUES)]
     with torch.no_grad():
-        z = lin(h)
-        norm = lambda x: F.layer_norm(x, (d,), ln.weight, ln.bias, ln.eps)
-        right = norm(F.gelu(z)) @ E.T
+        z = F.linear(h, weights["dense.weight"], weights["dense.bias"] if got["dense_bias"] else None)
+        gamma = weights["norm.weight"] if got["norm_weight"] else None
+        beta = weights["norm.bias"] if got["norm_bias"] else None
+        norm = lambda x: F.layer_norm(x, (d,), gamma, beta, got["eps"])
+        t = norm(F.gelu(z))
+        right = t @ E.T
         candidates = [right + b for b in biases]
-        if not any(torch.allclose(out, c, atol=1e-5, rtol=1e-5) for c in candidates):
+        matched = [i for i, c in enumerate(candidates) if torch.allclose(out, c, atol=1e-5, rtol=1e-5)]
+        if not matched:
             b = biases[0]
             variants = [
                 (norm(F.gelu(z)) @ E.T, "you never add the output bias to the logits"),
@@ -251,22 +342,33 @@ def _check_head(cls, V: int, d: int, seed: int) -> None:
                     fail(f"MLMHead's logits are wrong{where}: {message}.")
             fail(f"MLMHead's logits differ from LayerNorm(GELU(Linear(h))) @ E.T + bias{where} "
                  f"(largest difference {(out - right - b).abs().max().item():.3g}).")
-    flat = call(head, "MLMHead.forward", h[0])
-    require_tensor(flat, "MLMHead(h)", (3, V), meaning=f": logits (…, V) for h of shape (3, {d})")
-    for p in params:
-        p.grad = None
-    loss = (call(head, "MLMHead.forward", h) * torch.randn(2, 3, V, generator=g)).sum()
-    loss.backward()
-    if E.grad is None or not bool(E.grad.abs().sum() > 0):
+        bias = biases[matched[0]]
+    flat = drive(drive_head_logits, cls, seed, E, weights, h[0], None)
+    _judge_structure(flat, V, d, where)
+    require_tensor(flat["logits"], "MLMHead(h)", (3, V), meaning=f": logits (…, V) for h of shape (3, {d})")
+    grad = drive(drive_head_gradient, cls, seed, E, weights, h, up)
+    _judge_structure(grad, V, d, where)
+    E_grad = grad["embedding_grad"]
+    if E_grad is None or not bool(E_grad.abs().sum() > 0):
         fail("no gradient reaches embedding.weight through MLMHead: the projection uses a copy or a "
              "detached tensor, not the tied Parameter. Training would update the two matrices apart.")
-    with torch.no_grad():
-        E.add_(1.0)
-        moved = head(h)
-        E.sub_(1.0)
+    expected_grad = up.reshape(-1, V).T @ t.reshape(-1, d)      # d(sum(logits * up)) / dE
+    if tuple(E_grad.shape) != (V, d) or not torch.allclose(E_grad.float(), expected_grad, atol=1e-4, rtol=1e-4):
+        fail("the gradient that reaches embedding.weight through MLMHead is not the one its logits "
+             f"LayerNorm(GELU(Linear(h))) @ E.T + bias give{where}: the projection must use "
+             "embedding.weight itself, through differentiable operations only.")
+    moved = require_tensor(got["after_swap"], "MLMHead(h)", (2, 3, V),
+                           meaning=f": logits (…, V) for h of shape (2, 3, {d}){where}")
     if torch.allclose(moved, out, atol=1e-4):
         fail("changing embedding.weight does not change MLMHead's logits: the projection is a copy, "
              "not tied to the embedding.")
+    with torch.no_grad():
+        expected = t @ E2.T + bias
+    if not torch.allclose(moved, expected, atol=1e-5, rtol=1e-5):
+        fail("after embedding.weight was given new values in place, MLMHead's logits are not "
+             f"LayerNorm(GELU(Linear(h))) @ E.T + bias with the new E{where} (largest difference "
+             f"{(moved - expected).abs().max().item():.3g}): the projection must read the embedding's "
+             "current values at every forward, as a tied weight does.")
 
 
 # --- mlm_loss ---------------------------------------------------------------------------------
@@ -290,7 +392,9 @@ def mlm_loss(fn: Callable, cases: Sequence | None = None) -> None:
         labels_before = labels.clone()
         where = f" for logits of shape {tuple(logits.shape)} and labels {labels.tolist()}"
         try:
-            out = fn(logits, labels)
+            out = call_raw(fn, "mlm_loss", logits, labels)
+        except GraderError:                # the recording and the replay disagree: the course's bug
+            raise
         except NotImplementedError:
             raise NotImplementedError("mlm_loss is not written yet: replace `raise NotImplementedError()` "
                                       "with your code.") from None

@@ -1,10 +1,11 @@
 """Checks for lesson 03: SequenceClassifier, head_param_count and untrained_loss.
 
-SequenceClassifier is checked by its behaviour, never against a reference head: in eval mode its
-output must be its own Linear layer applied to the input; in train mode the output must be that
-Linear applied to the input with some features zeroed and the survivors scaled by 1 / (1 − p).
-The zeroed features are recovered from the output by solving the Linear layer's equations, which
-is possible when the layer has more outputs than inputs (K > d).
+SequenceClassifier is checked by its behaviour, never against a reference head: a driver
+(`drive_sequence_classifier`) builds the head, loads weights W, b chosen by the check into its one
+Linear layer and returns its outputs as data. In eval mode the output must be x Wᵀ + b; in train mode
+it must be that Linear applied to the input with some features zeroed and the survivors scaled by
+1 / (1 − p). The zeroed features are recovered from the output by solving the Linear layer's equations,
+which is possible when the layer has more outputs than inputs (K > d).
 """
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Callable, Sequence
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail, passed, require_tensor
+from .core import CheckFailed, call, call_raw, drive, fail, passed, require_tensor
 
 # (d, num_classes, batch) for the shape and logits checks.
 CLASSIFIER_CASES = [(6, 3, 5), (4, 2, 7), (5, 1, 4)]
@@ -38,8 +40,34 @@ def sequence_classifier(cls, cases: Sequence | None = None, seed: int = 0) -> No
         _check_eval(cls, d, K, B, g)
     _check_train_dropout(cls, d=4, K=9, p=0.5, g=g)
     _check_train_dropout(cls, d=3, K=6, p=0.25, g=g)
-    _check_default_dropout(cls)
+    _check_default_dropout(cls, g)
     passed("SequenceClassifier", len(cases) + 3)
+
+
+def _weights(d: int, K: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Weights the grader loads into the head's Linear layer, and a seed for its dropout draws."""
+    W = torch.randn(K, d, generator=g) / math.sqrt(d)
+    b = torch.randn(K, generator=g)
+    return W, b, int(torch.randint(0, 2**31 - 1, (1,), generator=g))
+
+
+def drive_sequence_classifier(cls, d: int, K: int, dropout: float | None, train: bool, x: torch.Tensor,
+                              W: torch.Tensor, b: torch.Tensor, seed: int, passes: int) -> dict:
+    """Build `cls(d, K, dropout=dropout)` (no dropout argument when it is None), check that it holds one
+    nn.Linear(d, K) with a bias and K·d + K parameters, load W and b into that Linear, switch to train
+    or eval mode and run `forward(x)` `passes` times without gradients, the global RNG seeded with
+    `seed` (and restored afterwards). Returns {"outs": [the outputs], "x_after": x after the passes}."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        head = _build(cls, d, K) if dropout is None else _build(cls, d, K, dropout=dropout)
+        lin = _linear(head, d, K)
+        with torch.no_grad():
+            lin.weight.copy_(W)
+            lin.bias.copy_(b)
+        head.train(train)
+        with torch.no_grad():
+            outs = [call(head, "SequenceClassifier.forward", x) for _ in range(passes)]
+    return {"outs": outs, "x_after": x}
 
 
 def _build(cls, d: int, K: int, **kw) -> nn.Module:
@@ -66,19 +94,20 @@ def _linear(head: nn.Module, d: int, K: int) -> nn.Linear:
     if n_params != K * d + K:
         fail(f"SequenceClassifier({d}, {K}) has {n_params} parameters; dropout → Linear has "
              f"K·d + K = {K * d + K}.")
+    if tuple(lin.weight.shape) != (K, d) or tuple(lin.bias.shape) != (K,):
+        fail(f"the Linear layer of SequenceClassifier({d}, {K}) has a weight of shape "
+             f"{tuple(lin.weight.shape)} and a bias of shape {tuple(lin.bias.shape)}; "
+             f"nn.Linear({d}, {K}) has ({K}, {d}) and ({K},).")
     return lin
 
 
 def _check_eval(cls, d: int, K: int, B: int, g: torch.Generator) -> None:
-    head = _build(cls, d, K, dropout=0.5)
-    lin = _linear(head, d, K)
-    head.eval()
     x = torch.randn(B, d, generator=g) * 3
+    W, b, seed = _weights(d, K, g)
     before = x.clone()
-    with torch.no_grad():
-        out1 = call(head, "SequenceClassifier.forward", x)
-        out2 = call(head, "SequenceClassifier.forward", x)
-    if not torch.equal(x, before):
+    ran = drive(drive_sequence_classifier, cls, d, K, 0.5, False, x, W, b, seed, 2)
+    out1, out2 = ran["outs"]
+    if not _same(ran["x_after"], before):
         fail("SequenceClassifier changed the pooled vectors it was given (an in-place dropout?); "
              "the head must leave its input untouched.")
     shape = (B, K) if K > 1 else (B,)
@@ -89,12 +118,12 @@ def _check_eval(cls, d: int, K: int, B: int, g: torch.Generator) -> None:
              "squeeze the last dimension (a (B, 1) output against (B,) targets broadcasts to (B, B) in MSE).")
     require_tensor(out1, "SequenceClassifier", shape,
                    meaning=(" (B, K) logits" if K > 1 else " (B,): one score per example") + where)
-    if not torch.equal(out1, out2):
+    if not _same(out1, out2):
         fail(f"in eval mode two passes on the same input gave different outputs{where}: dropout is "
              "still on in eval mode. Use nn.Dropout (it follows head.train()/head.eval()) or "
              "F.dropout(x, p, training=self.training), never training=True.")
-    with torch.no_grad():
-        z = lin(x)
+    out1 = out1.detach()
+    z = F.linear(before, W, b)  # the loaded Linear layer applied to the input
     expected = z if K > 1 else z.squeeze(-1)
     if torch.allclose(out1, expected, atol=1e-5):
         return
@@ -116,14 +145,20 @@ def _check_eval(cls, d: int, K: int, B: int, g: torch.Generator) -> None:
          f"(dropout does nothing at inference){where}; it returned something else.")
 
 
-def _check_default_dropout(cls) -> None:
+def _same(a, b) -> bool:
+    """Two tensors of the same shape and dtype with equal values."""
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+        and a.dtype == b.dtype and torch.equal(a, b)
+
+
+def _check_default_dropout(cls, g: torch.Generator) -> None:
     """dropout=0.1 by default: a zeroed fraction of about 0.1 in train mode."""
     d, K = 4, 9
-    head = _build(cls, d, K)
-    lin = _linear(head, d, K)
-    head.train()
     x = torch.rand(2000, d, generator=torch.Generator().manual_seed(1)) + 1.0
-    keep, scale = _recover_mask(head, lin, x, "SequenceClassifier(4, 9)")
+    W, b, seed = _weights(d, K, g)
+    before = x.clone()
+    ran = drive(drive_sequence_classifier, cls, d, K, None, True, x, W, b, seed, 1)
+    keep, scale = _recover_mask(ran["outs"][0], W, b, before, "SequenceClassifier(4, 9)")
     frac = 1 - keep.float().mean().item()
     if not 0.06 <= frac <= 0.14 or abs(scale - 1 / 0.9) > 1e-3:
         fail(f"SequenceClassifier(d, K) without a dropout argument zeroed {frac:.2f} of the inputs "
@@ -131,16 +166,17 @@ def _check_default_dropout(cls) -> None:
              "survivors scaled by 1/0.9.")
 
 
-def _recover_mask(head, lin, x, where):
-    """Solve the Linear layer for the features it actually received; return (kept mask, scale)."""
-    with torch.no_grad():
-        out = call(head, "SequenceClassifier.forward", x)
-        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (x.shape[0], lin.out_features):
-            require_tensor(out, "SequenceClassifier", (x.shape[0], lin.out_features),
-                           meaning=f" (B, K) logits in train mode for {where}")
-        W, b = lin.weight.double(), lin.bias.double()
-        seen = torch.linalg.lstsq(W, (out.double() - b).T).solution.T  # (B, d): what the Linear got
-        residual = (seen @ W.T + b - out.double()).abs().max().item()
+def _recover_mask(out, W: torch.Tensor, b: torch.Tensor, x: torch.Tensor, where: str):
+    """Solve the loaded Linear layer (W, b) for the features it actually received, given the head's
+    train-mode output `out` on `x`; return (kept mask, scale)."""
+    K = W.shape[0]
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (x.shape[0], K):
+        require_tensor(out, "SequenceClassifier", (x.shape[0], K),
+                       meaning=f" (B, K) logits in train mode for {where}")
+    out = out.detach()
+    W, b = W.double(), b.double()
+    seen = torch.linalg.lstsq(W, (out.double() - b).T).solution.T  # (B, d): what the Linear got
+    residual = (seen @ W.T + b - out.double()).abs().max().item()
     if residual > 1e-3:
         zeroed_logits = (out == 0).float().mean().item()
         if zeroed_logits > 0.01:
@@ -166,21 +202,18 @@ def _recover_mask(head, lin, x, where):
 
 def _check_train_dropout(cls, d: int, K: int, p: float, g: torch.Generator) -> None:
     where = f"SequenceClassifier({d}, {K}, dropout={p})"
-    head = _build(cls, d, K, dropout=p)
-    lin = _linear(head, d, K)
-    head.train()
     x = torch.rand(2000, d, generator=g) + 1.0  # positive and away from 0, so zeros are dropout's
+    W, b, seed = _weights(d, K, g)
     before = x.clone()
-    with torch.no_grad():
-        a = call(head, "SequenceClassifier.forward", x)
-        b = call(head, "SequenceClassifier.forward", x)
-    if not torch.equal(x, before):
+    ran = drive(drive_sequence_classifier, cls, d, K, p, True, x, W, b, seed, 2)
+    a, b_out = ran["outs"]
+    if not _same(ran["x_after"], before):
         fail(f"in train mode {where} changed the pooled vectors it was given (an in-place dropout, "
              "inplace=True?); the head must leave its input untouched.")
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b):
+    if isinstance(a, torch.Tensor) and isinstance(b_out, torch.Tensor) and torch.equal(a, b_out):
         fail(f"in train mode two passes of {where} on the same input gave identical outputs: no "
              "dropout at all in training mode (or p ignored). The head is dropout → Linear.")
-    keep, scale = _recover_mask(head, lin, x, where)
+    keep, scale = _recover_mask(a, W, b, before, where)
     frac = 1 - keep.float().mean().item()
     if abs(frac - p) > 0.05:
         fail(f"in train mode {where} zeroed {frac:.2f} of the input features; with dropout={p} about "
@@ -235,6 +268,9 @@ def untrained_loss(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(K)` and name the mistake if the value is not ln K."""
     _require_plain_function(fn, "untrained_loss")
     cases = LOSS_CASES if cases is None else cases
+    # The learner's values at two more K, only to tell two mistakes apart. Asked for on every run, not
+    # only after a wrong value: the grader replays exactly the calls it recorded on the solution.
+    extra = {k: _as_number(_quiet_call(fn, k)) for k in (3, 7)}
     for K, expected in cases:
         out = call(fn, "untrained_loss", K)
         where = f"untrained_loss({K})"
@@ -247,7 +283,7 @@ def untrained_loss(fn: Callable, cases: Sequence | None = None) -> None:
             continue
         # Name the formula the function follows: it must match at this K and at two more, so
         # that K = 2 (where 1/K = 1 − 1/K and ln 2 is right) does not blur two mistakes together.
-        others = {k: _as_number(_quiet_call(fn, k)) for k in (3, 7) if k != K}
+        others = {k: v for k, v in extra.items() if k != K}
 
         def follows(formula) -> bool:
             return math.isclose(out, formula(K), rel_tol=1e-6, abs_tol=1e-12) and all(
@@ -290,7 +326,7 @@ def _require_plain_function(fn, name: str) -> None:
 def _quiet_call(fn, *args):
     """The learner's value for other inputs, only to tell two mistakes apart; None if it fails."""
     try:
-        return fn(*args)
+        return call_raw(fn, "untrained_loss", *args)
     except Exception:
         return None
 

@@ -1,9 +1,11 @@
 """Checks for lesson 04: TokenClassifier, token_loss and bio_to_spans.
 
 Expected values are written out by hand (losses as sums of logarithms, spans as lists) or follow from
-a property of the learner's own module (its logits in eval mode are its Linear layer applied to every
-position). Wrong answers are compared with what the usual mistakes produce, so that a message can
-name the mistake instead of only saying "wrong".
+weights the check loads into the learner's head (its logits in eval mode are that Linear layer applied
+to every position). The learner's class is run only inside the `drive_*` functions, which return plain
+data, so the checks can be replayed outside the learner's process (headlab/grading.py). Wrong answers
+are compared with what the usual mistakes produce, so that a message can name the mistake instead of
+only saying "wrong".
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail, passed, require_function, require_loss, require_tensor
+from .core import CheckFailed, call, drive, fail, passed, require_function, require_loss, require_tensor
 
 # --- TokenClassifier -------------------------------------------------------------------------------
 # (d, num_labels, B, n): n differs from num_labels, so a (B, L, n) output cannot pass for (B, n, L).
@@ -22,28 +24,76 @@ HEAD_CASES = [(8, 5, 2, 6), (16, 3, 3, 4), (4, 7, 1, 9)]
 
 
 def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
-    """Build `cls(d, num_labels)` for each case and check what its forward pass returns."""
+    """Build `cls(d, num_labels)` for each case and check what its forward pass returns.
+
+    The learner's class is only run inside the `drive_*` functions below, which load the check's own
+    weights into its Linear layer and return the logits; everything here compares those logits with what
+    that Linear layer must give."""
     require_function(cls, "TokenClassifier")
     cases = HEAD_CASES if cases is None else cases
     for k, (d, L, B, n) in enumerate(cases):
-        head = call(cls, "TokenClassifier", d, L)
-        if not isinstance(head, nn.Module):
-            fail(f"TokenClassifier({d}, {L}) made a {type(head).__name__}; the head must be an "
-                 "nn.Module (class TokenClassifier(nn.Module) with super().__init__()).")
-        W, b = _linear_of(head, d, L)
         g = torch.Generator().manual_seed(100 + k)
         H = torch.randn(B, n, d, generator=g)
+        W = torch.randn(L, d, generator=g) / math.sqrt(d)      # the weights the check loads into the head
+        b = torch.randn(L, generator=g)                          # nonzero, so "only the bias" is visible
         before = H.clone()
+        ran = drive(drive_head, cls, d, L, H, W, b, 300 + k)
+        if not torch.equal(ran["H_after"], before):
+            fail("TokenClassifier.forward changed the hidden states H it was given; "
+                 "build new tensors instead of editing H in place.")
+        _diagnose_head(ran, before, W, b, d, L, B, n)
+        _check_dropout(drive(drive_dropout, cls, d, L, before.clone(), W, b, 400 + k), before, b, d, L)
+    passed("TokenClassifier", len(cases))
+
+
+def drive_head(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int) -> dict:
+    """Build cls(d, L), load W and b into its Linear layer, and run it in eval mode: twice on H, then on
+    each position H[:, i:i+1] alone."""
+    with torch.random.fork_rng(devices=[]):   # the same data in any process; the notebook's RNG untouched
+        torch.manual_seed(seed)
+        head = _build(cls, d, L)
+        _load_linear(head, d, L, W, b)
         head.eval()
         with torch.no_grad():
             out = _forward(head, H)
             again = _forward(head, H)
-        if not torch.equal(H, before):
-            fail("TokenClassifier.forward changed the hidden states H it was given; "
-                 "build new tensors instead of editing H in place.")
-        _diagnose_head(out, again, H, W, b, d, L, B, n)
-        _check_dropout(cls, H, W, d, L)
-    passed("TokenClassifier", len(cases))
+            alone = ([_forward_alone(head, H[:, i:i + 1]) for i in range(H.shape[1])]
+                     if _is_logits(out, H, L) else [])
+    return {"logits": out, "again": again, "per_position": alone, "H_after": H}
+
+
+def drive_dropout(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int) -> dict:
+    """Build cls(d, L, dropout=1.0), load W and b, and run it on H in train mode, then in eval mode."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        head = _build(cls, d, L, dropout=1.0)
+        _load_linear(head, d, L, W, b)
+        with torch.no_grad():
+            head.train()
+            out = _forward(head, H)
+            head.eval()
+            plain = _forward(head, H)
+    return {"train": out, "eval": plain}
+
+
+def _build(cls, d: int, L: int, **kwargs) -> nn.Module:
+    head = call(cls, "TokenClassifier", d, L, **kwargs)
+    if not isinstance(head, nn.Module):
+        fail(f"TokenClassifier({d}, {L}) made a {type(head).__name__}; the head must be an "
+             "nn.Module (class TokenClassifier(nn.Module) with super().__init__()).")
+    return head
+
+
+def _is_logits(out, H: torch.Tensor, L: int) -> bool:
+    return isinstance(out, torch.Tensor) and tuple(out.shape) == (*H.shape[:2], L)
+
+
+def _forward_alone(head, H_i):
+    """The logits of one position fed alone; a crash is kept as data, for the check to report in turn."""
+    try:
+        return _forward(head, H_i)
+    except CheckFailed as err:
+        return {"crashed": str(err)}
 
 
 def _forward(head, H):
@@ -56,8 +106,9 @@ def _forward(head, H):
         raise
 
 
-def _linear_of(head: nn.Module, d: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The head's weight as (L, d) and its bias (L,), found among its parameters."""
+def _load_linear(head: nn.Module, d: int, L: int, W: torch.Tensor, b: torch.Tensor) -> None:
+    """Find the head's weight, (L, d) or stored as (d, L), and its bias (L,) among its parameters, and
+    copy W and b into them."""
     params = list(head.parameters())
     total = sum(p.numel() for p in params)
     where = f"TokenClassifier({d}, {L})"
@@ -69,23 +120,26 @@ def _linear_of(head: nn.Module, d: int, L: int) -> tuple[torch.Tensor, torch.Ten
     if len(weights) != 1 or len(biases) != 1:
         fail(f"{where} should hold one weight matrix ({L}, {d}) and one bias ({L},); "
              f"it holds parameters of shapes {[tuple(p.shape) for p in params]}.")
-    W = weights[0].detach()
-    if tuple(W.shape) == (d, L) and d != L:
+    weight, bias = weights[0], biases[0]
+    if tuple(weight.shape) == (d, L) and d != L:
         W = W.T  # stored the other way round, used as H @ W: still one linear map per position
-    if tuple(W.shape) != (L, d):
-        fail(f"{where} has a weight of shape {tuple(weights[0].shape)}; mapping d = {d} features to "
+    if tuple(weight.shape) != tuple(W.shape):
+        fail(f"{where} has a weight of shape {tuple(weight.shape)}; mapping d = {d} features to "
              f"num_labels = {L} scores needs nn.Linear({d}, {L}), whose weight is ({L}, {d}).")
-    return W, biases[0].detach()
+    with torch.no_grad():
+        weight.copy_(W.to(weight.dtype))
+        bias.copy_(b.to(bias.dtype))
 
 
-def _diagnose_head(out, again, H, W, b, d, L, B, n) -> None:
+def _diagnose_head(ran: dict, H, W, b, d, L, B, n) -> None:
+    out, again = ran["logits"], ran["again"]
     where = f" for H of shape {(B, n, d)} and num_labels = {L}"
     if isinstance(out, torch.Tensor) and tuple(out.shape) == (B, L, n):
         fail(f"TokenClassifier returned shape {(B, L, n)}{where}: that is (B, L, n), the labels axis "
              f"second. The contract is (B, n, L) = {(B, n, L)}: one row of L scores per position, labels "
              "axis last. (Moving L to dim 1 is the loss's business, not the head's.)")
     require_tensor(out, "TokenClassifier", (B, n, L), meaning=f" (B, n, num_labels){where}")
-    if not torch.equal(out, again):
+    if not (isinstance(again, torch.Tensor) and again.shape == out.shape and torch.equal(out, again)):
         fail("In eval mode your head gave different logits on two calls with the same H: dropout is "
              "left on at eval (at inference). Use an nn.Dropout module, which .eval() switches off, "
              "or F.dropout(x, p, training=self.training).")
@@ -99,6 +153,14 @@ def _diagnose_head(out, again, H, W, b, d, L, B, n) -> None:
     if bool(((out >= 0) & (out <= 1)).all()) and torch.allclose(out.sum(-1), torch.ones(B, n), atol=1e-4):
         fail("Every row of your head's output sums to 1: it returns probabilities (a softmax inside the "
              "head). Return the raw logits of the Linear layer.")
+    alone = ran["per_position"]
+    for o in alone if isinstance(alone, (list, tuple)) else []:
+        if isinstance(o, dict) and "crashed" in o:
+            fail(str(o["crashed"]))
+    if not (isinstance(alone, (list, tuple)) and len(alone) == n and all(
+            isinstance(o, torch.Tensor) and tuple(o.shape) == (B, 1, L)
+            and torch.allclose(o, out[:, i:i + 1], atol=1e-6) for i, o in enumerate(alone))):
+        fail("the logits of one position must not depend on the other positions")
     if not torch.allclose(out, expected, atol=1e-5):
         fail(f"In eval mode the head must apply its Linear layer to every position: logits[b, i] = "
              f"W H[b, i] + bias{where}. At position [0, 0] you returned "
@@ -106,23 +168,20 @@ def _diagnose_head(out, again, H, W, b, d, L, B, n) -> None:
              f"{[round(v, 3) for v in expected[0, 0].tolist()]}.")
 
 
-def _check_dropout(cls, H, W_eval, d, L) -> None:
+def _check_dropout(ran: dict, H, b, d, L) -> None:
     """With dropout=1.0 in train mode every feature is dropped before the Linear: logits = bias."""
-    head = call(cls, "TokenClassifier", d, L, dropout=1.0)
-    W, b = _linear_of(head, d, L)
-    head.train()
-    with torch.no_grad():
-        out = _forward(head, H)
-    head.eval()
-    with torch.no_grad():
-        plain = _forward(head, H)
-    expected = b.expand_as(plain)
+    out, plain = ran["train"], ran["eval"]
+    expected = b.expand(*H.shape[:2], L)
+    if not isinstance(out, torch.Tensor) or out.shape != expected.shape:
+        fail("TokenClassifier(d, L, dropout=1.0) in train mode should drop every feature of H before the "
+             "Linear layer, leaving logits equal to the bias at every position; yours did not. Pass the dropout "
+             "argument on to nn.Dropout(dropout) and apply it to H before the Linear layer.")
     if torch.allclose(out, expected, atol=1e-6):
         return
     if torch.allclose(out, torch.zeros_like(out)) and not torch.allclose(b, torch.zeros_like(b)):
         fail("With dropout=1.0 in train mode your head returned all zeros: dropout comes after the "
              "Linear layer. The order is dropout → Linear, so a dropped input leaves only the bias.")
-    if torch.allclose(out, plain, atol=1e-6):
+    if isinstance(plain, torch.Tensor) and plain.shape == out.shape and torch.allclose(out, plain, atol=1e-6):
         fail("TokenClassifier(d, L, dropout=1.0) in train mode gave the same logits as in eval mode: "
              "the dropout argument is not applied. Build nn.Dropout(dropout) and apply it to H "
              "before the Linear layer.")
@@ -159,16 +218,43 @@ def token_loss(fn: Callable, cases: Sequence | None = None) -> None:
         logits = torch.as_tensor(logits, dtype=torch.float32).requires_grad_()
         labels = torch.as_tensor(labels, dtype=torch.long)
         before = labels.clone()
-        try:
-            out = call(fn, "token_loss", logits, labels)
-        except CheckFailed as err:
-            _translate_crash(err, logits, labels)
-            raise
+        out = _call_loss(fn, logits, labels)
         if not torch.equal(labels, before):
             fail("token_loss changed the labels tensor it was given (for example by writing 0 over "
                  "the -100 entries). Leave the labels as they are; the -100 entries must be ignored.")
         _diagnose_loss(out, logits, labels, float(expected))
+    _check_no_gradient_to_unlabelled(fn)
     passed("token_loss", len(cases))
+
+
+# Always run after the cases: the loss's gradient must not reach positions labelled -100.
+GRAD_LABELS = [[X, 1, 2, X], [X, 0, X, X]]
+
+
+def _check_no_gradient_to_unlabelled(fn: Callable) -> None:
+    logits = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_()
+    labels = torch.tensor(GRAD_LABELS)
+    out = _call_loss(fn, logits, labels)
+    require_loss(out, "token_loss", " (a single number: the mean over labelled positions)")
+    out.backward()   # replayed, the loss carries the gradients the learner's function really had
+    grad = logits.grad
+    if grad is None:
+        fail("token_loss returned a loss that does not reach the logits: loss.backward() gave them no "
+             "gradient. Compute the loss from the logits with torch operations.")
+    if bool((grad[labels == X] != 0).any()):
+        fail("unlabelled positions must get no gradient from token_loss: with labels "
+             f"{GRAD_LABELS}, loss.backward() gave the logits of positions labelled -100 ([CLS], [SEP], "
+             "padding) a nonzero gradient, so training would still push them. Leave them out of the "
+             "computation itself (ignore_index=-100, or select the labelled positions), not only out of "
+             "the value.")
+
+
+def _call_loss(fn: Callable, logits: torch.Tensor, labels: torch.Tensor):
+    try:
+        return call(fn, "token_loss", logits, labels)
+    except CheckFailed as err:
+        _translate_crash(err, logits, labels)
+        raise
 
 
 def _translate_crash(err: CheckFailed, logits, labels) -> None:

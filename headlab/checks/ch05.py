@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from .core import CheckFailed, call, fail, passed
+from .core import CheckFailed, call, call_raw, drive, explain, fail, passed
 
 # --- best_span -------------------------------------------------------------------------------------
 # One layout for the visible cases: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -225,6 +225,21 @@ def _loss_value(out, B: int) -> float:
     return float(out.detach())
 
 
+def _quiet_call(fn, *args) -> tuple:
+    """(what span_loss returned, None) or (None, (the error, the arguments)): `_called` says it later."""
+    try:
+        return call_raw(fn, "span_loss", *args), None
+    except Exception as err:
+        return None, (err, args)
+
+
+def _called(result: tuple):
+    value, error = result
+    if error is not None:
+        explain(error[0], "span_loss", *error[1])   # what `call` would have said
+    return value
+
+
 def _check_span_loss_case(fn, start_logits, end_logits, start, end, ce_s, ce_e, ce_s_swap, ce_e_swap):
     B = start_logits.shape[0]
     given = [t.clone() for t in (start_logits, end_logits, start, end)]
@@ -233,6 +248,10 @@ def _check_span_loss_case(fn, start_logits, end_logits, start, end, ce_s, ce_e, 
     got = _loss_value(out, B)
     if not all(torch.equal(a, b) for a, b in zip(given, (start_logits, end_logits, start, end))):
         fail("span_loss changed a tensor it was given; compute the loss without modifying the inputs.")
+    # Each row alone, asked every time (right or wrong) so that the grader's replay makes the same calls;
+    # looked at only to diagnose a wrong value.
+    rows = [_quiet_call(fn, start_logits[b:b + 1].clone(), end_logits[b:b + 1].clone(),
+                        start[b:b + 1].clone(), end[b:b + 1].clone()) for b in range(B)] if B > 1 else []
     expected = (ce_s + ce_e) / 2
     if math.isclose(got, expected, rel_tol=1e-4, abs_tol=1e-5):
         if out.requires_grad:
@@ -261,8 +280,7 @@ def _check_span_loss_case(fn, start_logits, end_logits, start, end, ce_s, ce_e, 
     if close(B * expected):
         fail(f"{said}. That is {B} × the expected value: you summed over the {B} examples; average them.")
     if B > 1:
-        rows = [_loss_value(call(fn, "span_loss", start_logits[b:b + 1].clone(), end_logits[b:b + 1].clone(),
-                                 start[b:b + 1].clone(), end[b:b + 1].clone()), 1) for b in range(B)]
+        rows = [_loss_value(_called(row), 1) for row in rows]
         if not math.isclose(got, sum(rows) / B, rel_tol=1e-4, abs_tol=1e-5):
             fail(f"{said}. The loss of the batch is not the mean of its rows' losses "
                  f"({[round(r, 4) for r in rows]}): a softmax over the batch axis (dim 0) mixes the "
@@ -282,35 +300,81 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
              f"you passed a {type(cls).__name__}.")
     sizes = HEAD_SIZES if sizes is None else sizes
     g = torch.Generator().manual_seed(seed)
+    gw = torch.Generator().manual_seed(10_000 + seed)   # the weights loaded into the head
     for d, B, n in sizes:
-        torch.manual_seed(seed)
-        head = call(cls, "SpanHead", d)
-        if not isinstance(head, nn.Module):
-            fail(f"SpanHead({d}) is a {type(head).__name__}; make SpanHead a subclass of nn.Module "
-                 "(class SpanHead(nn.Module): … with super().__init__() first).")
-        head.eval()
         H = torch.randn(B, n, d, generator=g)
-        out = call(head, "SpanHead.forward", H)
-        start, end = _head_output(out, B, n, d)
+        perm = torch.randperm(n, generator=g)
+        values = torch.randn(2 * d + 2, generator=gw)
+        ran = drive(drive_span_head, cls, d, seed, H, perm, values)
+        start, end = ran["start"], ran["end"]
         _check_not_probabilities(start, end)
-        _check_two_scorers(head, start, end, d)
-        with torch.no_grad():
-            perm = torch.randperm(n, generator=g)
-            s2, e2 = _head_output(call(head, "SpanHead.forward", H[:, perm]), B, n, d)
-            if not (torch.allclose(s2, start[:, perm], atol=1e-5) and torch.allclose(e2, end[:, perm], atol=1e-5)):
-                fail("SpanHead's score at a position depends on the other positions: shuffling the "
-                     "positions of H did not shuffle the logits the same way. Each position's start and "
-                     "end logit come from that position's vector alone: s_i = w_s·h_i + b_s.")
-            s1, e1 = _head_output(call(head, "SpanHead.forward", H[:1]), 1, n, d)
-            if not (torch.allclose(s1, start[:1], atol=1e-5) and torch.allclose(e1, end[:1], atol=1e-5)):
-                fail("SpanHead's logits for one example change with the rest of the batch: score each "
-                     "example on its own (no normalisation over the batch axis).")
-        count = sum(p.numel() for p in head.parameters() if p.requires_grad)
+        _check_two_scorers(ran)
+        s2, e2 = _ran_output(ran["shuffled"])
+        if not (torch.allclose(s2, start[:, perm], atol=1e-5) and torch.allclose(e2, end[:, perm], atol=1e-5)):
+            fail("SpanHead's score at a position depends on the other positions: shuffling the "
+                 "positions of H did not shuffle the logits the same way. Each position's start and "
+                 "end logit come from that position's vector alone: s_i = w_s·h_i + b_s.")
+        s1, e1 = _ran_output(ran["first_row"])
+        if not (torch.allclose(s1, start[:1], atol=1e-5) and torch.allclose(e1, end[:1], atol=1e-5)):
+            fail("SpanHead's logits for one example change with the rest of the batch: score each "
+                 "example on its own (no normalisation over the batch axis).")
+        count = ran["n_params"]
         if count not in (2 * d, 2 * d + 2):
             fail(f"SpanHead({d}) has {count} trainable parameters. A span head is one Linear(d, 2) "
                  f"(2·d + 2 = {2 * d + 2}) or two vectors s and e (2·d = {2 * d}): a start score and an "
                  "end score per position, nothing more.")
+        _check_known_weights(ran, H, values, d)
     passed("SpanHead", len(sizes))
+
+
+def drive_span_head(cls, d: int, seed: int, H: torch.Tensor, perm: torch.Tensor, values: torch.Tensor) -> dict:
+    """Build `cls(d)` (global RNG seeded with `seed`), run it on H, backpropagate start − end, run it on
+    H with its positions shuffled by `perm` and on H's first row, then load `values` into its trainable
+    parameters (in order) and run it on H again. Returns the logits and what it found, as data."""
+    torch.manual_seed(seed)
+    head = call(cls, "SpanHead", d)
+    if not isinstance(head, nn.Module):
+        fail(f"SpanHead({d}) is a {type(head).__name__}; make SpanHead a subclass of nn.Module "
+             "(class SpanHead(nn.Module): … with super().__init__() first).")
+    head.eval()
+    B, n, _ = H.shape
+    start, end = _head_output(call(head, "SpanHead.forward", H), B, n, d)
+    params = [p for p in head.parameters() if p.requires_grad]
+    connected = bool(start.requires_grad and end.requires_grad)
+    grads: list[bool] = []
+    if params and connected:
+        head.zero_grad(set_to_none=True)
+        (start - end).sum().backward()
+        grads = [p.grad is not None and bool(p.grad.abs().sum() > 0) for p in params]
+        head.zero_grad(set_to_none=True)
+    ran = {"start": start.detach(), "end": end.detach(), "has_params": bool(params), "connected": connected,
+           "grads": grads, "n_params": sum(p.numel() for p in params)}
+    with torch.no_grad():
+        ran["shuffled"] = _later_output(head, H[:, perm], B, n, d)
+        ran["first_row"] = _later_output(head, H[:1], 1, n, d)
+        if sum(p.numel() for p in params) <= values.numel():
+            at = 0
+            for p in params:
+                p.copy_(values[at:at + p.numel()].reshape(p.shape).to(p.dtype))
+                at += p.numel()
+            ran["loaded"] = _later_output(head, H, B, n, d)
+            ran["loaded"]["shapes"] = [list(p.shape) for p in params]
+    return ran
+
+
+def _later_output(head, H: torch.Tensor, B: int, n: int, d: int) -> dict:
+    """The head's logits for H, or what is wrong with them: the check reports it in its own order."""
+    try:
+        start, end = _head_output(call(head, "SpanHead.forward", H), B, n, d)
+    except CheckFailed as err:
+        return {"failed": str(err)}
+    return {"start": start.detach(), "end": end.detach()}
+
+
+def _ran_output(ran: dict):
+    if "failed" in ran:
+        fail(ran["failed"])
+    return ran["start"], ran["end"]
 
 
 def _head_output(out, B: int, n: int, d: int):
@@ -347,22 +411,90 @@ def _check_not_probabilities(start, end) -> None:
                          "and in the loss.")
 
 
-def _check_two_scorers(head, start, end, d: int) -> None:
-    params = [p for p in head.parameters() if p.requires_grad]
-    if not params:
+def _check_two_scorers(ran: dict) -> None:
+    if not ran["has_params"]:
         fail("SpanHead has no trainable parameters: create them in __init__ (e.g. nn.Linear(d, 2)) "
              "so that training can learn the start and end scores.")
-    if not (start.requires_grad and end.requires_grad):
+    if not ran["connected"]:
         fail("SpanHead's logits are not connected to its parameters (no gradient can reach them): "
              "compute them with the head's layers, in torch, without .detach() or torch.no_grad().")
-    head.zero_grad(set_to_none=True)
-    (start - end).sum().backward()
-    moved = any(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in params)
-    head.zero_grad(set_to_none=True)
-    if not moved:
+    if not any(ran["grads"]):   # which parameters (start_logits − end_logits).sum() gave a gradient
         fail("SpanHead scores the start and the end with the same parameters: start_logits and "
              "end_logits are one shared vector (or layer) used twice, so they can never differ. "
              "Learn two scorers, s and e: one Linear(d, 2) whose two outputs you split, or two vectors.")
+
+
+def _check_known_weights(ran: dict, H: torch.Tensor, values: torch.Tensor, d: int) -> None:
+    """With the grader's `values` loaded into the head's trainable parameters (in order), its logits
+    must be w_s·h_i + b_s and w_e·h_i + b_e for the scorers those parameters hold."""
+    loaded = ran.get("loaded")   # absent only when the head has more parameters than the count allows
+    if loaded is None:
+        fail("SpanHead's parameters could not be set to known values: they hold more numbers than a "
+             f"span head has (2·d + 2 = {2 * d + 2}).")
+    start, end = _ran_output(loaded)
+    shapes = [tuple(int(s) for s in shape) for shape in loaded["shapes"]]
+    candidates = _scorers(shapes, values, d)
+    if not candidates:
+        fail(f"SpanHead's trainable parameters have shapes {[list(s) for s in shapes]}, in which the check "
+             "cannot find a start scorer and an end scorer: use one nn.Linear(d, 2) (weight (2, d), bias "
+             "(2,)), or two vectors s and e of d numbers each (with one bias each, or none).")
+    if not any(_same(start, H @ w[a] + b[c]) and _same(end, H @ w[1 - a] + b[1 - c])
+               for w, b in candidates for a in (0, 1) for c in (0, 1)):
+        fail("With its parameters set to known values (found in order, by their shapes), SpanHead's logits "
+             "are not start_logits = H·w_s + b_s and end_logits = H·w_e + b_e for the two scorers those "
+             "parameters hold. Each position's start and end logit come from that position's vector and "
+             "the head's own parameters alone, through one linear map: s_i = w_s·h_i + b_s, "
+             "e_i = w_e·h_i + b_e (no softmax, no scaling, no fixed tensor outside the parameters).")
+
+
+def _scorers(shapes: list[tuple], values: torch.Tensor, d: int) -> list[tuple]:
+    """The ways to read (w, b) = ((w_0, w_1), (b_0, b_1)) from parameters of these shapes holding
+    `values` in order: one (2, d) matrix (or (d, 2), or with extra axes of size 1) and an optional
+    bias of 2 numbers, one (2, d + 1) matrix holding the biases too, or two vectors of d numbers and
+    optionally two single biases."""
+    chunks, at = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        chunks.append(values[at:at + size].reshape(shape))
+        at += size
+    zero = (torch.zeros(()), torch.zeros(()))
+    mats = [k for k, c in enumerate(chunks) if c.numel() == 2 * d and c.dim() >= 2 and 2 in (c.shape[0], c.shape[-1])]
+    if len(mats) == 1:
+        m = chunks[mats[0]]
+        rest = [c.flatten() for k, c in enumerate(chunks) if k != mats[0]]
+        if not rest:
+            biases = [zero]
+        elif len(rest) == 1 and rest[0].numel() == 2:
+            biases = [(rest[0][0], rest[0][1])]
+        else:
+            return []
+        rows = []
+        if m.shape[0] == 2:
+            rows.append(tuple(m.reshape(2, d)))
+        if m.shape[-1] == 2:
+            rows.append(tuple(m.reshape(d, 2).T))
+        return [(w, b) for w in rows for b in biases]
+    folded = [c for c in chunks if c.numel() == 2 * d + 2 and c.dim() >= 2 and 2 in (c.shape[0], c.shape[-1])]
+    if len(chunks) == 1 and folded:   # the biases as one more column, after the weights or before them
+        m = folded[0]
+        ways = (([m.reshape(2, d + 1)] if m.shape[0] == 2 else [])
+                + ([m.reshape(d + 1, 2).T] if m.shape[-1] == 2 else []))
+        return [(tuple(w[:, cols]), tuple(w[:, bias])) for w in ways
+                for cols, bias in ((slice(0, d), d), (slice(1, d + 1), 0))]
+    if d == 1:   # every parameter is one number: (w_s, w_e), (w_s, b_s, w_e, b_e) or (w_s, w_e, b_s, b_e)
+        c = [chunk.flatten()[0] for chunk in chunks if chunk.numel() == 1]
+        if len(c) != len(chunks) or len(c) not in (2, 4):
+            return []
+        return [((c[0], c[1]), zero)] if len(c) == 2 else [((c[0], c[2]), (c[1], c[3])), ((c[0], c[1]), (c[2], c[3]))]
+    vectors = [c.flatten() for c in chunks if c.numel() == d]
+    singles = [c.flatten()[0] for c in chunks if c.numel() == 1]
+    if len(vectors) == 2 and len(singles) in (0, 2) and len(chunks) == 2 + len(singles):
+        return [(tuple(vectors), tuple(singles) if singles else zero)]
+    return []
+
+
+def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
+    return got.shape == expected.shape and torch.allclose(got.float(), expected, rtol=1e-4, atol=1e-4)
 
 
 __all__ = ["span_head", "best_span", "span_loss", "CheckFailed"]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from .core import CheckFailed, call, fail, passed, require_function, require_tensor
+from .core import CheckFailed, call_raw, drive, explain, fail, passed, require_function, require_tensor
 
 T, F = True, False
 
@@ -61,7 +61,7 @@ def last_token_pool(fn: Callable, cases: Sequence | None = None) -> None:
 
 def _call_pool(fn: Callable, H: torch.Tensor, lengths: torch.Tensor):
     try:
-        return fn(H, lengths)
+        return call_raw(fn, "last_token_pool", H, lengths)
     except IndexError as err:
         B, n, _ = H.shape
         full = [b for b in range(B) if int(lengths[b]) >= n]
@@ -70,9 +70,9 @@ def _call_pool(fn: Callable, H: torch.Tensor, lengths: torch.Tensor):
             fail(f"last_token_pool raised IndexError ({err}) for lengths={lengths.tolist()}, n={n}. "
                  f"Row {b} is full (ℓ = {int(lengths[b])} = n), and position ℓ does not exist: you are "
                  f"off by one. Positions count from 0, so the last real token is at ℓ − 1 = {int(lengths[b]) - 1}.")
-        return call(fn, "last_token_pool", H, lengths)
-    except Exception:
-        return call(fn, "last_token_pool", H, lengths)
+        explain(err, "last_token_pool", H, lengths)
+    except Exception as err:
+        explain(err, "last_token_pool", H, lengths)
 
 
 def _source_position(vec: torch.Tensor, H: torch.Tensor) -> tuple[int, int] | None:
@@ -183,15 +183,15 @@ def _as_mask(mask) -> torch.Tensor:
 
 def _call_index(fn: Callable, mask: torch.Tensor):
     try:
-        return fn(mask)
-    except NotImplementedError:
-        return call(fn, "last_real_index", mask)
+        return call_raw(fn, "last_real_index", mask)
+    except NotImplementedError as err:
+        explain(err, "last_real_index", mask)
     except Exception as err:
         if mask.dtype != torch.bool:
             fail(f"last_real_index raised {type(err).__name__} ({err}) on a 0/1 mask of dtype "
                  f"{mask.dtype}: {mask.tolist()}. Masks may be bool or 0/1 integers; turn the mask into "
                  "bool first (mask.bool()) if your code needs True/False.")
-        return call(fn, "last_real_index", mask)
+        explain(err, "last_real_index", mask)
 
 
 def _diagnose_index(out: Any, mask: torch.Tensor, expected: torch.Tensor) -> None:
@@ -252,6 +252,11 @@ KC_LENGTHS, KC_N, KC_D, KC_K = [7, 4, 9], 10, 512, 5
 KC_NAMES = ("kc_positions", "kc_head_params", "kc_initial_loss")
 
 
+def drive_knowledge_check(namespace: Mapping[str, Any]) -> dict:
+    """The three answers the notebook set (the only part of the check that reads the notebook)."""
+    return {name: namespace[name] for name in KC_NAMES if name in namespace}
+
+
 def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | None = None) -> None:
     """Check the knowledge-check answers set in the notebook (pass `globals()`).
 
@@ -261,11 +266,12 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     """
     if not isinstance(namespace, Mapping):
         fail("this check reads your answers from the notebook: call it as check.knowledge_check(globals()).")
-    missing = [name for name in KC_NAMES if name not in namespace]
+    answers = drive(drive_knowledge_check, namespace)
+    missing = [name for name in KC_NAMES if name not in answers]
     if missing:
         fail(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: the knowledge check "
              "is not written yet. Set all three variables in the answer cell above.")
-    positions, params, loss = (namespace[name] for name in KC_NAMES)
+    positions, params, loss = (answers[name] for name in KC_NAMES)
     for name, value, plain in (("kc_positions", positions, "a list of three ints (tensor.tolist())"),
                                ("kc_head_params", params, "an int (int(tensor) or tensor.item())"),
                                ("kc_initial_loss", loss, "a float rounded to two decimals "

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail, passed, require_function
+from .core import CheckFailed, call, call_raw, explain, fail, passed, require_function
 
 T, F_ = True, False
 IGNORE = -100
@@ -204,22 +204,22 @@ def align_labels(fn: Callable, cases: Sequence | None = None) -> None:
 
 def _run_align(fn: Callable, word_ids: list, word_labels: list):
     try:
-        return fn(list(word_ids), list(word_labels))
-    except NotImplementedError:
-        return call(fn, "align_labels", word_ids, word_labels)
+        return call_raw(fn, "align_labels", list(word_ids), list(word_labels))
+    except NotImplementedError as err:
+        explain(err, "align_labels", word_ids, word_labels)
     except TypeError as err:
         if "NoneType" in str(err):
             fail(f"align_labels raised TypeError ({err}) for word_ids={word_ids}: an entry of word_ids is None "
                  "at special tokens ([CLS], [SEP]) and padding, which belong to no word. Give those tokens "
                  "-100 before looking anything up.")
-        return call(fn, "align_labels", word_ids, word_labels)
+        explain(err, "align_labels", word_ids, word_labels)
     except IndexError as err:
         fail(f"align_labels raised IndexError ({err}) for word_ids={word_ids} and word_labels={word_labels}: "
              f"word_labels has one label per WORD ({len(word_labels)}), word_ids one entry per TOKEN "
              f"({len(word_ids)}). Look a token's label up by its word id, word_labels[word_ids[i]], not by "
              "the token position i.")
-    except Exception:
-        return call(fn, "align_labels", word_ids, word_labels)
+    except Exception as err:
+        explain(err, "align_labels", word_ids, word_labels)
 
 
 def _pieces(word_ids: list) -> dict[int, list[int]]:

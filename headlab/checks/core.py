@@ -6,9 +6,11 @@ expected values written out by hand, and hidden tests bring their own.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import torch
+
+from .. import grading
 
 
 class CheckFailed(AssertionError):
@@ -31,18 +33,48 @@ def require_function(fn: Any, name: str) -> None:
 
 
 def call(fn: Callable, name: str, *args, **kwargs) -> Any:
-    """Call the learner's function; a stub or a crash becomes a message that says so."""
+    """Call the learner's function; a stub or a crash becomes a message that says so.
+
+    Every check reaches a learner's function through here (or through `drive`), which is what lets
+    the grader record the inputs and replay the results outside the learner's process
+    (headlab/grading.py)."""
     try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
+        return call_raw(fn, name, *args, **kwargs)
+    except (CheckFailed, grading.GraderError):
+        raise
+    except Exception as err:
+        explain(err, name, *args, **kwargs)
+
+
+def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
+    """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it."""
+    if isinstance(err, NotImplementedError):
         raise NotImplementedError(
             f"{name} is not written yet: replace `raise NotImplementedError()` with your code."
         ) from None
-    except CheckFailed:
-        raise
-    except Exception as err:  # the learner's bug, reported with the inputs that caused it
-        shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
-        raise CheckFailed(f"{name}({shown}) raised {type(err).__name__}: {err}") from err
+    if isinstance(err, CheckFailed):
+        raise err
+    shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
+    raise CheckFailed(f"{name}({shown}) raised {type(err).__name__}: {err}") from err
+
+
+def call_raw(fn: Callable, name: str, *args, **kwargs) -> Any:
+    """`call` without the messages, for a check that explains the learner's errors itself."""
+    session = grading.active()
+    if session is not None:
+        fn = session.call(fn, name, args, kwargs)
+    return fn(*args, **kwargs)
+
+
+def drive(driver: Callable, answer: Any, *args) -> Any:
+    """Run `driver(answer, *args)`: a check's one step that builds and runs the learner's class and
+    returns plain data (tensors, numbers, strings, tuples, lists, dicts). Drivers are named
+    `drive_...`; they may `fail` on what they find, and must not take expected values as arguments:
+    the student's kernel sees them."""
+    session = grading.active()
+    if session is not None:
+        return session.drive(driver, answer, args)
+    return driver(answer, *args)
 
 
 def require_tensor(out: Any, name: str, shape: tuple, dtype: torch.dtype | None = None,

@@ -7,28 +7,15 @@ Playwright is missing (CI installs both).
 """
 from __future__ import annotations
 
-import os
-import shutil
 
 import pytest
 
 from course import REPO, make_course
-from lab_server import CHROMIUM_ARGS, jupyter_lab
+from lab_server import chromium, jupyter_lab, require_chromium
 
 LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover
-    sync_playwright = None
-
-if not CHROMIUM or sync_playwright is None:
-    if os.environ.get("CI"):
-        raise RuntimeError("CI needs chromium (apt-get install chromium) and playwright (pip)")
-    pytest.skip("needs Chromium (apt-get install chromium) and Playwright (pip install playwright)",
-                allow_module_level=True)
-
+require_chromium(module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +33,7 @@ def test_formgrader_lists_the_course_assignments(lab):
     url, token = lab
     shots = REPO / "test-artifacts"
     shots.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"{url}/lab?token={token}", timeout=120_000)
         page.get_by_text("Nbgrader", exact=True).first.click(timeout=120_000)
@@ -62,6 +48,5 @@ def test_formgrader_lists_the_course_assignments(lab):
         page.screenshot(path=str(shots / "formgrader.png"))
         text = frame.locator("body").inner_text()
         listed = {lesson: row.inner_text().split()[0] for lesson, row in rows.items()}
-        browser.close()
     assert "Manage Assignments" in text
     assert listed == {lesson: lesson for lesson in LESSONS}

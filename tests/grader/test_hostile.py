@@ -22,7 +22,6 @@ import csv
 import hashlib
 import os
 import re
-import shutil
 import sqlite3
 import stat
 import textwrap
@@ -142,6 +141,23 @@ COUNT_PROCESSES = ("import os\nalive = [p for p in os.listdir('/proc') if p.isdi
                    "print('processes alive:', len(alive))")
 FORGE = ("check.padding_mask = lambda fn, cases=None: None\n"
          "check.causal_mask = lambda fn, cases=None: None")
+# Every trick that forged full marks while the checks ran in the kernel; graded outside it, each scores
+# what the untouched notebook scores.
+FORGE_MORE = textwrap.dedent("""\
+    import torch, headlab.grading
+    torch.equal = lambda *a, **k: True
+    torch.allclose = lambda *a, **k: True
+    class Anything(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return True
+    headlab.grading.respond = lambda *a, **k: print('✓ padding_mask: 4 cases passed')
+    ip = get_ipython()
+    ip.input_transformers_post.append(lambda lines: [l.replace('respond(', 'print(') for l in lines])
+    ip.showtraceback = lambda *a, **k: None
+    import os
+    os.makedirs('.heads_answers', exist_ok=True)
+    """)
 LEAK = ("def _leak(info):\n    print(info.raw_cell)\n"
         "get_ipython().events.register('pre_run_cell', _leak)")
 FRAMES = SOL["padding_mask"].replace("    positions =", "    import sys\n    _ = sys._getframe(1)\n"
@@ -173,7 +189,7 @@ EXPECTED = {
     "honest": (4, False), "partial": (2, "refused"),
     "link-gradebook": (4, True), "link-classmate": (4, True),
     "xss-and-scratch": (4, False), "flood": (4, False), "spawner-disk-frames": (4, True),
-    "forgery-and-leak": (4, True),
+    "forgery-and-leak": (0, True), "forgery-kit": (0, True),
 }
 
 
@@ -193,6 +209,7 @@ def build(root):
         fill(rel, {**SOL, "padding_mask": FRAMES}), ("test_padding_mask", SPAWN),
         ("spinners started", COUNT_PROCESSES), ("END", FILL_DISK)))
     submit(root, "forgery-and-leak", with_cells(rel, (IMPORTS, FORGE), (IMPORTS, LEAK)))
+    submit(root, "forgery-kit", with_cells(rel, (IMPORTS, FORGE_MORE)))
 
 
 def forge_score(db: str, student: str, grade_id: str, score: float) -> None:
@@ -345,11 +362,18 @@ def test_spawned_processes_are_limited_and_stopped(graded):
     print(f"autograde of {len(EXPECTED)} submissions, --jobs 2: {graded['seconds']:.0f} s")
 
 
-def test_inserted_cell_forgery_is_flagged(graded):
+def test_inserted_cell_forgeries_score_zero_and_are_flagged(graded):
+    """Patched checks, torch.equal, the grader's respond, input transformers, a silent traceback: the
+    kernel's printed passes are ignored, the scores come from the grader's own replay."""
+    for student in ("forgery-and-leak", "forgery-kit"):
+        assert graded["scores"][student]["score"] == 0, graded["scores"][student]
+        nb = autograded(graded["root"], student)
+        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert all(len(c.outputs) == 1 and c.outputs[0].output_type == "error" for c in tests), \
+            [c.outputs for c in tests]
     flags = " ".join(lines(graded["out"], "FLAG", "forgery-and-leak"))
     assert "patches a module: assigns headlab.checks.ch00.padding_mask" in flags, flags
-    assert "unchanged from the release" in flags and "pass lines" in flags, flags
-    assert "unchanged from the release" in graded["rows"]["forgery-and-leak"]["flags"]
+    assert "patches a module" in " ".join(lines(graded["out"], "FLAG", "forgery-kit"))
     assert "FLAG forgery-and-leak/" in graded["export"]
 
 
@@ -358,8 +382,14 @@ def test_hidden_tests_never_reach_the_feedback(graded):
 
     hidden = hidden_test_lines(nbformat.read(SOLUTION_NB, as_version=4))
     text = feedback(graded["root"], "forgery-and-leak")
-    assert "quoted the hidden tests" in text
     assert not [line for line in hidden if " ".join(line.split()) in text]
+    # the hook printed every cell the kernel ran after it: no hidden test was among them
+    nb = autograded(graded["root"], "forgery-and-leak")
+    printed = outputs_text(nb)
+    demos = [c.source.splitlines()[0] for c in nb.cells[-8:] if c.cell_type == "code" and c.source.strip()
+             and not c.metadata.get("nbgrader", {}).get("grade")]
+    assert [line for line in demos if line in printed], "the hook printed nothing"
+    assert not [line for line in hidden if line.strip() in printed]
     assert "touches IPython's execution machinery: events" in " ".join(
         lines(graded["out"], "FLAG", "forgery-and-leak"))
     assert "inspects frames" in " ".join(lines(graded["out"], "FLAG", "spawner-disk-frames"))
@@ -374,25 +404,12 @@ def test_export_refuses_a_score_above_the_maximum(graded):
 
 
 # --- in a real browser ---------------------------------------------------------------------------
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover
-        sync_playwright = None
-    if not CHROMIUM or sync_playwright is None:
-        if os.environ.get("CI"):
-            raise RuntimeError("CI needs chromium (apt-get install chromium) and playwright (pip)")
-        pytest.skip("needs Chromium and Playwright")
-    from lab_server import CHROMIUM_ARGS
+    from lab_server import chromium
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def pwned(page) -> object:

@@ -18,6 +18,7 @@ the pack without a case must keep full marks, which proves the cases did not int
 """
 from __future__ import annotations
 
+import ast
 import html
 import json
 import re
@@ -30,6 +31,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+import replay
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
@@ -90,6 +93,13 @@ def hidden_test_lines(nb) -> list[str]:
     return lines
 
 
+def stub_answers(lesson: str) -> dict[str, str]:
+    """exercise → its answer cell as released to students (`raise NotImplementedError()` inside)."""
+    released = nbformat.read(notebook_path(lesson, REPO / "lessons"), as_version=4)
+    return {gid: c.source for gid, c in nbgrader_cells(released).items()
+            if c.metadata["nbgrader"].get("solution")}
+
+
 def fill(release_nb, answers: dict[str, str]):
     """A student's copy of the released notebook with `answers` typed into the answer cells."""
     nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
@@ -111,14 +121,19 @@ def depends(nb) -> dict[str, set[str]]:
     return out
 
 
+def fits(p: list, case, deps: dict[str, set[str]]) -> bool:
+    """Whether `case` can join submission `p` without its test cells seeing each other's answers."""
+    clash = {case.exercise} | deps.get(case.exercise, set())
+    taken = {c.exercise for c in p}
+    return not taken & clash and not any(case.exercise in deps.get(t, set()) for t in taken)
+
+
 def pack(cases: list, deps: dict[str, set[str]]) -> list[list]:
     """Greedy packing of cases into submissions that cannot interfere with each other."""
     packs: list[list] = []
     for case in cases:
-        clash = {case.exercise} | deps.get(case.exercise, set())
         for p in packs:
-            taken = {c.exercise for c in p}
-            if not taken & clash and not any(case.exercise in deps.get(t, set()) for t in taken):
+            if fits(p, case, deps):
                 p.append(case)
                 break
         else:
@@ -230,9 +245,21 @@ def grading_tests(lesson: str, wrong: list[Wrong], alternatives: list[Alternativ
     assert len(names) == len(set(names)), f"duplicate case names in {lesson}"
 
     deps = depends(source_nb)
-    packs = {f"wrong-{k:02d}": p for k, p in enumerate(pack(list(wrong), deps), 1)}
-    packs |= {f"alt-{k:02d}": p for k, p in enumerate(pack(list(alternatives), deps), 1)}
+    # nbgrader grades three students end to end: the solution, the untouched release, and one whose
+    # answers are a pack of wrong implementations plus correct alternatives wherever they fit; every
+    # case is also judged by the grader's replay in-process (test_replay_*): the same checks and the
+    # same messages, in milliseconds each.
+    mixed: list = []
+    for k, exercise in enumerate(exercises(source_nb)):   # wrong and right answers by turns
+        kinds = (wrong, alternatives) if k % 2 == 0 else (alternatives, wrong)
+        for case in (c for cases in kinds for c in cases if c.exercise == exercise):
+            if fits(mixed, case, deps):
+                mixed.append(case)
+                break
+    packs = {"mixed": mixed}
     student_of = {case.name: student for student, p in packs.items() for case in p}
+    end_to_end = [w for w in wrong if w.name in student_of]
+    end_to_end_alternatives = [a for a in alternatives if a.name in student_of]
 
     def submissions() -> dict[str, dict[str, str] | None]:
         subs: dict[str, dict[str, str] | None] = {"solution": dict(solution), "untouched": None}
@@ -269,7 +296,44 @@ def grading_tests(lesson: str, wrong: list[Wrong], alternatives: list[Alternativ
                     f"{cell} lost points in {student}, which changed only {sorted(mutated)}: "
                     "a test cell depends on another exercise; name that exercise in it")
 
+    def test_replay_solution_passes_every_test_cell():
+        book, namespace = replay.record_lesson(lesson)
+        assert set(book) == {f"test_{x}" for x in exercises(source_nb)}, "a test cell recorded no check"
+        for grade_id in book:
+            verdict = replay.judge_answers(lesson, grade_id, namespace)
+            passed, text = verdict.passed, verdict.text()
+            assert passed, f"the solution fails {grade_id} when judged outside the kernel:\n{text}"
+
+    def test_test_cells_grade_only_through_checks():
+        """Outside the kernel only `check.*` calls are replayed: a bare assert would go ungraded."""
+        for grade_id, cell in nbgrader_cells(source_nb).items():
+            if cell.metadata["nbgrader"].get("grade"):
+                asserts = [n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Assert)]
+                assert not asserts, f"{grade_id}: move the assert on line {asserts[0].lineno} into a check"
+
+    def test_replay_untouched_lesson_fails_every_test_cell():
+        book, _ = replay.record_lesson(lesson)
+        namespace = replay.namespace_with(lesson, stub_answers(lesson))
+        for grade_id in book:
+            verdict = replay.judge_answers(lesson, grade_id, namespace)
+            passed, text = verdict.passed, verdict.text()
+            assert not passed and "not written yet" in text, f"{grade_id}: {text}"
+
     @pytest.mark.parametrize("case", wrong, ids=[w.name for w in wrong])
+    def test_replay_wrong_implementation_fails(case):
+        verdict = replay.judge_answers(lesson, f"test_{case.exercise}", replay.namespace_with(lesson, {case.exercise: case.code}))
+        passed, text = verdict.passed, verdict.text()
+        assert not passed, f"{case.name} passes test_{case.exercise} when judged outside the kernel"
+        assert case.says.lower() in text.lower(), (
+            f"test_{case.exercise} does not say {case.says!r} for {case.name}; it says:\n{text}")
+
+    @pytest.mark.parametrize("case", alternatives, ids=[a.name for a in alternatives])
+    def test_replay_correct_alternative_passes(case):
+        verdict = replay.judge_answers(lesson, f"test_{case.exercise}", replay.namespace_with(lesson, {case.exercise: case.code}))
+        passed, text = verdict.passed, verdict.text()
+        assert passed, f"{case.name} fails test_{case.exercise}:\n{text}"
+
+    @pytest.mark.parametrize("case", end_to_end, ids=[w.name for w in end_to_end])
     def test_wrong_implementation_loses_points(graded, case):
         student = student_of[case.name]
         test_cell = f"test_{case.exercise}"
@@ -282,10 +346,11 @@ def grading_tests(lesson: str, wrong: list[Wrong], alternatives: list[Alternativ
         shown = re.sub(r"\s+", " ", message.splitlines()[0]).strip()
         assert shown in graded.feedback(student), f"the feedback page of {student} lacks: {shown}"
 
-    @pytest.mark.parametrize("case", alternatives, ids=[a.name for a in alternatives])
+    @pytest.mark.parametrize("case", end_to_end_alternatives, ids=[a.name for a in end_to_end_alternatives])
     def test_correct_alternative_gets_full_marks(graded, case):
         student = student_of[case.name]
-        assert graded.scores[student] == graded.max_score, graded.cell_scores[student]
+        cell = f"test_{case.exercise}"
+        assert graded.cell_scores[student][cell] == graded.cell_points[cell], graded.cell_scores[student]
 
     def test_feedback_never_shows_hidden_tests(graded):
         hidden = hidden_test_lines(source_nb)

@@ -94,6 +94,17 @@ WRONG = [
             def forward(self, H):
                 return self.classifier(self.dropout(H)).argmax(dim=-1)
         """, says="(B, n, num_labels)"),
+    Wrong("TokenClassifier-mixes-positions", "TokenClassifier", """
+        class TokenClassifier(nn.Module):
+            def __init__(self, d, num_labels, dropout=0.1):
+                super().__init__()
+                self.dropout = nn.Dropout(dropout)
+                self.classifier = nn.Linear(d, num_labels)
+
+            def forward(self, H):
+                H = H + H.mean(dim=1, keepdim=True)      # "give every token the sentence's context"
+                return self.classifier(self.dropout(H))
+        """, says="must not depend on the other positions"),
     # --- token_loss ---------------------------------------------------------------------------------
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):
@@ -137,6 +148,15 @@ WRONG = [
             probs = logits.softmax(dim=-1)
             return F.cross_entropy(probs.reshape(-1, probs.shape[-1]), labels.reshape(-1))
         """, says="applied softmax to the logits before cross_entropy"),
+    Wrong("token_loss-gradient-leaks-to-unlabelled-positions", "token_loss", """
+        def token_loss(logits, labels):
+            # loss over every position, minus the (detached) part of the unlabelled ones: the value is
+            # right, but the unlabelled positions still get gradient
+            flat, target = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
+            keep = target != -100
+            nll = F.cross_entropy(flat, target.clamp(min=0), reduction="none")
+            return (nll.sum() - nll[~keep].detach().sum()) / keep.sum()
+        """, says="unlabelled positions must get no gradient"),
     # --- bio_to_spans -------------------------------------------------------------------------------
     Wrong("bio_to_spans-drops-I-after-O", "bio_to_spans", """
         def bio_to_spans(tags):

@@ -1,0 +1,158 @@
+"""headlab.grading: the data that crosses between the student's kernel and the grader, and the replay."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from headlab import grading
+from headlab.checks import ch00, ch02
+from headlab.checks.core import CheckFailed
+
+
+def roundtrip(value):
+    return grading.decode(json.loads(json.dumps(grading.encode(value))))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_tensors_cross_as_raw_bytes_of_their_dtype(dtype):
+    t = (torch.arange(12).reshape(3, 4) % 3).to(dtype)
+    back = roundtrip(t)
+    assert back.dtype == dtype and back.shape == t.shape and torch.equal(back, t)
+
+
+def test_containers_numbers_and_generators_keep_their_kind():
+    g = torch.Generator().manual_seed(3)
+    value = {"a": (1, [2.5, float("nan"), float("-inf")], None, True), 7: "x",
+             "n": np.int64(5), "f": np.float32(0.5), "g": g, "size": torch.Size([2, 3])}
+    back = roundtrip(value)
+    assert back["a"][0] == 1 and isinstance(back["a"], tuple) and math.isnan(back["a"][1][1])
+    assert back["a"][1][2] == float("-inf") and back[7] == "x" and back["size"] == (2, 3)
+    assert type(back["n"]) is np.int64 and type(back["f"]) is np.float32
+    assert torch.equal(torch.rand(3, generator=back["g"]), torch.rand(3, generator=g))
+
+
+def test_values_and_indices_cross_as_a_tuple():
+    out = roundtrip(torch.tensor([[1.0, 3.0]]).max(dim=1))
+    assert isinstance(out, tuple) and len(out) == 2
+
+
+def test_an_unknown_object_becomes_a_stand_in_with_its_type_name():
+    back = roundtrip(np.zeros(3))
+    assert type(back).__name__ == "ndarray"
+
+
+def test_a_tensor_subclass_crosses_as_its_data_only():
+    class Anything(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    back = roundtrip(torch.ones(2).as_subclass(Anything))
+    assert type(back) is torch.Tensor and torch.equal(back, torch.ones(2))
+
+
+@pytest.mark.parametrize("bad", [
+    {"$t": "object", "shape": [1], "b": ""},                       # a dtype it does not know
+    {"$t": "float32", "shape": [4], "b": "AAAA"},                  # bytes that do not fill the shape
+    {"$t": "float32", "shape": [-1], "b": ""},
+    {"$pickle": "gASV"},                                          # nothing it does not know
+    {"$f": "1e999"},
+    {"$np": "object", "v": 1},
+])
+def test_malformed_data_is_refused(bad):
+    with pytest.raises(ValueError):
+        grading.decode(bad)
+
+
+def test_deep_nesting_is_refused():
+    data = []
+    for _ in range(100):
+        data = [data]
+    with pytest.raises(ValueError):
+        grading.decode(data)
+
+
+def record(check, answer, *args, **kwargs):
+    book = {}
+    grading.RecordingChecks(check, book, "test_x").__getattr__(answer.__name__)(answer, *args, **kwargs)
+    return book["test_x"]
+
+
+def kernel(entries, answer):
+    return [json.loads(json.dumps({"answer": grading.describe(answer),
+                                   "results": [grading._run(answer, c) for c in e["calls"]]}))
+            for e in grading.kernel_view({"t": entries})["t"]]
+
+
+def padding_mask(lengths, n):
+    return torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None]
+
+
+def test_the_kernel_sees_inputs_never_expected_values():
+    entries = record(ch00, padding_mask, cases=[(torch.tensor([2, 1]), 3, [[True, True, False], [True, False, False]])])
+    view = json.dumps(grading.kernel_view({"t": entries}))
+    assert "cases" not in view and '"args"' in view
+    assert "cases" in json.dumps(entries)
+
+
+def test_replay_passes_the_right_answer_and_names_the_mistake_of_a_wrong_one():
+    entries = record(ch00, padding_mask)
+    assert grading.judge(entries, kernel(entries, padding_mask)).passed
+
+    def wrong(lengths, n):
+        return torch.arange(n)[None, :] <= torch.as_tensor(lengths)[:, None]
+    wrong.__name__ = "padding_mask"
+    verdict = grading.judge(entries, kernel(entries, wrong))
+    assert not verdict.passed and verdict.error == "CheckFailed"
+    with pytest.raises(CheckFailed) as direct:
+        ch00.padding_mask(wrong)
+    assert verdict.message == str(direct.value)
+
+
+def test_missing_stub_and_silent_kernels_fail():
+    entries = record(ch00, padding_mask)
+    missing = [{"answer": {"kind": "missing"}, "results": []} for _ in entries]
+    assert grading.judge(entries, missing).error == "NameError"
+    silent = [{"answer": grading.describe(padding_mask), "results": []} for _ in entries]
+    assert not grading.judge(entries, silent).passed
+
+    def stub(lengths, n):
+        raise NotImplementedError()
+    stub.__name__ = "padding_mask"
+    verdict = grading.judge(entries, kernel(entries, stub))
+    assert verdict.error == "NotImplementedError" and "not written yet" in verdict.message
+
+
+def test_in_place_changes_and_gradients_are_replayed():
+    def mean_pool(H, mask):
+        H.mul_(1.0)            # in place, but no change
+        m = mask.to(H.dtype)[:, :, None]
+        return (H * m).sum(1) / m.sum(1)
+    entries = record(ch02, mean_pool)
+    assert grading.judge(entries, kernel(entries, mean_pool)).passed
+
+    def changes_H(H, mask):
+        m = mask.to(H.dtype)[:, :, None]
+        out = (H * m).sum(1) / m.sum(1)
+        H.zero_()
+        return out
+    changes_H.__name__ = "mean_pool"
+    verdict = grading.judge(entries, kernel(entries, changes_H))
+    assert "changed the H it was given" in verdict.message
+
+
+def test_a_recording_that_does_not_match_is_the_graders_error():
+    entries = record(ch00, padding_mask)
+    entries[0]["calls"][0]["digest"] = "0" * 16
+    with pytest.raises(grading.GraderError):
+        grading.judge(entries, kernel(entries, padding_mask))
+
+
+def test_drivers_must_be_course_drivers():
+    with pytest.raises(grading.GraderError):
+        grading._driver("os:system")
+    with pytest.raises(grading.GraderError):
+        grading._driver("headlab.checks.ch06:knowledge_check")

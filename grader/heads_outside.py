@@ -165,6 +165,10 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         os.replace(tmp, target)
 
     def judge(self, folder: Path, grade_id: str, entries: list) -> grading.Verdict:
+        if not entries:   # a test cell that runs no check would give everyone full marks
+            self.log.error("Test cell %s ran no check on the solution: nothing to grade it by", grade_id)
+            return grading.Verdict(False, error="GraderError", message=(
+                f"{grade_id} runs no check, so the grader cannot score it; your instructor has been told"))
         try:
             answers = self.read(folder / f"{grade_id}.json")
         except FileNotFoundError:

@@ -21,11 +21,27 @@ class ShortenTracebacks(Preprocessor):
         return cell, resources
 
 
+def hidden_test_lines(nb, min_chars: int = 12) -> list[str]:
+    """The lines (stripped) of every hidden-test region with at least `min_chars` characters."""
+    lines = []
+    for cell in nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) >= min_chars:
+                lines.append(line.strip())
+    return lines
+
+
 class HideQuotedTests(Preprocessor):
     """Remove every output that quotes a line of a hidden test, before `ClearHiddenTests` runs.
 
-    The kernel is sent each test cell whole, hidden tests included, so student code can print
-    them (an IPython hook, a tracer); that output would reach the feedback. A quoted line is found
+    Hidden tests no longer run in the student's kernel (grader/heads_outside.py); this stays as a
+    second guard, should a hidden line ever reach an output, since that output would reach the
+    feedback. A quoted line is found
     by its text: every line of a hidden-test region with at least `min_chars` characters.
     """
 
@@ -33,16 +49,7 @@ class HideQuotedTests(Preprocessor):
     min_chars = Integer(12, help="Shorter lines of hidden tests are not looked for.").tag(config=True)
 
     def preprocess(self, nb, resources):
-        self._lines = set()
-        for cell in nb.cells:
-            inside = False
-            for line in cell.source.splitlines():
-                if "BEGIN HIDDEN TESTS" in line:
-                    inside = True
-                elif "END HIDDEN TESTS" in line:
-                    inside = False
-                elif inside and len(line.strip()) >= self.min_chars:
-                    self._lines.add(" ".join(line.split()))
+        self._lines = {" ".join(line.split()) for line in hidden_test_lines(nb, self.min_chars)}
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):

@@ -111,12 +111,11 @@ def record_solution(source: Path, timeout: int) -> dict:
 
     nb = nbformat.read(source, as_version=4)
     for grade_id, cell in _grade_cells(nb):
-        cell.source = (f"import headlab.grading as _heads_grading\n"
-                       f"check = _heads_grading.record_cell(check, {grade_id!r})\n{cell.source}\n"
-                       f"check = _heads_grading.end_cell(check)\n")
+        cell.source = grading.recorded_source(grade_id, cell.source)
     with tempfile.TemporaryDirectory(prefix="heads-record-") as tmp:
         book_path = Path(tmp) / "book.json"
-        nb.cells.append(nbformat.v4.new_code_cell(f"_heads_grading.save_book({str(book_path)!r})"))
+        nb.cells.append(nbformat.v4.new_code_cell(
+            f"import headlab.grading as _heads_grading\n_heads_grading.save_book({str(book_path)!r})"))
         env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)

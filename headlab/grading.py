@@ -357,6 +357,13 @@ def end_cell(check: Any) -> Any:
     return check._module if isinstance(check, RecordingChecks) else check
 
 
+def recorded_source(grade_id: str, source: str) -> str:
+    """A test cell's source that records the checks it runs (for a run of the solution notebook)."""
+    return (f"import headlab.grading as _heads_grading\n"
+            f"check = _heads_grading.record_cell(check, {grade_id!r})\n{source}\n"
+            f"check = _heads_grading.end_cell(check)\n")
+
+
 def save_book(path: str) -> None:
     Path(path).write_text(json.dumps(_BOOK))
 

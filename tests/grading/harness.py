@@ -34,6 +34,9 @@ import pytest
 
 import replay
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "grader"))
+from heads_feedback import hidden_test_lines  # noqa: E402  (one scanner for the grader and its tests)
+
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -76,21 +79,6 @@ def exercises(nb) -> list[str]:
 def strip_solution_markers(source: str) -> str:
     return "\n".join(line for line in source.splitlines()
                      if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-
-
-def hidden_test_lines(nb) -> list[str]:
-    """The distinctive lines of every hidden-test region, to look for in feedback."""
-    lines = []
-    for cell in nb.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and len(line.strip()) >= 12:
-                lines.append(line.strip())
-    return lines
 
 
 def stub_answers(lesson: str) -> dict[str, str]:

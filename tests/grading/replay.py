@@ -27,10 +27,6 @@ def notebook(lesson: str) -> Path:
     return next((REPO / "solutions" / lesson).glob("*.ipynb"))
 
 
-def lesson_named(prefix: str) -> str:
-    return next(p.name for p in sorted((REPO / "solutions").iterdir()) if p.name.startswith(prefix))
-
-
 @lru_cache(maxsize=None)
 def record_lesson(lesson: str) -> tuple[dict, dict]:
     """(the recording of every test cell, the notebook's namespace after the run)."""
@@ -52,8 +48,7 @@ def record_lesson(lesson: str) -> tuple[dict, dict]:
             meta = cell.metadata.get("nbgrader", {})
             source = cell.source
             if meta.get("grade"):
-                source = (f"import headlab.grading as _hg\ncheck = _hg.record_cell(check, {meta['grade_id']!r})\n"
-                          f"{source}\ncheck = _hg.end_cell(check)\n")
+                source = grading.recorded_source(meta["grade_id"], source)
             with contextlib.redirect_stdout(io.StringIO()):
                 result = shell.run_cell(source, silent=True)
             if not result.success:

@@ -1,7 +1,7 @@
 """Time every solution notebook against an import-only floor, in one run.
 
-    python dev/benchmark.py                  # every notebook in solutions/
-    python dev/benchmark.py 00_representations --repeat 3
+    python -m dev.benchmark                  # every notebook in solutions/ (from the repository's folder)
+    python -m dev.benchmark 00_representations --repeat 3
 
 Each notebook runs top to bottom in a fresh kernel, as a student's "Run all" would. The floor is a
 notebook that only runs the setup cell and the imports every lesson needs, so the ratio shows what a
@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-REPO = Path(__file__).resolve().parents[1]
+from grader.lessons import REPO, all_lessons, lesson
 PEAK_CELL = "import resource as _r; print('PEAK_KB', _r.getrusage(_r.RUSAGE_SELF).ru_maxrss)"
 
 
@@ -47,9 +47,7 @@ def main() -> None:
     parser.add_argument("names", nargs="*", help="lessons (default: all in solutions/)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per notebook; the fastest is shown")
     args = parser.parse_args()
-    paths = sorted((REPO / "solutions").glob("*/*.ipynb"))
-    if args.names:
-        paths = [p for p in paths if p.parent.name in args.names]
+    paths = [chosen.path() for chosen in [lesson(name) for name in args.names] or all_lessons()]
     print(f"# benchmark · {platform.node()} · {os.cpu_count()} CPUs · python {platform.python_version()}"
           f" · best of {args.repeat}")
     rows = [("floor (setup + imports)", floor_notebook(), REPO)]

@@ -1,7 +1,7 @@
 """Grade a generated class with the course's grader, one at a time and in parallel, and time it.
 
-    python dev/grading_benchmark.py                     # 50 students, every lesson, serial + parallel
-    python dev/grading_benchmark.py --students 10 --no-serial
+    python -m dev.grading_benchmark                     # 50 students, every lesson, serial + parallel
+    python -m dev.grading_benchmark --students 10 --no-serial
 
 A class of `--students` full-course submissions (every lesson in solutions/): a third correct (the
 solutions), a third partial (the first half of each lesson's exercises answered), a third blank (the
@@ -19,25 +19,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "grader"))
-sys.path.insert(0, str(REPO / "tests" / "grading"))
+from grader.lessons import REPO, all_lessons, fill, lesson as lesson_named, write_course
 
 
 def make_course(root: Path, lessons: list[str]) -> None:
-    root.mkdir(parents=True)
-    (root / "nbgrader_config.py").write_text(textwrap.dedent(f"""\
-        c = get_config()
-        load_subconfig({str(REPO / 'grader' / 'nbgrader_config.py')!r})
-        c.CourseDirectory.root = {str(root)!r}
-        c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}
-        c.CourseDirectory.source_directory = {str(REPO / 'solutions')!r}
-        c.CourseDirectory.release_directory = {str(root / 'release')!r}
-    """))
+    write_course(root)
     for lesson in lessons:
         subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lesson, "--force"],
                        cwd=root, check=True, capture_output=True)
@@ -45,13 +34,10 @@ def make_course(root: Path, lessons: list[str]) -> None:
 
 def write_class(root: Path, lessons: list[str], n: int) -> dict[str, str]:
     import nbformat
-    from harness import fill, nbgrader_cells, strip_solution_markers
 
     kinds = {}
     for lesson in lessons:
-        src = nbformat.read(REPO / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
-        sol = {gid: strip_solution_markers(c.source) for gid, c in nbgrader_cells(src).items()
-               if c.metadata["nbgrader"].get("solution")}
+        sol = lesson_named(lesson).answers()
         half = dict(list(sol.items())[: max(1, len(sol) // 2)])
         rel = nbformat.read(root / "release" / lesson / f"{lesson}.ipynb", as_version=4)
         for i in range(n):
@@ -104,7 +90,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lessons", nargs="*", help="default: every lesson in solutions/")
     parser.add_argument("--no-serial", action="store_true", help="skip the one-at-a-time run")
     args = parser.parse_args(argv)
-    lessons = args.lessons or sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
+    lessons = args.lessons or [x.name for x in all_lessons()]
     with tempfile.TemporaryDirectory(prefix="heads-bench-") as tmp:
         root = Path(tmp) / "course"
         make_course(root, lessons)

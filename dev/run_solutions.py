@@ -1,7 +1,7 @@
 """Re-run solution notebooks in place, so their committed outputs match their code.
 
-    python dev/run_solutions.py                     # every lesson
-    python dev/run_solutions.py 02_pooling 06_causal_pitfall
+    python -m dev.run_solutions                     # every lesson (from the repository's folder)
+    python -m dev.run_solutions 02_pooling 06_causal_pitfall
 
 Each notebook runs top to bottom in a fresh kernel (as nbgrader and nbval do) and is stamped with a
 hash of its code, `metadata.heads.code_sha256`; tests/test_notebooks.py fails when a solution's code
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-REPO = Path(__file__).resolve().parents[1]
+from grader.lessons import REPO, all_lessons, lesson
 
 
 def code_hash(nb) -> str:
@@ -37,11 +37,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="lessons (default: all in solutions/)")
     args = parser.parse_args()
-    paths = sorted((REPO / "solutions").glob("*/*.ipynb"))
-    if args.names:
-        paths = [p for p in paths if p.parent.name in args.names]
-    for path in paths:
-        run(path)
+    for chosen in [lesson(name) for name in args.names] or all_lessons():
+        run(chosen.path())
 
 
 if __name__ == "__main__":

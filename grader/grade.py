@@ -33,7 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 GRADER = Path(__file__).resolve().parent
-sys.path.insert(0, str(GRADER))
 
 
 class Course:

@@ -17,12 +17,13 @@ from pathlib import Path
 
 from traitlets.config.loader import PyFileConfigLoader
 
+from lessons import all_lessons
+
 GRADER = Path(__file__).resolve().parent
-SOLUTIONS = GRADER.parent / "solutions"
 
 
 def assignments() -> list[str]:
-    return sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return [x.name for x in all_lessons()]
 
 
 def load_config(release_dir: Path | None = None, no_db: bool = False):

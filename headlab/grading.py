@@ -43,6 +43,7 @@ _DTYPES = {str(dt).removeprefix("torch."): dt for dt in (
     torch.int32, torch.int64, torch.bool)}
 _BITS = {torch.bfloat16: torch.int16}   # dtypes numpy cannot hold: their bits travel as an integer
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,79}")
+_KEY = re.compile(r"[A-Za-z0-9-]{1,60}")   # a mistake key, e.g. "one-too-many", "raised-IndexError"
 
 
 class GraderError(RuntimeError):
@@ -248,16 +249,17 @@ class Replay(_Session):
         return replayed
 
     def drive(self, driver: Callable, answer: Any, args: tuple) -> Any:
-        from .checks.core import CheckFailed
+        from .checks.core import CheckFailed, NotWritten
 
         result = self._next(f"{driver.__module__}:{driver.__name__}", args, {})
         if "raised" in result:
             kind, message = _raised(result)
             if kind == "NotImplementedError":
-                raise NotImplementedError(message)
+                raise NotWritten(message)
             if kind != "CheckFailed":
                 message = f"{driver.__name__.removeprefix('drive_')} raised {kind}: {message}"
-            raise CheckFailed(message)
+            mistake = str(result["raised"].get("mistake", ""))
+            raise CheckFailed(message, mistake if _KEY.fullmatch(mistake) else "")
         return decode(result["value"])
 
 
@@ -425,6 +427,10 @@ def _run(answer: Any, call: dict) -> dict:
             return _result(value, args, kwargs, before)
     except NotImplementedError as err:
         return {"raised": {"type": "NotImplementedError", "message": str(err)}}
+    except AssertionError as err:   # a driver's `fail`: its mistake key travels with the message
+        mistake = getattr(err, "mistake", "")
+        return {"raised": {"type": type(err).__name__, "message": _safe_str(err),
+                           "mistake": mistake if isinstance(mistake, str) else ""}}
     except Exception as err:  # the student's bug: reported by the grader like the check would
         return {"raised": {"type": type(err).__name__, "message": _safe_str(err)}}
 
@@ -512,15 +518,18 @@ class Verdict:
     printed: str = ""   # what the checks printed (their pass lines)
     error: str = ""     # the failure's type name, e.g. CheckFailed
     message: str = ""   # the failure's message, which names the mistake
+    key: str = ""       # the mistake's key in the exercise's table, where the check has one
 
     def text(self) -> str:
         return self.printed + ("" if self.passed else f"{self.error}: {self.message}")
 
     @property
     def mistake(self) -> str:
-        """The mistake this failure names, the same for every student who made it: the message's
-        first sentence with its numbers, shapes and values left out."""
-        return "" if self.passed else mistake_key(self.error, self.message)
+        """The mistake this failure names, the same for every student who made it: its key in the
+        exercise's table, or else the message's first sentence with numbers, shapes and values left out."""
+        if self.passed:
+            return ""
+        return self.key or mistake_key(self.error, self.message)
 
     def as_dict(self) -> dict:
         return {"passed": self.passed, "error": self.error, "message": self.message, "mistake": self.mistake}
@@ -560,8 +569,10 @@ def judge(entries: list[dict], answers: list[dict]) -> Verdict:
                 check(stand_in(description), *decode(entry["args"]), **decode(entry["kwargs"]))
         except GraderError:
             raise
-        except (CheckFailed, NotImplementedError) as err:
-            return Verdict(False, printed + buffer.getvalue(), type(err).__name__, str(err))
+        except CheckFailed as err:
+            return Verdict(False, printed + buffer.getvalue(), "CheckFailed", str(err), err.mistake)
+        except NotImplementedError as err:
+            return Verdict(False, printed + buffer.getvalue(), "NotImplementedError", str(err), "not-written")
         except Exception as err:  # the check could not read what the answer returned
             return Verdict(False, printed + buffer.getvalue(), type(err).__name__, _safe_str(err))
         printed += buffer.getvalue()

@@ -4,9 +4,6 @@ The solution's class is read from the answer cell of the solution notebook and e
 not live in the package. The reference head is built from a small random BertConfig, so nothing is
 downloaded. With the same weights, both heads must give the same logits.
 """
-from pathlib import Path
-
-import nbformat
 import pytest
 import torch
 import torch.nn as nn
@@ -16,16 +13,12 @@ transformers = pytest.importorskip("transformers")
 from transformers import BertConfig  # noqa: E402
 from transformers.models.bert.modeling_bert import BertLMPredictionHead  # noqa: E402
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "01_mlm_head" / "01_mlm_head.ipynb"
+from lessons import lesson  # noqa: E402
+
 
 
 def solution_class(grade_id: str = "MLMHead"):
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-    assert cell.metadata["nbgrader"]["solution"]
-    namespace = {"torch": torch, "nn": nn, "F": F}
-    exec(compile(cell.source, f"{NOTEBOOK.name}:{grade_id}", "exec"), namespace)
-    return namespace[grade_id]
+    return lesson("01").solution_namespace(grade_id)[grade_id]
 
 
 @pytest.mark.parametrize("V, d", [(37, 16), (120, 32)])

@@ -13,13 +13,15 @@ def test_a_tensor_instead_of_a_function_is_explained():
 
 
 def test_a_built_pooler_instead_of_the_class_is_explained():
-    with pytest.raises(CheckFailed, match=r"takes your class Pooler itself"):
+    with pytest.raises(CheckFailed, match=r"takes your class Pooler itself") as excinfo:
         ch02.Pooler(nn.Linear(4, 4))
+    assert excinfo.value.mistake == "instance-not-class"
 
 
 def test_a_function_instead_of_a_module_class_is_explained():
-    with pytest.raises(CheckFailed, match=r"subclasses nn.Module"):
+    with pytest.raises(CheckFailed, match=r"subclasses nn.Module") as excinfo:
         ch02.Pooler(lambda d: torch.tanh)
+    assert excinfo.value.mistake == "not-a-module"
 
 
 def test_stubs_say_they_are_not_written_yet():
@@ -65,14 +67,35 @@ def test_the_hand_written_expectations_are_right():
 
 def test_cls_pool_on_the_feature_axis_is_named_even_when_n_equals_d():
     H = torch.arange(2 * 3 * 3, dtype=torch.float32).reshape(2, 3, 3) ** 1.5
-    with pytest.raises(CheckFailed, match=r"feature axis"):
+    with pytest.raises(CheckFailed) as excinfo:
         ch02.cls_pool(lambda H: H[:, :, 0], cases=[(H, H[:, 0].clone())])
+    assert excinfo.value.mistake == "feature-axis"
 
 
-def test_mean_and_max_share_one_loop_and_keep_their_messages():
-    with pytest.raises(CheckFailed, match=r"averaged over every position, padding included"):
-        ch02.mean_pool(lambda H, m: H.mean(1))
-    with pytest.raises(CheckFailed, match=r"filled the padding with zeros"):
-        ch02.max_pool(lambda H, m: (H * m[:, :, None]).amax(1))
-    with pytest.raises(CheckFailed, match=r"mask was a 0/1 integer tensor"):
-        ch02.mean_pool(lambda H, m: H.masked_fill(~m[:, :, None], 0.0).sum(1) / m.sum(1, keepdim=True))
+def count_without_keepdim(H, mask):
+    m = mask.to(H.dtype)
+    return (H * m[:, :, None]).sum(1) / m.sum(1)
+
+
+@pytest.mark.parametrize("B, n, d, key", [
+    (3, 4, 2, "count-without-keepdim"),   # the sizes in the error say which axes met
+    (3, 4, 3, "wrong-values"),            # B = d: the (B,) count broadcasts without an error
+    (2, 3, 3, "raised-RuntimeError"),     # n = d: the error cannot say whether the mask or the count met d
+])
+def test_a_count_without_keepdim_is_never_called_a_mask_on_the_wrong_axis(B, n, d, key):
+    """Issue 11.6: a mistake is named only where the output or the error shows it."""
+    H = torch.arange(B * n * d, dtype=torch.float32).reshape(B, n, d) % 7
+    mask = torch.arange(n)[None, :] < torch.arange(n - B + 1, n + 1)[:, None]
+    expected = torch.stack([H[b, mask[b]].mean(0) for b in range(B)])
+    with pytest.raises(CheckFailed) as excinfo:
+        ch02.mean_pool(count_without_keepdim, cases=[(H, mask, expected)])
+    assert excinfo.value.mistake == key, excinfo.value
+    assert "feature axis" not in str(excinfo.value) and "mask[:, None, :]" not in str(excinfo.value)
+    if key != "wrong-values":
+        assert "keepdim=True" in str(excinfo.value)
+
+
+def test_the_first_masked_cases_tell_the_axes_apart():
+    """B, n and d differ, so a mask or a count on the wrong axis raises an error whose sizes say which."""
+    for cases in (ch02.MEAN_CASES, ch02.MAX_CASES):
+        assert len(set(torch.tensor(cases[0][0]).shape)) == 3

@@ -4,32 +4,20 @@ The answer cells are read from the solution notebook and executed; `BertPooler` 
 random `BertConfig` (no download) with the solution's weights copied in. BertPooler takes the hidden
 states and pools position 0 itself, so it is compared with Pooler(cls_pool(H)).
 """
-from pathlib import Path
 
-import nbformat
 import pytest
 import torch
-import torch.nn as nn
 
 transformers = pytest.importorskip("transformers")
 from transformers import BertConfig  # noqa: E402
 from transformers.models.bert.modeling_bert import BertPooler  # noqa: E402
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "02_pooling" / "02_pooling.ipynb"
-
-
-def solution_namespace() -> dict:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    namespace = {"torch": torch, "nn": nn}
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(compile(cell.source, f"<{cell.metadata['nbgrader']['grade_id']}>", "exec"), namespace)
-    return namespace
+from lessons import lesson  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def solution():
-    return solution_namespace()
+    return lesson("02").solution_namespace()
 
 
 @pytest.mark.parametrize("d,B,n", [(8, 3, 5), (32, 2, 7)])

@@ -4,28 +4,20 @@ the loss of `transformers.BertForTokenClassification` (a small, randomly initial
 The solution's code is read from the answer cells of the solution notebook, so these tests follow the
 notebook as it is; nothing here is graded.
 """
-from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 transformers = pytest.importorskip("transformers")
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "04_token_head" / "04_token_head.ipynb"
+from lessons import lesson  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def solution():
     """Namespace holding the notebook's TokenClassifier, token_loss and bio_to_spans."""
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    namespace = {"torch": torch, "nn": nn, "F": F}
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(cell.source, namespace)  # the markers are comments, so the cell runs as it is
-    return namespace
+    return lesson("04").solution_namespace()
 
 
 @pytest.fixture(scope="module")

@@ -3,27 +3,18 @@
 The solution code is read from the solution notebook's answer cells (nbformat) and run here, so the
 test follows the notebook. The BERT model is a small random BertConfig: nothing is downloaded.
 """
-from pathlib import Path
 
-import nbformat
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 transformers = pytest.importorskip("transformers")
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "05_span_head" / "05_span_head.ipynb"
+from lessons import lesson  # noqa: E402
 
 
 def solution_namespace() -> dict:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    ns = {"torch": torch, "nn": nn, "F": F}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and meta.get("grade_id") in ("SpanHead", "span_loss", "best_span"):
-            exec(cell.source, ns)
-    return ns
+    return lesson("05").solution_namespace("SpanHead", "span_loss", "best_span")
 
 
 @pytest.fixture(scope="module")

@@ -11,26 +11,20 @@ inside the text. It does not look at `attention_mask` for this, which the last t
 does not shift position ids for left padding (positions default to 0 … n − 1), which another test
 documents. These are tests, not graded.
 """
-from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
 
-REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "solutions" / "06_causal_pitfall" / "06_causal_pitfall.ipynb"
+from lessons import lesson  # noqa: E402
+
 PAD = 1
 V, D, K = 40, 16, 3
 
 
 def answer(grade_id: str):
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
-    namespace = {"torch": torch}
-    exec(compile(cell.source, f"{NOTEBOOK.name}:{grade_id}", "exec"), namespace)
-    return namespace[grade_id]
+    return lesson("06").solution_namespace(grade_id)[grade_id]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Lesson 07's visible checks: their hand-written numbers are right, and misuse is explained."""
+"""Lesson 07's visible checks: their hand-written numbers are right, the ECE mistakes of the table give what
+those mistakes give, and misuse is explained."""
 from fractions import Fraction
 
 import pytest
@@ -26,21 +27,42 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
     return float(sum(gaps.values()) / (n_bins if over_all_bins else len(gaps)))
 
 
-@pytest.mark.parametrize("case", ch07.ECE_CASES, ids=["10 bins", "4 bins"])
+def exact_global_gap(probs, labels):
+    tops = [max(Fraction(x) for x in p) for p in probs]
+    right = [p.index(max(p)) == y for p, y in zip(probs, labels)]
+    return float(abs(Fraction(sum(right), len(right)) - sum(tops) / len(tops)))
+
+
+ECE_CASES = ch07.expected_calibration_error.cases
+
+
+@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins"])
 def test_the_hand_written_ece_values_are_right(case):
-    probs, labels, n_bins, expected, mistakes = case
+    probs, labels, n_bins, expected = case
     assert exact_ece(probs, labels, n_bins) == pytest.approx(expected, abs=1e-12)
-    assert exact_ece(probs, labels, n_bins, closed="left") == pytest.approx(mistakes["left_closed"], abs=1e-12)
-    assert exact_ece(probs, labels, n_bins, weighted=False) == pytest.approx(mistakes["unweighted"], abs=1e-12)
-    if "ten_bins" in mistakes:
-        assert exact_ece(probs, labels, 10) == pytest.approx(mistakes["ten_bins"], abs=1e-12)
-    # every known mistake gives a value that differs from the right one, so each can be named
-    values = [expected, *mistakes.values()]
+
+
+@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins"])
+def test_the_ece_mistakes_give_what_each_mistake_gives(case):
+    probs, labels, n_bins, expected = case
+    inputs, _ = ch07.expected_calibration_error.read(case)
+    got = [(m.key, m.output(*inputs)) for m in ch07.expected_calibration_error.mistakes]
+    want = [("nan-from-empty-bins", float("nan")),   # both cases have empty bins
+            ("left-closed-bins", exact_ece(probs, labels, n_bins, closed="left")),
+            ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False)),
+            ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False, over_all_bins=True)),
+            ("single-global-gap", exact_global_gap(probs, labels)),
+            ("fixed-ten-bins", exact_ece(probs, labels, 10))]
+    assert [k for k, _ in got] == [k for k, _ in want]
+    for (key, value), (_, exact) in zip(got, want):
+        assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key
+    # each mistake that differs from the right value differs from every other mistake too, so it can be named
+    values = [expected] + [v for _, v in got if v == v and abs(v - expected) > 1e-12]
     assert min(abs(a - b) for i, a in enumerate(values) for b in values[i + 1:]) > 1e-3
 
 
 def test_the_hand_written_rejections_are_right():
-    for probs, threshold, reject, expected in ch07.REJECT_CASES:
+    for probs, threshold, reject, expected in ch07.predict_or_reject.cases:
         for row, want in zip(probs, expected):
             top = max(row)
             assert want == (row.index(top) if top >= threshold else reject)
@@ -48,8 +70,7 @@ def test_the_hand_written_rejections_are_right():
 
 
 def test_the_hand_written_restrictions_are_right():
-    for logits, ids, expected in ch07.RESTRICT_CASES:
-        ids = ch07._label_ids(ids)
+    for logits, ids, expected in ch07.restrict_to_labels.cases:
         got = torch.tensor(logits)[:, torch.as_tensor(ids)].softmax(-1)
         assert torch.allclose(got, torch.tensor(expected), atol=1e-6)
 
@@ -73,8 +94,15 @@ def test_modifying_the_logits_is_caught():
         logits.zero_()
         return out
 
-    with pytest.raises(CheckFailed, match="changed the logits tensor"):
+    with pytest.raises(CheckFailed, match="changed the logits tensor") as caught:
         ch07.restrict_to_labels(in_place)
+    assert caught.value.mistake == "changed-input"
+
+
+def test_an_ece_that_is_not_a_float_is_named():
+    with pytest.raises(CheckFailed) as caught:
+        ch07.expected_calibration_error(lambda probs, labels, n_bins=10: [0.296875])
+    assert caught.value.mistake == "not-a-float"
 
 
 def test_right_answers_pass(capsys):

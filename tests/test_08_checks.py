@@ -1,4 +1,4 @@
-"""Lesson 08's checks: right answers pass, the usual wrong ones are named; Spearman's ρ by hand."""
+"""Lesson 08's checks: right answers pass, the usual wrong ones are named by their key; Spearman's ρ by hand."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -32,45 +32,63 @@ def test_right_answers_pass(capsys):
     assert "✓ sentence_embedding" in out and "✓ align_labels" in out
 
 
-@pytest.mark.parametrize("wrong, says", [
-    (lambda H, m: F.normalize(H.mean(1), dim=-1), "padding positions were averaged in"),
-    (lambda H, m: masked(H, m), "not L2-normalised"),
-    (lambda H, m: embedding(F.normalize(H, dim=-1), m), "normalised each token vector before averaging"),
-    (lambda H, m: masked(F.normalize(H, dim=-1), m), "normalised each token vector before averaging"),
-    (lambda H, m: F.normalize(H[:, 0], dim=-1), "[CLS]"),
-    (lambda H, m: F.normalize(masked(H, m), dim=0), "batch axis"),
-    (lambda H, m: F.normalize(masked(H, m), p=1, dim=-1), "L1 norm"),
-    (lambda H, m: H.mean(1), "padding positions were averaged in"),
-    (lambda H, m: F.normalize(H * m[:, :, None], dim=-1), "one vector per token"),
-    (lambda H, m: torch.stack([F.normalize(H[b][m[b]].mean(0), dim=0) for b in range(len(H))]), "0/1"),
+# Mistakes beyond tests/grading/test_grade_08_real_model.py's wrong implementations, named by their key.
+@pytest.mark.parametrize("wrong, key", [
+    (lambda H, m: masked(F.normalize(H, dim=-1), m), "normalised-tokens-before-mean"),   # and not renormalised
+    (lambda H, m: F.normalize(masked(H, m), p=1, dim=-1), "l1-norm"),
+    (lambda H, m: H.mean(1), "padding-in-mean"),                                      # and not normalised
+    (lambda H, m: F.normalize(H * m[:, :, None], dim=-1), "one-vector-per-token"),
+    (lambda H, m: embedding(H, m)[:, None], "kept-position-axis"),
+    (lambda H, m: H[:, 0], "cls-instead-of-mean"),                                    # and not normalised
+    (lambda H, m: (H * m[:, :, None]).sum(1), "not-normalised"),
+    (lambda H, m: F.normalize(H[torch.arange(len(H)), m.bool().sum(1) - 1], dim=-1), "last-real-token"),
+    (lambda H, m: F.normalize(H.masked_fill(~m.bool()[:, :, None], -1e9).amax(1), dim=-1), "max-pooling"),
+    (lambda H, m: F.normalize(masked(H, m) + 0.1, dim=-1), "wrong-values"),           # no table entry: shown
 ])
-def test_wrong_embeddings_are_named(wrong, says):
-    with pytest.raises(CheckFailed, match=says.replace("[", r"\[").replace("]", r"\]")):
+def test_wrong_embeddings_are_named(wrong, key):
+    with pytest.raises(CheckFailed) as caught:
         ch08.sentence_embedding(wrong)
+    assert caught.value.mistake == key, str(caught.value)
+
+
+def test_a_mask_the_answer_cannot_take_is_explained():
+    def indexes(H, m):   # a float mask cannot index
+        return F.normalize(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))]), dim=-1)
+    with pytest.raises(CheckFailed, match="convert it first") as caught:
+        ch08.sentence_embedding(lambda H, m: indexes(H, m if m.dtype != torch.long else m.bool()))
+    assert caught.value.mistake == "raised-IndexError"
 
 
 def test_an_embedding_that_writes_into_H_is_named():
     def in_place(H, m):
         H *= m[:, :, None].to(H.dtype)
         return F.normalize(H.sum(1), dim=-1)
-    with pytest.raises(CheckFailed, match="changed the tensors"):
+    with pytest.raises(CheckFailed, match="changed the tensors") as caught:
         ch08.sentence_embedding(in_place)
+    assert caught.value.mistake == "changed-input"
 
 
-@pytest.mark.parametrize("wrong, says", [
-    (lambda w, l: [-100 if x is None else l[x] for x in w], "labelled every piece"),
-    (lambda w, l: [-100 if x is None or (i + 1 < len(w) and w[i + 1] == x) else l[x] for i, x in enumerate(w)],
-     "LAST piece"),
-    (lambda w, l: [0 if x is None else v for x, v in zip(w, first_piece(w, l))], "special token"),
-    (lambda w, l: [-100 if not x or (i and w[i - 1] == x) else l[x] for i, x in enumerate(w)], "word 0"),
-    (lambda w, l: [l[x] for x in w], "None"),
-    (lambda w, l: [l[i] for i in range(len(w))], "not by the token position"),
-    (lambda w, l: torch.tensor(first_piece(w, l)), "plain list"),
-    (lambda w, l: list(l), "one per word"),
+@pytest.mark.parametrize("wrong, key", [
+    (lambda w, l: [l[i] for i in range(len(w))], "label-by-token-position"),
+    (lambda w, l: torch.tensor(first_piece(w, l)), "returned-a-tensor"),
+    (lambda w, l: list(l), "one-label-per-word"),
+    (lambda w, l: [float(x) for x in first_piece(w, l)], "not-an-int"),
+    (lambda w, l: [x if x == -100 else x + 1 for x in first_piece(w, l)], "wrong-values"),
 ])
-def test_wrong_alignments_are_named(wrong, says):
-    with pytest.raises(CheckFailed, match=says):
+def test_wrong_alignments_are_named(wrong, key):
+    with pytest.raises(CheckFailed) as caught:
         ch08.align_labels(wrong)
+    assert caught.value.mistake == key, str(caught.value)
+
+
+def test_an_alignment_that_changes_its_input_is_named():
+    def pops(w, l):
+        out = first_piece(w, l)
+        w.pop()
+        return out
+    with pytest.raises(CheckFailed) as caught:
+        ch08.align_labels(pops)
+    assert caught.value.mistake == "changed-input"
 
 
 def test_spearman_by_hand():

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from lab_server import chromium, jupyter_lab, require_chromium
+from lessons import all_lessons
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-WIDGET_LESSONS = sorted(p for p in (REPO / "solutions").glob("*/*.ipynb") if "pooling_explorer(" in p.read_text())
+WIDGET_LESSONS = [x.path() for x in all_lessons() if "pooling_explorer(" in x.path().read_text()]
 
 require_chromium(module_level=True)
 

@@ -1,14 +1,14 @@
 """Structure every notebook must have, checked without running it."""
 import ast
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))
-LESSONS = sorted((REPO / "lessons").glob("*/*.ipynb"))
+from lessons import LESSONS as RELEASED, REPO, all_lessons
+
+SOLUTIONS = [x.path() for x in all_lessons()]
+LESSONS = [x.path(RELEASED) for x in all_lessons()]
 SETUP_CELL = (REPO / "dev" / "setup_cell.py").read_text().rstrip("\n")
 GRADE_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")
 
@@ -99,12 +99,9 @@ def test_the_package_holds_no_answer_to_an_exercise():
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.parent.name)
 def test_solution_outputs_are_current(path):
-    """Committed outputs come from the committed code: run `python dev/run_solutions.py NAME`."""
-    import importlib.util
+    """Committed outputs come from the committed code: run `python -m dev.run_solutions NAME`."""
+    from dev import run_solutions
 
-    spec = importlib.util.spec_from_file_location("run_solutions", REPO / "dev" / "run_solutions.py")
-    run_solutions = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_solutions)
     nb = read(path)
     stamp = nb.metadata.get("heads", {}).get("code_sha256")
     assert stamp == run_solutions.code_hash(nb), "code changed since the outputs were made"

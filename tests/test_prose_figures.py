@@ -4,16 +4,16 @@ A decimal figure in a markdown cell (0.743, 82.8 %, 1.5×) must appear, as writt
 output of some code cell of the same solution notebook, so a re-run that moves a number shows up here
 instead of leaving the prose behind. Figures inside LaTeX maths ($…$) and inline code (`…`) are
 formulas and code, not measurements, and are not matched. The solutions carry their outputs
-(`dev/run_solutions.py`); the lessons are generated from them.
+(`python -m dev.run_solutions`); the lessons are generated from them.
 """
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
-NOTEBOOKS = sorted(SOLUTIONS.glob("*/*.ipynb"))
+from lessons import all_lessons
+
+NOTEBOOKS = [x.path() for x in all_lessons()]
 
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\d)")
 NOT_PROSE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\]\([^)]*\)|<[^>]*>", re.S)

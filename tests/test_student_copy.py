@@ -1,13 +1,9 @@
 """grader/student_copy.py: what students may see, and nothing an instructor keeps private."""
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("student_copy", REPO / "grader" / "student_copy.py")
-student_copy = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(student_copy)
+import student_copy
+from lessons import REPO
 
 
 def test_the_copy_has_the_lessons_and_the_package_and_no_solution(tmp_path):

@@ -1,16 +1,11 @@
 """The shipped weights are what `dev/build_weights.py` builds (about three minutes)."""
-import importlib.util
-from pathlib import Path
-
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+from dev import build_weights
+from lessons import REPO
 
 
 def test_rebuild_matches_the_shipped_weights(tmp_path):
-    spec = importlib.util.spec_from_file_location("build_weights", REPO / "dev" / "build_weights.py")
-    build_weights = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build_weights)
     build_weights.build(tmp_path)
     for kind in ("encoder", "decoder"):
         shipped = torch.load(REPO / "headlab" / "weights" / f"{kind}.pt", weights_only=True)

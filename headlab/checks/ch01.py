@@ -1,10 +1,10 @@
 """Checks for lesson 01: mask_tokens, MLMHead, mlm_loss and tying_savings.
 
-mask_tokens is random, so its checks are of two kinds: exact properties that hold for every draw
-(the caller's ids untouched, specials never chosen, labels −100 off the chosen positions, p = 0 and
-p = 1, the same generator giving the same result) and frequencies over a large seeded batch, with
-tolerances many standard deviations wide. In this course the five special tokens have ids 0 … 4,
-so a random replacement is a word id in [5, vocab_size).
+mask_tokens is random, so no table can say what a mistake returns on the same draw. Its checks are rules
+that hold for every draw (the caller's ids untouched, specials never chosen, labels −100 off the chosen
+positions, p = 0 and p = 1, the same generator giving the same result) and frequencies over a large
+seeded batch with tolerances many standard deviations wide; each rule names its mistake. The five
+special tokens have ids 0 … 4, so a random replacement is a word id in [5, vocab_size).
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..grading import GraderError
-from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function, require_loss, require_tensor
+from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function
+from .engine import Exercise, Mistake
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -35,15 +36,12 @@ STAT_CASES = [(60, None, 0), (60, 0.4, 1)]
 
 # --- mask_tokens ------------------------------------------------------------------------------
 def synthetic_batch(rows: int, n: int, vocab_size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A right-padded batch [CLS] w … w [SEP] [PAD] … with word ids in [5, vocab_size)."""
+    """A right-padded batch [CLS] w … w [SEP] [PAD] … with word ids in [5, vocab_size), and its special mask."""
     g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, n - 1, (rows,), generator=g)            # words per row
-    ids = torch.randint(NUM_SPECIAL, vocab_size, (rows, n), generator=g)
-    pos = torch.arange(n)[None, :]
-    ids[:, 0] = CLS
-    ids = torch.where(pos == lengths[:, None] + 1, torch.full_like(ids, SEP), ids)
-    ids = torch.where(pos > lengths[:, None] + 1, torch.full_like(ids, PAD), ids)
-    return ids, (pos == 0) | (pos > lengths[:, None])
+    lengths = torch.randint(1, n - 1, (rows,), generator=g)[:, None]       # words per row
+    ids, pos = torch.randint(NUM_SPECIAL, vocab_size, (rows, n), generator=g), torch.arange(n)[None, :]
+    ids = torch.where(pos == 0, CLS, torch.where(pos == lengths + 1, SEP, torch.where(pos > lengths + 1, PAD, ids)))
+    return ids, (pos == 0) | (pos > lengths)
 
 
 def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | None = None,
@@ -53,123 +51,124 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     exact = EXACT_CASES if exact is None else exact
     cases = STAT_CASES if cases is None else cases
     for ids, special, p, expected in exact:
-        ids = torch.as_tensor(ids, dtype=torch.long)
-        special = torch.as_tensor(special, dtype=torch.bool)
-        g = torch.Generator().manual_seed(0)
-        inputs, labels = _run_mask(fn, ids, special, 12, mask_id, p, g)
-        expected = torch.as_tensor(expected, dtype=torch.long)
-        if torch.equal(labels, expected):
-            continue
-        chosen, should = labels != -100, expected != -100
-        where = f" for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
-        if p == 0.0:
-            fail(f"with p=0.0 nothing may be chosen, but your labels are {labels.tolist()}{where}. "
-                 "Does your code use the argument p, or a fixed 0.15? It ignores the argument p.")
-        if p == 1.0 and not bool(chosen[should].all()):
-            fail(f"with p=1.0 every non-special position must be chosen, but your labels are "
-                 f"{labels.tolist()}{where}. Use the argument p (it ignores the argument p).")
-        fail(f"labels are {labels.tolist()}{where}; expected {expected.tolist()}: the original id at "
-             "each chosen position, −100 everywhere else.")
+        ids, special = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool)
+        _, labels = _run_mask(fn, ids, special, 12, mask_id, p, torch.Generator().manual_seed(0))
+        expected, chosen = torch.as_tensor(expected, dtype=torch.long), labels != -100
+        where = f"your labels are {labels.tolist()} for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
+        _first([
+            ("p-ignored", p == 0.0 and bool(chosen.any()), f"with p=0.0 nothing may be chosen, but {where}. Does "
+             "your code use the argument p, or a fixed 0.15?"),
+            ("not-all-chosen", p == 1.0 and not bool(chosen[expected != -100].all()), f"with p=1.0 every "
+             f"non-special position must be chosen, but {where}. Each one is chosen with probability p: use the "
+             "argument p as it is."),
+            ("wrong-labels", not torch.equal(labels, expected), f"{where}; expected {expected.tolist()}: the "
+             "original id at each chosen position, −100 everywhere else."),
+        ])
     for vocab_size, p, seed in cases:
         _statistics(fn, vocab_size, p, seed, mask_id)
     passed("mask_tokens", len(exact) + len(cases))
 
 
+def _first(rules: list[tuple[str, bool, str]]) -> None:
+    """Fail with the first broken rule (key, broken, message)."""
+    for key, broken, message in rules:
+        if broken:
+            fail(message, key)
+
+
+def _at(mask: torch.Tensor) -> tuple[int, int]:
+    """The first True position of a 2-D mask, as (row, column); (0, 0) when there is none."""
+    return tuple(mask.nonzero()[0].tolist()) if bool(mask.any()) else (0, 0)
+
+
 def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
-    """Call fn, check the output types, that nothing was changed in place, and the exact properties."""
-    ids_before, special_before = ids.clone(), special.clone()
-    kwargs = {} if p is None else {"p": p}
-    out = call(fn, "mask_tokens", ids, special, vocab_size, mask_id, generator=generator, **kwargs)
-    if not torch.equal(ids, ids_before):
-        fail("mask_tokens modified the caller's `ids` tensor in place. Work on a copy "
-             "(ids.clone()) and return new tensors: the caller still needs the original ids.")
-    if not torch.equal(special, special_before):
-        fail("mask_tokens modified the caller's `special_mask` in place; build new tensors instead.")
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        fail(f"mask_tokens must return a pair (inputs, labels); it returned a {type(out).__name__}.")
+    """Call fn and check the rules that hold for every draw; returns (inputs, labels)."""
+    before = ids.clone(), special.clone()
+    out = call(fn, "mask_tokens", ids, special, vocab_size, mask_id, generator=generator,
+               **({} if p is None else {"p": p}))
+    for name, now, was in (("ids", ids, before[0]), ("special_mask", special, before[1])):
+        if not torch.equal(now, was):
+            fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy ({name}.clone()) and "
+                 "return new tensors: the caller still needs it.", "changed-input")
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        fail(f"mask_tokens must return a pair (inputs, labels); it returned a {type(out).__name__}.", "not-a-pair")
+    for x, what in zip(out, ("inputs", "labels")):
+        key = ("not-a-tensor" if not isinstance(x, torch.Tensor) else "wrong-shape" if x.shape != ids.shape
+               else "wrong-dtype" if x.dtype != torch.long else "")
+        if key:
+            kind = f"as a {type(x).__name__}" if key == "not-a-tensor" else f"of shape {tuple(x.shape)}, {x.dtype}"
+            fail(f"mask_tokens returned {what} {kind}; it must be a torch.int64 tensor of the shape of ids, "
+                 f"{tuple(ids.shape)}.", key)
+        if x.data_ptr() == ids.data_ptr():
+            fail(f"mask_tokens returned the caller's `ids` tensor itself as `{what}`; return a new tensor "
+                 "(ids.clone()), so that corrupting the inputs never modifies the caller's tensor in place.",
+                 "returns-ids")
     inputs, labels = out
-    shape = tuple(ids.shape)
-    require_tensor(inputs, "mask_tokens: inputs", shape, torch.long, " (the same shape as ids, token ids)")
-    require_tensor(labels, "mask_tokens: labels", shape, torch.long, " (the same shape as ids)")
-    if inputs is ids or inputs.data_ptr() == ids.data_ptr():
-        fail("mask_tokens returned the caller's `ids` tensor itself as `inputs`; return a new tensor "
-             "(ids.clone()), so that corrupting the inputs never modifies the caller's tensor in place.")
-    if labels.data_ptr() == ids.data_ptr():
-        fail("mask_tokens returned the caller's `ids` tensor as `labels`; return a new tensor.")
-    chosen = labels != -100
-    if bool(chosen.all()) and bool(special.any()) and p != 1.0:
-        fail("your labels hold an id at every position, specials included: labels must be −100 "
-             "wherever a position was not chosen, so that the loss is taken over the chosen positions only.")
-    if bool((chosen & special).any()):
-        b, i = (chosen & special).nonzero()[0].tolist()
-        fail(f"mask_tokens chose a special token: row {b}, position {i} holds id {int(ids[b, i])} "
-             "([CLS], [SEP] or [PAD]) and got a label. Special tokens must never be chosen: "
-             "exclude every position where special_mask is True.")
-    if bool((inputs[special] != ids[special]).any()):
-        fail("mask_tokens changed a special token ([CLS], [SEP] or [PAD]) in the inputs. Special "
-             "tokens must never be chosen or corrupted.")
-    if bool((labels[chosen] != ids[chosen]).any()):
-        if bool((labels[chosen] == inputs[chosen]).all()):
-            fail("your labels hold the corrupted inputs ([MASK] or the random word); a label must be "
-                 "the ORIGINAL id, the word the model has to recover.")
-        fail("at a chosen position the label must be the original id; some of your labels are other ids.")
-    if bool((labels[~chosen] != -100).any()):
-        fail("labels must be −100 at every position that was not chosen.")
-    if bool(((labels == -100) & (inputs != ids)).any()):
-        b, i = ((labels == -100) & (inputs != ids)).nonzero()[0].tolist()
-        fail(f"mask_tokens changed position ({b}, {i}), whose label is −100. Only chosen positions may be "
-             "corrupted (and each corrupted position needs its label); the 80/10/10 split is taken "
-             "among the chosen positions, not among all positions.")
-    corrupted = chosen & (inputs != mask_id) & (inputs != ids)
-    bad = inputs[corrupted]
-    drawn_special = bad[(bad >= 0) & (bad < NUM_SPECIAL)]
-    if drawn_special.numel():
-        fail(f"a random replacement drew the special token id {int(drawn_special[0])}: random "
-             f"replacements must be non-special words, ids in [{NUM_SPECIAL}, vocab_size) "
-             f"(the special tokens are ids 0 … {NUM_SPECIAL - 1}).")
-    if bool(((bad < 0) | (bad >= vocab_size)).any()):
-        fail(f"a random replacement is outside the vocabulary (id {int(bad[(bad < 0) | (bad >= vocab_size)][0])}, "
-             f"vocab_size={vocab_size}); draw ids in [{NUM_SPECIAL}, vocab_size).")
+    chosen, changed = labels != -100, inputs != ids
+    drawn = inputs[chosen & changed & (inputs != mask_id)]                # the random replacements
+    special_id = (drawn[(drawn >= 0) & (drawn < NUM_SPECIAL)].tolist() + [None])[0]
+    outside_id = (drawn[(drawn < 0) | (drawn >= vocab_size)].tolist() + [None])[0]
+    (b, i), (c, j) = _at(chosen & special), _at(~chosen & changed)
+    _first([
+        ("labels-everywhere", bool(chosen.all()) and bool(special.any()) and p != 1.0, "your labels hold an id at "
+         "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
+         "the loss is taken over the chosen positions only."),
+        ("special-chosen", bool((chosen & special).any()), f"mask_tokens chose a special token: row {b}, position "
+         f"{i} holds id {int(ids[b, i])} ([CLS], [SEP] or [PAD]) and got a label. Special tokens must never be "
+         "chosen: exclude every position where special_mask is True."),
+        ("special-corrupted", bool(changed[special].any()), "mask_tokens changed a special token ([CLS], [SEP] "
+         "or [PAD]) in the inputs. Special tokens must never be chosen or corrupted."),
+        ("labels-hold-inputs", bool((labels != ids)[chosen].any()) and torch.equal(labels[chosen], inputs[chosen]),
+         "your labels hold the corrupted inputs ([MASK] or the random word); a label must be the ORIGINAL id, "
+         "the word the model has to recover."),
+        ("wrong-labels", bool((labels != ids)[chosen].any()), "at a chosen position the label must be the "
+         "original id; some of your labels are other ids."),
+        ("split-over-all-positions", bool((~chosen & changed).any()), f"mask_tokens changed position ({c}, {j}), "
+         "whose label is −100. Only chosen positions may be corrupted (and each corrupted position needs its "
+         "label); the 80/10/10 split is taken among the chosen positions, not among all positions."),
+        ("random-draws-specials", special_id is not None, f"a random replacement drew the special "
+         f"token id {special_id}: random replacements must be non-special words, ids in [{NUM_SPECIAL}, vocab_size) "
+         f"(the special tokens are ids 0 … {NUM_SPECIAL - 1})."),
+        ("random-outside-vocabulary", outside_id is not None, f"a random replacement is outside the "
+         f"vocabulary (id {outside_id}, vocab_size={vocab_size}); draw ids in [{NUM_SPECIAL}, vocab_size)."),
+    ])
     return inputs, labels
 
 
 def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -> None:
     ids, special = synthetic_batch(1500, 32, vocab_size, seed)
-    g = torch.Generator().manual_seed(seed)
-    inputs, labels = _run_mask(fn, ids, special, vocab_size, mask_id, p, g)
-    target = 0.15 if p is None else p
+    inputs, labels = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
+    target, chosen = 0.15 if p is None else p, labels != -100
     called = f"(vocab_size={vocab_size}, p={'default' if p is None else p}, 1500 rows)"
-    chosen = labels != -100
-    fraction = chosen.sum().item() / (~special).sum().item()
-    if abs(fraction - target) > 0.025:
-        if p is not None and abs(fraction - 0.15) < 0.025:
-            fail(f"you chose {fraction:.1%} of the non-special positions with p={p}: your code ignores "
-                 "the argument p (it looks like a fixed 0.15).")
-        fail(f"you chose {fraction:.1%} of the non-special positions {called}; each non-special "
-             f"position must be chosen with probability p = {target}.")
-    k = chosen.sum().item()
-    masked = ((inputs == mask_id) & chosen).sum().item() / k
-    unchanged = ((inputs == ids) & chosen).sum().item() / k
+    fraction, k = chosen.sum().item() / (~special).sum().item(), max(1, chosen.sum().item())
+    masked, unchanged = (((inputs == x) & chosen).sum().item() / k for x in (mask_id, ids))
     random = 1 - masked - unchanged
     split = f"[MASK] {masked:.1%}, random word {random:.1%}, unchanged {unchanged:.1%}"
-    if masked > 0.97:
-        fail(f"every chosen token became [MASK] ({split}). The recipe: of the chosen positions, "
-             "80 % → [MASK], 10 % → a random word, 10 % unchanged.")
-    if random < 0.02 and unchanged > 0.15:
-        fail(f"no chosen token was replaced by a random word ({split}); 10 % of the chosen ones must be.")
-    if unchanged < 0.03:
-        fail(f"no chosen token was left unchanged ({split}); 10 % of the chosen ones must keep their id.")
-    if abs(masked - 0.8) > 0.05 or abs(random - 0.1) > 0.04 or abs(unchanged - 0.1) > 0.04:
-        fail(f"the split of the chosen positions is {split} {called}; it should be about 80 % / 10 % / 10 %.")
-    words = inputs[chosen & (inputs != mask_id) & (inputs != ids)]
-    if words.numel() >= 100 and words.unique().numel() < min(vocab_size - NUM_SPECIAL, 20) // 2:
-        fail(f"your random replacements use only {words.unique().numel()} different ids; draw them "
-             f"uniformly from [{NUM_SPECIAL}, vocab_size).")
+    drawn = inputs[chosen & (inputs != mask_id) & (inputs != ids)]       # the random replacements
+    kinds = drawn.unique().numel()
+    _first([
+        ("p-ignored", abs(fraction - target) > 0.025 and p is not None and abs(fraction - 0.15) < 0.025,
+         f"you chose {fraction:.1%} of the non-special positions with p={p}: your code ignores the argument p "
+         "(it looks like a fixed 0.15)."),
+        ("wrong-fraction", abs(fraction - target) > 0.025, f"you chose {fraction:.1%} of the non-special "
+         f"positions {called}; each non-special position must be chosen with probability p = {target}."),
+        ("all-become-mask", masked > 0.97, f"every chosen token became [MASK] ({split}). The recipe: of the "
+         "chosen positions, 80 % → [MASK], 10 % → a random word, 10 % unchanged."),
+        ("no-random-words", random < 0.02 and unchanged > 0.15, f"no chosen token was replaced by a random word "
+         f"({split}); 10 % of the chosen ones must be."),
+        ("none-unchanged", unchanged < 0.03, f"no chosen token was left unchanged ({split}); 10 % of the chosen "
+         "ones must keep their id."),
+        ("wrong-split", abs(masked - 0.8) > 0.05 or abs(random - 0.1) > 0.04 or abs(unchanged - 0.1) > 0.04,
+         f"the split of the chosen positions is {split} {called}; it should be about 80 % / 10 % / 10 %."),
+        ("few-random-words", drawn.numel() >= 100 and kinds < min(vocab_size - NUM_SPECIAL, 20) // 2,
+         f"your random replacements use only {kinds} different ids; draw them uniformly from "
+         f"[{NUM_SPECIAL}, vocab_size)."),
+    ])
     again = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
     if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):
-        fail("two calls with generators in the same state gave different results: every random draw "
-             "(choice, split and random words) must use the `generator` argument "
-             "(torch.rand(..., generator=generator)), not the global random state.")
+        fail("two calls with generators in the same state gave different results: every random draw (choice, "
+             "split and random words) must use the `generator` argument (torch.rand(..., generator=generator)), "
+             "not the global random state.", "ignores-generator")
 
 
 # --- MLMHead ----------------------------------------------------------------------------------
@@ -177,39 +176,20 @@ HEAD_CASES = [(23, 8, 0), (40, 12, 1)]   # (V, d, seed)
 BIAS_VALUES = 4                          # values for up to this many (V,) parameters: a head may hold several
 
 
-def mlm_head(cls, cases: Sequence | None = None) -> None:
-    """Build `cls(embedding)` and compare it with LN(GELU(Linear(h))) @ E.T + bias."""
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        fail(f"this check takes your class itself, e.g. check.mlm_head(MLMHead); you passed a "
-             f"{type(cls).__name__}. MLMHead must be an nn.Module subclass.")
-    cases = HEAD_CASES if cases is None else cases
-    for V, d, seed in cases:
-        _check_head(cls, V, d, seed)
-    passed("MLMHead", len(cases))
-
-
 def _head_inputs(V: int, d: int, seed: int) -> tuple:
-    """The grader's inputs for one case: the embedding matrix E (what nn.Embedding(V, d) holds after
-    torch.manual_seed(seed)), the weights to load (values far from the defaults, so every part shows),
-    hidden states h, the gradient of the logits for backward, and the embedding's second values E2."""
+    """The grader's inputs for one case: the embedding's values E, the weights to load (far from the
+    defaults, so that every part shows), hidden states h, the gradient `up` of the logits for backward,
+    and the embedding's second values E2."""
     E = torch.randn(V, d, generator=torch.Generator().manual_seed(seed))
     g = torch.Generator().manual_seed(seed + 100)
-    dense_weight = torch.randn(d, d, generator=g) * 0.5
-    dense_bias = torch.randn(d, generator=g) * 0.5
-    norm_bias = torch.randn(d, generator=g) * 0.5
-    first_bias = torch.randn(V, generator=g) * 0.5
-    norm_weight = 1 + torch.randn(d, generator=g) * 0.3
-    h = torch.randn(2, 3, d, generator=g)
-    up = torch.randn(2, 3, V, generator=g)
-    E2 = torch.randn(V, d, generator=g)
-    biases = [first_bias] + [torch.randn(V, generator=g) * 0.5 for _ in range(BIAS_VALUES - 1)]
-    weights = {"dense.weight": dense_weight, "dense.bias": dense_bias, "norm.weight": norm_weight,
-               "norm.bias": norm_bias, "biases": biases}
-    return E, weights, h, up, E2
+    r = lambda *shape: torch.randn(*shape, generator=g)    # noqa: E731
+    weights = {"dense.weight": r(d, d) / 2, "dense.bias": r(d) / 2, "norm.weight": 1 + r(d) / 3,
+               "norm.bias": r(d) / 2, "biases": [r(V) / 2 for _ in range(BIAS_VALUES)]}
+    return E, weights, r(2, 3, d), r(2, 3, V), r(V, d)
 
 
 def _build_head(cls, seed: int, E: torch.Tensor, weights: dict) -> tuple:
-    """Driver step: `cls(embedding)` on an embedding holding E, what its structure is, and (when the
+    """Driver step: `cls(embedding)` on an embedding holding E, the facts of its structure, and (when the
     structure is right) `weights` loaded into it. Returns (embedding, head, facts)."""
     V, d = E.shape
     torch.manual_seed(seed)                # the head's own initialisation, as in the notebook
@@ -218,157 +198,157 @@ def _build_head(cls, seed: int, E: torch.Tensor, weights: dict) -> tuple:
         emb.weight.copy_(E)
     head = call(cls, "MLMHead", emb)
     params = list(head.parameters())
-    linears = [m for m in head.modules() if isinstance(m, nn.Linear) and (m.in_features, m.out_features) == (d, d)]
+    lins = [m for m in head.modules() if isinstance(m, nn.Linear) and (m.in_features, m.out_features) == (d, d)]
     norms = [m for m in head.modules() if isinstance(m, nn.LayerNorm) and tuple(m.normalized_shape) == (d,)]
-    biases = [p for p in params if tuple(p.shape) == (V,)]
-    facts = {
-        "changed_embedding": not torch.equal(emb.weight.detach(), E),
-        "tied": any(p is emb.weight for p in params),
-        "copy": any(p is not emb.weight and tuple(p.shape) == (V, d) and torch.equal(p.detach(), E)
-                    for p in params),
-        "linears": len(linears), "norms": len(norms), "biases": len(biases), "loaded": False,
-    }
-    if facts["changed_embedding"] or not facts["tied"] or len(linears) != 1 or len(norms) != 1 or not biases:
+    biases = [p for p in params if p.shape == (V,)]
+    facts = {"changed_embedding": not torch.equal(emb.weight.detach(), E),
+             "tied": any(p is emb.weight for p in params),
+             "copy": any(p is not emb.weight and p.shape == (V, d) and torch.equal(p.detach(), E) for p in params),
+             "linears": len(lins), "norms": len(norms), "biases": len(biases), "loaded": False}
+    if facts["changed_embedding"] or not facts["tied"] or len(lins) != 1 or len(norms) != 1 or not biases:
         return emb, head, facts
-    lin, ln = linears[0], norms[0]
-    values = weights["biases"]
     with torch.no_grad():
-        lin.weight.copy_(weights["dense.weight"])
-        if lin.bias is not None:
-            lin.bias.copy_(weights["dense.bias"])
-        if ln.bias is not None:
-            ln.bias.copy_(weights["norm.bias"])
+        for module, key in ((lins[0], "dense"), (norms[0], "norm")):
+            for part in ("weight", "bias"):
+                if getattr(module, part) is not None:
+                    getattr(module, part).copy_(weights[f"{key}.{part}"])
+                facts[f"{key}.{part}"] = getattr(module, part) is not None
         for i, p in enumerate(biases):
-            p.copy_(values[i % len(values)])
-        if ln.weight is not None:
-            ln.weight.copy_(weights["norm.weight"])
-    facts.update(loaded=True, dense_bias=lin.bias is not None, norm_weight=ln.weight is not None,
-                 norm_bias=ln.bias is not None, eps=float(ln.eps))
+            p.copy_(weights["biases"][i % BIAS_VALUES])
+    facts.update(loaded=True, eps=float(norms[0].eps))
     return emb, head, facts
 
 
 def _plain(value):
-    """A forward's output as data: a tensor's values (detached copy), anything else as it is."""
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
-def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor, E2) -> dict:
-    """Build the head on an embedding holding E, load `weights`, run it on h; then, if E2 is given,
-    give the embedding the values E2 in place and run it on h again. Returns the structure's facts
-    and the logits ("logits", "after_swap")."""
-    h = h.clone()
+def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor, E2: torch.Tensor) -> dict:
+    """Build the head on an embedding holding E, load `weights`, run it on h and on h[0]; then give the
+    embedding the values E2 in place and run it on h again. Returns the structure's facts and the logits
+    ("logits", "flat", "after_swap")."""
     emb, head, facts = _build_head(cls, seed, E.clone(), weights)
-    if not facts["loaded"]:
-        return facts
-    facts["logits"] = _plain(call(head, "MLMHead.forward", h))
-    if E2 is not None:
+    if facts["loaded"]:
+        facts["logits"] = _plain(call(head, "MLMHead.forward", h.clone()))
+        facts["flat"] = _plain(call(head, "MLMHead.forward", h[0].clone()))
         with torch.no_grad():
             emb.weight.copy_(E2)
-            facts["after_swap"] = _plain(call(head, "MLMHead.forward", h))
+            facts["after_swap"] = _plain(call(head, "MLMHead.forward", h.clone()))
     return facts
 
 
 def drive_head_gradient(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor,
                         up: torch.Tensor) -> dict:
-    """Build and load the head as drive_head_logits does, back-propagate sum(head(h) * up), and return
-    the structure's facts and the gradient that reached the embedding's weight ("embedding_grad",
-    None when none did)."""
-    h, up = h.clone(), up.clone()
+    """Build and load the head as drive_head_logits does, back-propagate sum(head(h) * up), and return the
+    structure's facts and the gradient that reached the embedding's weight ("embedding_grad", None when
+    none did)."""
     emb, head, facts = _build_head(cls, seed, E.clone(), weights)
-    if not facts["loaded"]:
-        return facts
-    out = call(head, "MLMHead.forward", h)
-    if isinstance(out, torch.Tensor) and out.requires_grad:
-        (out * up).sum().backward()
-    grad = emb.weight.grad
-    facts["embedding_grad"] = None if grad is None else grad.detach().clone()
+    if facts["loaded"]:
+        out = call(head, "MLMHead.forward", h.clone())
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            (out * up).sum().backward()
+        facts["embedding_grad"] = _plain(emb.weight.grad)
     return facts
 
 
-def _judge_structure(facts: dict, V: int, d: int, where: str) -> None:
-    if facts["changed_embedding"]:
-        fail("MLMHead changed the values of the embedding it was given; it must reuse them as they are.")
-    if not facts["tied"]:
-        if facts["copy"]:
-            fail("your output projection is a copy (clone) of embedding.weight, not tied to it: a copy "
-                 "drifts apart as soon as training updates one of them. Use the same Parameter object, "
-                 "e.g. self.decoder.weight = embedding.weight, or keep the embedding and use its weight.")
-        fail("no parameter of MLMHead is embedding.weight itself: the projection to the vocabulary must "
-             "be tied to the embedding (the same Parameter object, not a copy or a new matrix).")
-    if facts["linears"] != 1:
-        fail(f"MLMHead should hold exactly one nn.Linear(d, d), the transform's dense layer; found {facts['linears']}{where}.")
-    if facts["norms"] != 1:
-        fail(f"MLMHead should hold exactly one nn.LayerNorm(d); found {facts['norms']}{where}.")
-    if not facts["biases"]:
-        fail(f"MLMHead has no output bias: it needs its own parameter of shape (V,) = ({V},), added to "
-             "the logits (the tied embedding gives the weight, not the bias).")
+# What usual wrong heads return, from the judge's inputs: h, z = Linear(h), norm (the LayerNorm), E, bias b.
+HEAD_MISTAKES = [Mistake(key, output, "MLMHead's logits are wrong{where}: " + text + ".") for key, output, text in [
+    ("bias-never-added", lambda h, z, norm, E, b: norm(F.gelu(z)) @ E.T,
+     "you never add the output bias to the logits"),
+    ("layernorm-before-gelu", lambda h, z, norm, E, b: F.gelu(norm(z)) @ E.T + b,
+     "LayerNorm comes before GELU in your transform; the order is Linear → GELU → LayerNorm"),
+    ("no-gelu", lambda h, z, norm, E, b: norm(z) @ E.T + b,
+     "your transform has no GELU between the Linear and the LayerNorm"),
+    ("no-layernorm", lambda h, z, norm, E, b: F.gelu(z) @ E.T + b, "your transform has no LayerNorm after GELU"),
+    ("relu-not-gelu", lambda h, z, norm, E, b: norm(torch.relu(z)) @ E.T + b,
+     "you used ReLU where the transform has GELU"),
+    ("tanh-gelu", lambda h, z, norm, E, b: norm(F.gelu(z, approximate="tanh")) @ E.T + b,
+     "you used the tanh approximation of GELU; use the exact GELU (nn.GELU())"),
+    ("no-transform", lambda h, z, norm, E, b: h @ E.T + b,
+     "you skipped the transform: logits must come from LN(GELU(Linear(h)))"),
+    ("returns-probabilities", lambda h, z, norm, E, b: (norm(F.gelu(z)) @ E.T).softmax(-1),
+     "you return probabilities; return raw logits"),
+    ("returns-probabilities", lambda h, z, norm, E, b: (norm(F.gelu(z)) @ E.T + b).softmax(-1),
+     "you return probabilities (softmax); return raw logits"),
+    ("returns-log-probabilities", lambda h, z, norm, E, b: (norm(F.gelu(z)) @ E.T + b).log_softmax(-1),
+     "you return log-probabilities; return raw logits"),
+]]
+
+
+def _head_where(h, z, norm, E, b) -> str:
+    return f" for h of shape {tuple(h.shape)} (embedding of V={E.shape[0]} words, d={E.shape[1]})"
+
+
+def _logits_judge() -> Exercise:
+    """The judge of MLMHead's logits. Built per use: it has no visible cases of its own (the drivers run the
+    class), so it is not one of the module's exercises."""
+    return Exercise(
+        "MLMHead(h)", (), None, shape=lambda h, z, norm, E, b: (*h.shape[:-1], E.shape[0]),
+        meaning=": logits (…, V)", where=_head_where, mistakes=HEAD_MISTAKES,
+        explain=lambda out, expected, *inputs: (
+            f"MLMHead's logits differ from LayerNorm(GELU(Linear(h))) @ E.T + bias{_head_where(*inputs)} "
+            f"(largest difference {(out - expected).abs().max().item():.3g})."))
+
+
+def _close(a, b) -> bool:
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a.double(), b.double(), 1e-4, 1e-4)
+
+
+def mlm_head(cls, cases: Sequence | None = None) -> None:
+    """Build `cls(embedding)` and compare it with LN(GELU(Linear(h))) @ E.T + bias."""
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        fail(f"this check takes your class itself, e.g. check.mlm_head(MLMHead); you passed a {type(cls).__name__}. "
+             "MLMHead must be an nn.Module subclass.", "not-a-module-class")
+    cases = HEAD_CASES if cases is None else cases
+    for V, d, seed in cases:
+        _check_head(cls, V, d, seed)
+    passed("MLMHead", len(cases))
 
 
 def _check_head(cls, V: int, d: int, seed: int) -> None:
     where = f" (embedding of V={V} words, d={d})"
     E, weights, h, up, E2 = _head_inputs(V, d, seed)
     got = drive(drive_head_logits, cls, seed, E, weights, h, E2)
-    _judge_structure(got, V, d, where)
-    out = require_tensor(got["logits"], "MLMHead(h)", (2, 3, V),
-                         meaning=f": logits (…, V) for h of shape (2, 3, {d}){where}")
+    _first([
+        ("changed-embedding", got["changed_embedding"], "MLMHead changed the values of the embedding it was "
+         "given; it must reuse them as they are."),
+        ("cloned-projection", not got["tied"] and got["copy"], "your output projection is a copy (clone) of "
+         "embedding.weight, not tied to it: a copy drifts apart as soon as training updates one of them. Use the "
+         "same Parameter object, e.g. self.decoder.weight = embedding.weight, or keep the embedding and use its "
+         "weight."),
+        ("not-tied", not got["tied"], "no parameter of MLMHead is embedding.weight itself: the projection to the "
+         "vocabulary must be tied to the embedding (the same Parameter object, not a copy or a new matrix)."),
+        ("linears-not-one", got["linears"] != 1, f"MLMHead should hold exactly one nn.Linear(d, d), the "
+         f"transform's dense layer; found {got['linears']}{where}."),
+        ("norms-not-one", got["norms"] != 1, f"MLMHead should hold exactly one nn.LayerNorm(d); found "
+         f"{got['norms']}{where}."),
+        ("no-output-bias", not got["biases"], f"MLMHead has no output bias: it needs its own parameter of shape "
+         f"(V,) = ({V},), added to the logits (the tied embedding gives the weight, not the bias)."),
+    ])
+    z = F.linear(h, weights["dense.weight"], weights["dense.bias"] if got["dense.bias"] else None)
+    gamma, beta = (weights[k] if got[k] else None for k in ("norm.weight", "norm.bias"))
+    norm = lambda x: F.layer_norm(x, (d,), gamma, beta, got["eps"])    # noqa: E731
+    t, out = norm(F.gelu(z)), got["logits"]
     biases = weights["biases"][:min(got["biases"], BIAS_VALUES)]
-    with torch.no_grad():
-        z = F.linear(h, weights["dense.weight"], weights["dense.bias"] if got["dense_bias"] else None)
-        gamma = weights["norm.weight"] if got["norm_weight"] else None
-        beta = weights["norm.bias"] if got["norm_bias"] else None
-        norm = lambda x: F.layer_norm(x, (d,), gamma, beta, got["eps"])
-        t = norm(F.gelu(z))
-        right = t @ E.T
-        candidates = [right + b for b in biases]
-        matched = [i for i, c in enumerate(candidates) if torch.allclose(out, c, atol=1e-5, rtol=1e-5)]
-        if not matched:
-            b = biases[0]
-            variants = [
-                (norm(F.gelu(z)) @ E.T, "you never add the output bias to the logits"),
-                (F.gelu(norm(z)) @ E.T + b, "LayerNorm comes before GELU in your transform; the order "
-                                            "is Linear → GELU → LayerNorm"),
-                (norm(z) @ E.T + b, "your transform has no GELU between the Linear and the LayerNorm"),
-                (F.gelu(z) @ E.T + b, "your transform has no LayerNorm after GELU"),
-                (norm(torch.relu(z)) @ E.T + b, "you used ReLU where the transform has GELU"),
-                (norm(F.gelu(z, approximate="tanh")) @ E.T + b,
-                 "you used the tanh approximation of GELU; use the exact GELU (nn.GELU())"),
-                (h @ E.T + b, "you skipped the transform: logits must come from LN(GELU(Linear(h)))"),
-                ((norm(F.gelu(z)) @ E.T).softmax(-1), "you return probabilities; return raw logits"),
-                ((norm(F.gelu(z)) @ E.T + b).softmax(-1), "you return probabilities (softmax); return raw logits"),
-                ((norm(F.gelu(z)) @ E.T + b).log_softmax(-1), "you return log-probabilities; return raw logits"),
-            ]
-            for value, message in variants:
-                if torch.allclose(out, value, atol=1e-5, rtol=1e-5):
-                    fail(f"MLMHead's logits are wrong{where}: {message}.")
-            fail(f"MLMHead's logits differ from LayerNorm(GELU(Linear(h))) @ E.T + bias{where} "
-                 f"(largest difference {(out - right - b).abs().max().item():.3g}).")
-        bias = biases[matched[0]]
-    flat = drive(drive_head_logits, cls, seed, E, weights, h[0], None)
-    _judge_structure(flat, V, d, where)
-    require_tensor(flat["logits"], "MLMHead(h)", (3, V), meaning=f": logits (…, V) for h of shape (3, {d})")
-    grad = drive(drive_head_gradient, cls, seed, E, weights, h, up)
-    _judge_structure(grad, V, d, where)
-    E_grad = grad["embedding_grad"]
-    if E_grad is None or not bool(E_grad.abs().sum() > 0):
-        fail("no gradient reaches embedding.weight through MLMHead: the projection uses a copy or a "
-             "detached tensor, not the tied Parameter. Training would update the two matrices apart.")
-    expected_grad = up.reshape(-1, V).T @ t.reshape(-1, d)      # d(sum(logits * up)) / dE
-    if tuple(E_grad.shape) != (V, d) or not torch.allclose(E_grad.float(), expected_grad, atol=1e-4, rtol=1e-4):
-        fail("the gradient that reaches embedding.weight through MLMHead is not the one its logits "
-             f"LayerNorm(GELU(Linear(h))) @ E.T + bias give{where}: the projection must use "
-             "embedding.weight itself, through differentiable operations only.")
-    moved = require_tensor(got["after_swap"], "MLMHead(h)", (2, 3, V),
-                           meaning=f": logits (…, V) for h of shape (2, 3, {d}){where}")
-    if torch.allclose(moved, out, atol=1e-4):
-        fail("changing embedding.weight does not change MLMHead's logits: the projection is a copy, "
-             "not tied to the embedding.")
-    with torch.no_grad():
-        expected = t @ E2.T + bias
-    if not torch.allclose(moved, expected, atol=1e-5, rtol=1e-5):
-        fail("after embedding.weight was given new values in place, MLMHead's logits are not "
-             f"LayerNorm(GELU(Linear(h))) @ E.T + bias with the new E{where} (largest difference "
-             f"{(moved - expected).abs().max().item():.3g}): the projection must read the embedding's "
-             "current values at every forward, as a tied weight does.")
+    b = next((b for b in biases if _close(out, t @ E.T + b)), biases[0])    # the (V,) parameter it adds
+    _logits_judge().judge(out, t @ E.T + b, (h, z, norm, E, b))
+    _logits_judge().judge(got["flat"], t[0] @ E.T + b, (h[0], z[0], norm, E, b))
+    grad = drive(drive_head_gradient, cls, seed, E, weights, h, up)["embedding_grad"]
+    moved = got["after_swap"]
+    _first([
+        ("no-gradient", grad is None or not bool(grad.abs().sum() > 0), "no gradient reaches embedding.weight "
+         "through MLMHead: the projection uses a copy or a detached tensor, not the tied Parameter. Training "
+         "would update the two matrices apart."),
+        ("wrong-gradient", not _close(grad, up.reshape(-1, V).T @ t.reshape(-1, d)),    # d(sum(logits * up)) / dE
+         "the gradient that reaches embedding.weight through MLMHead is not the one its logits "
+         f"LayerNorm(GELU(Linear(h))) @ E.T + bias give{where}: the projection must use embedding.weight itself, "
+         "through differentiable operations only."),
+        ("copy-not-tied", _close(moved, out), "changing embedding.weight does not change MLMHead's logits: the "
+         "projection is a copy, not tied to the embedding."),
+        ("stale-embedding", not _close(moved, t @ E2.T + b), "after embedding.weight was given new values in "
+         f"place, MLMHead's logits are not LayerNorm(GELU(Linear(h))) @ E.T + bias with the new E{where}: the "
+         "projection must read the embedding's current values at every forward, as a tied weight does."),
+    ])
 
 
 # --- mlm_loss ---------------------------------------------------------------------------------
@@ -382,97 +362,97 @@ LOSS_CASES = [
 ]
 
 
+def _loss_where(logits, labels) -> str:
+    return f" for logits of shape {tuple(logits.shape)} and labels {labels.tolist()}"
+
+
+def _loss_mistake(key: str, loss: Callable, text: str) -> Mistake:
+    """A mistake written on flat logits x (N, V), targets y (N,) with −100 read as class 0, and the chosen rows."""
+    def output(logits, labels):
+        x, y = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
+        return loss(x, y.clamp(min=0), y != -100)
+    return Mistake(key, output, lambda out, *inputs:
+                   f"mlm_loss returned {float(out):.4f}{_loss_where(*inputs)}: {text}.")
+
+
+# The values; `mlm_loss` below also asks that the loss carry the graph.
+_loss_values = Exercise(
+    "mlm_loss", LOSS_CASES,
+    read=lambda case: ((torch.tensor(case[0], dtype=torch.float32), torch.tensor(case[1], dtype=torch.long)),
+                       torch.tensor(case[2], dtype=torch.float64)),
+    shape=lambda logits, labels: (), where=_loss_where,
+    meaning=" (a 0-dimensional loss that still carries the graph: do not call .item(), so that loss.backward() "
+            "works)",
+    unchanged="mlm_loss changed the logits or labels it was given; leave them as they are.",
+    explain=lambda out, expected, *inputs: (
+        f"mlm_loss returned {float(out):.4f}{_loss_where(*inputs)}; expected {float(expected):.4f}, the mean "
+        "cross-entropy over the positions whose label is not −100."),
+    hints=[((RuntimeError, ValueError), lambda err, logits, labels: "F.cross_entropy wants the classes in "
+            "dimension 1: flatten logits to (-1, V) and labels to (-1,)." if logits.dim() == 3 else None)],
+    mistakes=[
+        _loss_mistake("mean-over-every-position", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep]
+                      .sum() / len(y), "you averaged over every position, the unchosen ones (label −100) included; "
+                      "divide by the number of chosen positions only"),
+        _loss_mistake("unchosen-counted", lambda x, y, keep: F.cross_entropy(x, y), "you computed the loss at every "
+                      "position, treating label −100 as a word; only positions whose label is not −100 count"),
+        _loss_mistake("summed", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum"),
+                      "you summed the losses; mlm_loss is the mean over the chosen positions"),
+        _loss_mistake("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep]), "you "
+                      "applied softmax before cross-entropy, which applies its own log-softmax: pass the raw logits"),
+        _loss_mistake("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep]),
+                      "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
+    ],
+)
+
+
 def mlm_loss(fn: Callable, cases: Sequence | None = None) -> None:
-    """Run `fn(logits, labels)` and name the mistake if the loss is wrong."""
+    """The loss carries the graph (loss.backward() reaches the logits), then `_loss_values`."""
     require_function(fn, "mlm_loss")
-    cases = LOSS_CASES if cases is None else cases
-    for logits, labels, expected in cases:
-        logits = torch.as_tensor(logits, dtype=torch.float32).requires_grad_(True)
-        labels = torch.as_tensor(labels, dtype=torch.long)
-        labels_before = labels.clone()
-        where = f" for logits of shape {tuple(logits.shape)} and labels {labels.tolist()}"
-        try:
-            out = call_raw(fn, "mlm_loss", logits, labels)
-        except GraderError:                # the recording and the replay disagree: the course's bug
-            raise
-        except NotImplementedError:
-            raise NotImplementedError("mlm_loss is not written yet: replace `raise NotImplementedError()` "
-                                      "with your code.") from None
-        except Exception as err:
-            hint = (" F.cross_entropy wants the classes in dimension 1: flatten logits to (-1, V) and "
-                    "labels to (-1,)." if logits.dim() == 3 else "")
-            raise CheckFailed(f"mlm_loss raised {type(err).__name__}{where}: {err}.{hint}") from err
-        if not torch.equal(labels, labels_before):
-            fail("mlm_loss modified the caller's labels in place; leave them as they are.")
-        value = require_loss(out, "mlm_loss", ": a single number, the mean over chosen positions")
-        if math.isclose(value, expected, abs_tol=1e-4):
-            continue
-        _diagnose_loss(value, logits.detach(), labels, expected, where)
-    passed("mlm_loss", len(cases))
-
-
-def _diagnose_loss(value, logits, labels, expected, where):
-    V = logits.shape[-1]
-    flat, target = logits.reshape(-1, V), labels.reshape(-1)
-    keep = target != -100
-    each = F.cross_entropy(flat, target.clamp(min=0), reduction="none")
-    variants = [
-        (each[keep].sum() / target.numel(), "you averaged over every position, the unchosen ones "
-         "(label −100) included; divide by the number of chosen positions only"),
-        (each.mean(), "you computed the loss at every position, treating label −100 as a word; "
-         "only positions whose label is not −100 count"),
-        (each[keep].sum(), "you summed the losses; mlm_loss is the mean over the chosen positions"),
-        (F.cross_entropy(flat[keep].softmax(-1), target[keep]), "you applied softmax before "
-         "cross-entropy, which applies its own log-softmax: pass the raw logits"),
-        (F.nll_loss(flat[keep], target[keep]), "you used nll_loss on raw logits; it expects "
-         "log-probabilities (use F.cross_entropy)"),
-    ]
-    for v, message in variants:
-        if math.isclose(value, float(v), abs_tol=1e-4):
-            fail(f"mlm_loss returned {value:.4f}{where}, expected {expected:.4f}: {message}.")
-    fail(f"mlm_loss returned {value:.4f}{where}; expected {expected:.4f}, the mean cross-entropy over "
-         "the positions whose label is not −100.")
+    (logits, labels), _ = _loss_values.read((LOSS_CASES if cases is None else cases)[0])
+    try:
+        out = call_raw(fn, "mlm_loss", logits.requires_grad_(), labels)
+    except GraderError:
+        raise
+    except Exception:          # a crash or a stub: the values' check says so
+        out = None
+    if isinstance(out, torch.Tensor) and out.dim() == 0 and not out.requires_grad:
+        fail("mlm_loss returned a tensor with no gradient: loss.backward() would fail. Compute it from the logits "
+             "with torch operations, without .item(), .detach() or torch.no_grad().", "no-gradient")
+    _loss_values(fn, cases)
 
 
 # --- tying_savings ------------------------------------------------------------------------------
-# Sizes where the usual wrong counts all differ from V·d and from each other.
-SAVINGS_CASES = [((30522, 768), 23_440_896), ((222, 64), 14_208), ((10, 3), 30)]
+def _savings(key: str, output: Callable, text: str) -> Mistake:
+    return Mistake(key, output, lambda out, V, d: f"tying_savings returned {out} for V={V}, d={d}, {text}.")
 
 
-def tying_savings(fn: Callable, cases: Sequence | None = None) -> None:
-    """Run `fn(V, d)` and name the mistake if the count is wrong."""
-    require_function(fn, "tying_savings")
-    cases = SAVINGS_CASES if cases is None else cases
-    for (V, d), expected in cases:
-        out = call(fn, "tying_savings", V, d)
-        where = f" for V={V}, d={d}"
-        if isinstance(out, bool) or not isinstance(out, int):
-            hint = " (the value is right: convert it with int(...))" if out == expected else ""
-            fail(f"tying_savings returned a {type(out).__name__}{where}; return a Python int{hint}.")
-        if out == expected:
-            continue
-        transform = d * d + d + 2 * d                   # Linear(d, d) and LayerNorm(d): kept either way
-        mistakes = [
-            (2 * V * d, "2·V·d: tying removes ONE V × d matrix (the output projection); the embedding "
-                        "matrix is still there, now doing both jobs"),
-            (V * d + V, "V·d + V: the output bias is not shared, the head keeps its own (V,) bias, so "
-                        "only the V × d weight is saved"),
-            (V * d + transform + V, "every parameter of an untied head: tying removes only its V × d "
-                                    "output matrix; the transform and the bias stay"),
-            (V * d + d * d + d, "the transform's Linear(d, d) is kept; only the V × d projection is saved"),
-            (V + d, "V + d: you added the two sizes, but a V × d matrix has V rows of d numbers each"),
-            (V, "V, one number per word: that is the size of the output bias, which tying keeps"),
-            (d * d + d, "d·d + d, the transform's Linear(d, d): tying keeps it"),
-            (d * d, "d·d, the size of the transform's square matrix: tying keeps it"),
-            (d, "d, the length of one embedding row: the saved matrix has one such row per word"),
-        ]
-        for value, message in mistakes:
-            if out == value:
-                fail(f"tying_savings returned {out}{where}, {message}.")
-        fail(f"tying_savings returned {out}{where}; count what the untied head owns that the tied one "
-             "does not (compare the two parameter counts measured in the notebook).")
-    passed("tying_savings", len(cases))
+tying_savings = Exercise(
+    "tying_savings",
+    # Sizes where the usual wrong counts all differ from V·d and from each other.
+    [((30522, 768), 23_440_896), ((222, 64), 14_208), ((10, 3), 30)],
+    returns=int, read=lambda case: (tuple(case[0]), case[1]), where=lambda V, d: f" for V={V}, d={d}",
+    explain=lambda out, expected, V, d: (
+        f"tying_savings returned {out} for V={V}, d={d}; count what the untied head owns that the tied one does "
+        "not (compare the two parameter counts measured in the notebook)."),
+    mistakes=[
+        _savings("both-matrices", lambda V, d: 2 * V * d, "2·V·d: tying removes ONE V × d matrix (the output "
+                 "projection); the embedding matrix is still there, now doing both jobs"),
+        _savings("bias-counted", lambda V, d: V * d + V, "V·d + V: the output bias is not shared, the head keeps "
+                 "its own (V,) bias, so only the V × d weight is saved"),
+        _savings("whole-untied-head", lambda V, d: V * d + d * d + 3 * d + V, "every parameter of an untied head: "
+                 "tying removes only its V × d output matrix; the transform and the bias stay"),
+        _savings("linear-counted", lambda V, d: V * d + d * d + d,
+                 "the transform's Linear(d, d) is kept; only the V × d projection is saved"),
+        _savings("sizes-added", lambda V, d: V + d,
+                 "V + d: you added the two sizes, but a V × d matrix has V rows of d numbers each"),
+        _savings("only-the-bias", lambda V, d: V,
+                 "V, one number per word: that is the size of the output bias, which tying keeps"),
+        _savings("only-the-linear", lambda V, d: d * d + d, "d·d + d, the transform's Linear(d, d): tying keeps it"),
+        _savings("only-the-square", lambda V, d: d * d,
+                 "d·d, the size of the transform's square matrix: tying keeps it"),
+        _savings("one-row", lambda V, d: d,
+                 "d, the length of one embedding row: the saved matrix has one such row per word"),
+    ],
+)
 
-
-__all__ = ["NUM_SPECIAL", "mask_tokens", "mlm_head", "mlm_loss", "tying_savings", "synthetic_batch",
-           "CheckFailed"]
+__all__ = ["NUM_SPECIAL", "mask_tokens", "mlm_head", "mlm_loss", "tying_savings", "synthetic_batch", "CheckFailed"]

@@ -14,11 +14,27 @@ from .. import grading
 
 
 class CheckFailed(AssertionError):
-    """A check found a mistake; the message says which, in plain words."""
+    """A check found a mistake; the message says which, in plain words, and `mistake` is its key in the
+    exercise's table (the same for every learner who made it; empty where no table names it)."""
+
+    def __init__(self, message: str, mistake: str = ""):
+        super().__init__(message)
+        self.mistake = mistake
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows these lines instead of a traceback: the message is all a learner can act on.
+        return [f"\x1b[0;31mCheckFailed\x1b[0m: {self}"]
 
 
-def fail(message: str) -> None:
-    raise CheckFailed(message)
+class NotWritten(NotImplementedError):
+    """The learner's answer is still the released stub."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31mNotImplementedError\x1b[0m: {self}"]
+
+
+def fail(message: str, mistake: str = "") -> None:
+    raise CheckFailed(message, mistake)
 
 
 def passed(name: str, n_cases: int) -> None:
@@ -49,13 +65,40 @@ def call(fn: Callable, name: str, *args, **kwargs) -> Any:
 def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
     """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it."""
     if isinstance(err, NotImplementedError):
-        raise NotImplementedError(
+        raise NotWritten(
             f"{name} is not written yet: replace `raise NotImplementedError()` with your code."
         ) from None
     if isinstance(err, CheckFailed):
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
-    raise CheckFailed(f"{name}({shown}) raised {type(err).__name__}: {err}") from err
+    hint = exception_hint(err, name)
+    raise CheckFailed(f"{name}({shown}) raised {type(err).__name__}: {err}" + (f"\n{hint}" if hint else ""),
+                      f"raised-{type(err).__name__}") from None
+
+
+# The usual exceptions of a first try, each with what to look at next. A hint may only use names the
+# learner's own code has (the function's name), never the check's variables.
+_HINTS: list[tuple[type, str, str]] = [
+    (IndexError, "", "An index went past the end of an axis: print the shape of what you index, and "
+                     "remember that positions count from 0 to n − 1."),
+    (RuntimeError, "must match the size", "Two tensors' shapes do not line up: print their .shape. "
+                   "A per-row value of shape (B,) needs [:, None] (or keepdim=True) to line up with (B, n) "
+                   "or (B, d)."),
+    (RuntimeError, "shape", "A shape does not fit the operation: print the .shape of each tensor it uses."),
+    (RuntimeError, "dtype", "Two tensors have different dtypes: convert one with .float() or .long()."),
+    (TypeError, "positional argument", "{name} was called with a different number of arguments than "
+                "it takes: keep the parameters of the exercise's signature."),
+    (TypeError, "not callable", "Something you call is not a function: did a variable take the name of "
+                "a function?"),
+    (AttributeError, "", "An object has no such attribute: print its type; the inputs are torch tensors."),
+]
+
+
+def exception_hint(err: Exception, name: str) -> str:
+    for kind, words, hint in _HINTS:
+        if isinstance(err, kind) and words in str(err):
+            return hint.format(name=name)
+    return ""
 
 
 def call_raw(fn: Callable, name: str, *args, **kwargs) -> Any:

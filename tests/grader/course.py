@@ -5,36 +5,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import nbformat
 
-REPO = Path(__file__).resolve().parents[2]
-GRADER = REPO / "grader"
-SOLUTIONS = REPO / "solutions"
-sys.path.insert(0, str(GRADER))
-sys.path.insert(0, str(REPO / "tests" / "grading"))
-sys.path.insert(0, str(REPO / "tests"))  # lab_server
+from harness import feedback_text, fill
+from lessons import REPO, lesson, write_course
 
-from harness import feedback_text, fill, nbgrader_cells, strip_solution_markers  # noqa: E402
+GRADER = REPO / "grader"
 
 LESSON = "00_representations"  # the lesson the bad-submission cases are written against
 
 
 def make_course(root: Path, lessons=(LESSON,), extra_config: str = "") -> Path:
     """A course in `root` that uses the course configuration, then `extra_config`; lessons released."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "nbgrader_config.py").write_text(textwrap.dedent(f"""\
-        c = get_config()
-        load_subconfig({str(GRADER / 'nbgrader_config.py')!r})
-        c.CourseDirectory.root = {str(root)!r}
-        c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}
-        c.CourseDirectory.source_directory = {str(SOLUTIONS)!r}
-        c.CourseDirectory.release_directory = {str(root / 'release')!r}
-    """) + textwrap.dedent(extra_config))
-    for lesson in lessons:
-        nbgrader(root, "generate_assignment", lesson, "--force")
+    write_course(root, extra_config)
+    for name in lessons:
+        nbgrader(root, "generate_assignment", name, "--force")
     return root
 
 
@@ -58,10 +45,8 @@ def release_nb(root: Path, lesson: str = LESSON):
     return nbformat.read(root / "release" / lesson / f"{lesson}.ipynb", as_version=4)
 
 
-def solution_answers(lesson: str = LESSON) -> dict[str, str]:
-    nb = nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4)
-    return {gid: strip_solution_markers(c.source) for gid, c in nbgrader_cells(nb).items()
-            if c.metadata["nbgrader"].get("solution")}
+def solution_answers(name: str = LESSON) -> dict[str, str]:
+    return lesson(name).answers()
 
 
 def submit(root: Path, student: str, nb, lesson: str = LESSON, name: str | None = None) -> Path:

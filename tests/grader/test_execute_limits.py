@@ -5,7 +5,6 @@ from __future__ import annotations
 import nbformat
 from traitlets.config import Config
 
-from course import REPO  # noqa: F401  (puts grader/ on sys.path)
 from heads_autograde import HeadsExecute
 
 

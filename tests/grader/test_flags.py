@@ -7,30 +7,24 @@ kind of forgery the flags name is flagged, in an answer cell or in an inserted c
 from __future__ import annotations
 
 import copy
-import importlib.util
-import textwrap
+import importlib
 
 import nbformat
 import pytest
 
-from course import REPO, fill, solution_answers
+from course import fill, solution_answers
+from lessons import LESSONS as LESSONS_DIR, all_lessons, lesson
 from heads_flags import code_flags, result_flags
 
-LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir()
-                 if (REPO / "lessons" / p.name / f"{p.name}.ipynb").exists())
+LESSONS = [x.name for x in all_lessons()]
 
 
-def release(lesson: str):
-    return nbformat.read(REPO / "lessons" / lesson / f"{lesson}.ipynb", as_version=4)
+def release(name: str):
+    return lesson(name).read(LESSONS_DIR)
 
 
-def harness_cases(lesson: str) -> list:
-    path = REPO / "tests" / "grading" / f"test_grade_{lesson}.py"
-    if not path.exists():
-        return []
-    spec = importlib.util.spec_from_file_location(f"_flags_cases_{lesson}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # builds the case lists; grades nothing
+def harness_cases(name: str) -> list:
+    module = importlib.import_module(f"test_grade_{name}")   # builds the case lists; grades nothing
     return [*module.WRONG, *module.ALTERNATIVES]
 
 
@@ -40,7 +34,7 @@ def test_honest_code_is_never_flagged(lesson):
     sol = solution_answers(lesson)
     submissions = {"untouched": rel, "solution": fill(rel, sol)}
     for case in harness_cases(lesson):
-        submissions[case.name] = fill(rel, {**sol, case.exercise: textwrap.dedent(case.code)})
+        submissions[case.name] = fill(rel, {**sol, case.exercise: case.answer(sol)})
     assert len(submissions) > 4
     flagged = {name: code_flags(nb, rel) for name, nb in submissions.items()}
     assert not {name: f for name, f in flagged.items() if f}, flagged

@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 
 from course import REPO, make_course
+from lessons import all_lessons
 from lab_server import chromium, jupyter_lab, require_chromium
 
-LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
+LESSONS = [x.name for x in all_lessons()]
 
 require_chromium(module_level=True)
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 import csv
 import functools
 import html
-import importlib.util
+import importlib
 import json
 import os
 import re
-import textwrap
 from collections import Counter
 
 import pytest
@@ -150,10 +149,7 @@ SOL = solution_answers()
 @functools.lru_cache(maxsize=None)
 def wrong_cases() -> dict:
     """{name: Wrong} of the grading harness for LESSON (the module builds its case lists, grades nothing)."""
-    path = REPO / "tests" / "grading" / f"test_grade_{LESSON}.py"
-    spec = importlib.util.spec_from_file_location(f"_report_cases_{LESSON}", path)
-    cases = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cases)
+    cases = importlib.import_module(f"test_grade_{LESSON}")
     return {w.name: w for w in cases.WRONG}
 
 
@@ -164,7 +160,7 @@ def generated_class() -> dict[str, dict | None]:
     wrong = wrong_cases()
 
     def answers(*names: str, **code: str) -> dict:
-        return {**SOL, **{wrong[n].exercise: textwrap.dedent(wrong[n].code) for n in names}, **code}
+        return {**SOL, **{wrong[n].exercise: wrong[n].answer(SOL) for n in names}, **code}
 
     return {
         **{f"le-{i}": answers("padding_mask-less-or-equal") for i in (1, 2, 3)},
@@ -175,8 +171,8 @@ def generated_class() -> dict[str, dict | None]:
         "loop": answers(padding_mask=SOL["padding_mask"].replace(
             "    positions =", "    while True:\n        pass\n    positions =")),
         # the most frequent mistake again, but the submission is flagged: counted apart
-        "flagged": answers("padding_mask-less-or-equal", padding_mask="import subprocess\n" + textwrap.dedent(
-            wrong["padding_mask-less-or-equal"].code)),
+        "flagged": answers("padding_mask-less-or-equal", padding_mask="import subprocess\n" +
+                           wrong["padding_mask-less-or-equal"].answer(SOL)),
     }
 
 
@@ -185,7 +181,7 @@ def expected_mistake(name: str) -> str:
     import replay
 
     case = wrong_cases()[name]
-    namespace = replay.namespace_with(LESSON, {case.exercise: case.code})
+    namespace = replay.namespace_with(LESSON, {case.exercise: case.answer(SOL)})
     found = replay.judge_answers(LESSON, f"test_{case.exercise}", namespace)
     assert not found.passed and found.mistake, found
     return found.mistake

@@ -20,7 +20,6 @@ import pytest
 
 from course import LESSON, REPO, fill, make_course, release_nb, scores, solution_answers, submit
 
-sys.path.insert(0, str(REPO / "grader"))
 from heads_sandbox import bwrap_works  # noqa: E402
 
 if not bwrap_works():

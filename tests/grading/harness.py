@@ -1,26 +1,23 @@
 """The grading harness: real nbgrader runs on simulated submissions, for any lesson.
 
 A lesson's grading tests are one file, `test_grade_<lesson>.py`, that lists wrong implementations
-students really write (each named after its mistake, with words its feedback must contain) and correct
-alternatives, then calls `grading_tests(...)`. The harness types the cases into copies of the released
-notebook, autogrades them all with nbgrader and the course's `grader/nbgrader_config.py`, generates
-feedback, and checks:
-- the solution gets full marks and the untouched lesson gets zero without crashing the run;
-- each wrong implementation loses the points of its exercise and its feedback names the mistake;
-- each correct alternative keeps full marks;
-- no feedback shows the source of a hidden test.
+students really write (each named by the key of its mistake in the checks' table) and correct
+alternatives, then calls `grading_tests(...)`. Every case is judged by the grader's own replay, in this
+process (test_replay_*, milliseconds each once the solution has been recorded): each wrong implementation
+must fail with its mistake's key, each alternative pass, the solution pass every test cell and the
+untouched lesson fail every one with "not written yet".
 
-Every submission runs the whole notebook, demos included, so cases are packed: one submission holds at
-most one case per exercise, and never cases for two exercises whose test cells name each other's
-function. Each case is then judged on its own exercise's test cell (its score and its error message in
-the autograded notebook, which must also appear on the student's feedback page), and every exercise of
-the pack without a case must keep full marks, which proves the cases did not interfere.
+End to end, nbgrader with the course's `grader/nbgrader_config.py` grades two students: the solution,
+which gets full marks, and a "mixed" student whose answers alternate between a wrong implementation and a
+correct alternative, exercise by exercise (never two whose test cells name each other's function). Each
+wrong case loses its exercise's points with the message the replay gives, on the autograded notebook and
+the feedback page; each alternative keeps its points; no feedback shows a hidden test. (The untouched
+release is graded by nbgrader in tests/grader/test_report.py.)
 """
 from __future__ import annotations
 
 import ast
 import html
-import json
 import re
 import shutil
 import subprocess
@@ -33,23 +30,48 @@ import nbformat
 import pytest
 
 import replay
+from heads_feedback import hidden_test_lines   # one scanner for the grader and its tests
+from headlab import grading
+from lessons import LESSONS, fill, graded_cells, lesson as lesson_named, write_course
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "grader"))
-from heads_feedback import hidden_test_lines  # noqa: E402  (one scanner for the grader and its tests)
-
-REPO = Path(__file__).resolve().parents[2]
-SOLUTIONS = REPO / "solutions"
 NBGRADER = [sys.executable, "-m", "nbgrader"]
 
 
 @dataclass(frozen=True)
 class Wrong:
-    """A wrong implementation of one exercise, named after the mistake."""
+    """A wrong implementation of one exercise, named after the mistake.
+
+    `mistake` is the key of the mistake in the exercise's table (headlab/checks) that the check must
+    name; `says` (older lessons) is words the message must contain instead. `code` is the whole
+    answer cell, or an edit of the solution's: `Wrong.edit(...)`."""
 
     name: str
     exercise: str  # grade_id of the answer cell it replaces
-    code: str
-    says: str  # words the feedback must contain: the message that names the mistake
+    code: str = ""
+    says: str = ""
+    mistake: str = ""
+    replace: tuple[str, str] | None = None  # (old, new): the solution's answer with one edit
+
+    @classmethod
+    def edit(cls, name: str, exercise: str, old: str, new: str, mistake: str) -> "Wrong":
+        return cls(name, exercise, mistake=mistake, replace=(old, new))
+
+    def answer(self, solution: dict[str, str]) -> str:
+        if self.replace is None:
+            return textwrap.dedent(self.code)
+        old, new = self.replace
+        source = solution[self.exercise]
+        assert source.count(old) == 1, f"{self.name}: {old!r} must occur once in the solution of {self.exercise}"
+        return source.replace(old, new)
+
+    def named_in(self, verdict) -> str:
+        """Why `verdict` does not name this mistake, or "" if it does."""
+        if self.mistake:
+            return "" if verdict.key == self.mistake else (
+                f"test_{self.exercise} should name mistake {self.mistake!r} for {self.name}; it named "
+                f"{verdict.key or 'none'}:\n{verdict.text()}")
+        return "" if self.says.lower() in verdict.text().lower() else (
+            f"test_{self.exercise} does not say {self.says!r} for {self.name}; it says:\n{verdict.text()}")
 
 
 @dataclass(frozen=True)
@@ -60,46 +82,18 @@ class Alternative:
     exercise: str
     code: str
 
-
-# --- notebooks -----------------------------------------------------------------------------------
-def notebook_path(lesson: str, root: Path = SOLUTIONS) -> Path:
-    paths = sorted((root / lesson).glob("*.ipynb"))
-    assert len(paths) == 1, f"{root / lesson} must hold exactly one notebook, found {paths}"
-    return paths[0]
+    def answer(self, solution: dict[str, str]) -> str:
+        return textwrap.dedent(self.code)
 
 
-def nbgrader_cells(nb) -> dict[str, dict]:
-    return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
-
-
+# --- notebooks ---------------------------------------------------------------------------------
 def exercises(nb) -> list[str]:
-    return [gid for gid, c in nbgrader_cells(nb).items() if c.metadata["nbgrader"].get("solution")]
-
-
-def strip_solution_markers(source: str) -> str:
-    return "\n".join(line for line in source.splitlines()
-                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-
-
-def stub_answers(lesson: str) -> dict[str, str]:
-    """exercise → its answer cell as released to students (`raise NotImplementedError()` inside)."""
-    released = nbformat.read(notebook_path(lesson, REPO / "lessons"), as_version=4)
-    return {gid: c.source for gid, c in nbgrader_cells(released).items()
-            if c.metadata["nbgrader"].get("solution")}
-
-
-def fill(release_nb, answers: dict[str, str]):
-    """A student's copy of the released notebook with `answers` typed into the answer cells."""
-    nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
-    cells = nbgrader_cells(nb)
-    for grade_id, code in answers.items():
-        cells[grade_id].source = code
-    return nb
+    return [gid for gid, c in graded_cells(nb).items() if c.metadata["nbgrader"].get("solution")]
 
 
 def depends(nb) -> dict[str, set[str]]:
     """exercise → the other exercises whose function its test cell names (and so may call)."""
-    cells = nbgrader_cells(nb)
+    cells = graded_cells(nb)
     names = exercises(nb)
     out = {}
     for x in names:
@@ -133,7 +127,7 @@ def cell_errors(path: Path) -> dict[str, str]:
     """grade_id → the error lines ("Name: message") a cell printed, from an autograded notebook."""
     nb = nbformat.read(path, as_version=4)
     out = {}
-    for gid, cell in nbgrader_cells(nb).items():
+    for gid, cell in graded_cells(nb).items():
         lines = [f"{o.get('ename', '')}: {o.get('evalue', '')}" for o in cell.get("outputs", [])
                  if o.get("output_type") == "error"]
         out[gid] = "\n".join(lines)
@@ -170,18 +164,6 @@ class GradedClass:
         return feedback_text(path)
 
 
-def write_course_config(root: Path) -> None:
-    """nbgrader_config.py for a temporary course: the course's own config, other folders."""
-    (root / "nbgrader_config.py").write_text(textwrap.dedent(f"""\
-        c = get_config()
-        load_subconfig({str(REPO / 'grader' / 'nbgrader_config.py')!r})
-        c.CourseDirectory.root = {str(root)!r}
-        c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}
-        c.CourseDirectory.source_directory = {str(SOLUTIONS)!r}
-        c.CourseDirectory.release_directory = {str(root / 'release')!r}
-    """))
-
-
 def run_nbgrader(root: Path, *args: str) -> str:
     proc = subprocess.run([*NBGRADER, *args], cwd=root, capture_output=True, text=True, timeout=1800)
     out = proc.stdout + proc.stderr
@@ -193,9 +175,9 @@ def run_nbgrader(root: Path, *args: str) -> str:
 def grade_class(lesson: str, submissions: dict[str, dict[str, str] | None], root: Path) -> GradedClass:
     """Release `lesson`, submit one notebook per student (answers typed in, or None for untouched),
     autograde and generate feedback for all of them with nbgrader."""
-    write_course_config(root)
+    write_course(root)
     log = run_nbgrader(root, "generate_assignment", lesson, "--force")
-    release_path = notebook_path(lesson, root / "release")
+    release_path = lesson_named(lesson).path(root / "release")
     release_nb = nbformat.read(release_path, as_version=4)
     for student, answers in submissions.items():
         target = root / "submitted" / student / lesson / release_path.name
@@ -223,131 +205,137 @@ def grade_class(lesson: str, submissions: dict[str, dict[str, str] | None], root
     return GradedClass(lesson, nb_name, root, scores, max_score, cell_scores, cell_points, log)
 
 
-# --- the tests, generated for one lesson ----------------------------------------------------------
-def grading_tests(lesson: str, wrong: list[Wrong], alternatives: list[Alternative]) -> dict:
-    """Test functions and the module fixture for `lesson`; bind them with globals().update(...)."""
-    source_nb = nbformat.read(notebook_path(lesson), as_version=4)
-    solution = {gid: strip_solution_markers(c.source) for gid, c in nbgrader_cells(source_nb).items()
-                if c.metadata["nbgrader"].get("solution")}
-    names = [w.name for w in wrong] + [a.name for a in alternatives]
-    assert len(names) == len(set(names)), f"duplicate case names in {lesson}"
+# --- the tests, written once for every lesson ------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """What a lesson's grading tests work from: its notebook and solution, and the "mixed" student whose
+    answers alternate between a wrong implementation and a correct alternative, exercise by exercise."""
 
-    deps = depends(source_nb)
-    # nbgrader grades three students end to end: the solution, the untouched release, and one whose
-    # answers are a pack of wrong implementations plus correct alternatives wherever they fit; every
-    # case is also judged by the grader's replay in-process (test_replay_*): the same checks and the
-    # same messages, in milliseconds each.
-    mixed: list = []
-    for k, exercise in enumerate(exercises(source_nb)):   # wrong and right answers by turns
-        kinds = (wrong, alternatives) if k % 2 == 0 else (alternatives, wrong)
-        for case in (c for cases in kinds for c in cases if c.exercise == exercise):
-            if fits(mixed, case, deps):
-                mixed.append(case)
-                break
-    packs = {"mixed": mixed}
-    student_of = {case.name: student for student, p in packs.items() for case in p}
-    end_to_end = [w for w in wrong if w.name in student_of]
-    end_to_end_alternatives = [a for a in alternatives if a.name in student_of]
+    source_nb: object
+    solution: dict
+    mixed: tuple
 
-    def submissions() -> dict[str, dict[str, str] | None]:
-        subs: dict[str, dict[str, str] | None] = {"solution": dict(solution), "untouched": None}
-        for student, cases in packs.items():
-            subs[student] = {**solution, **{c.exercise: textwrap.dedent(c.code) for c in cases}}
-        return subs
+    @classmethod
+    def of(cls, lesson: str, wrong: list, alternatives: list) -> "Plan":
+        source_nb = lesson_named(lesson).read()
+        deps = depends(source_nb)
+        mixed: list = []
+        for k, exercise in enumerate(exercises(source_nb)):   # wrong and right answers by turns
+            kinds = (wrong, alternatives) if k % 2 == 0 else (alternatives, wrong)
+            for case in (c for cases in kinds for c in cases if c.exercise == exercise):
+                if fits(mixed, case, deps):
+                    mixed.append(case)
+                    break
+        return cls(source_nb, lesson_named(lesson).answers(), tuple(mixed))
 
-    @pytest.fixture(scope="module")
-    def graded(tmp_path_factory) -> GradedClass:
-        return grade_class(lesson, submissions(), tmp_path_factory.mktemp(f"grade-{lesson}"))
 
-    def test_cases_cover_every_exercise():
-        for exercise in exercises(source_nb):
-            n_wrong = sum(w.exercise == exercise for w in wrong)
-            n_alt = sum(a.exercise == exercise for a in alternatives)
-            assert n_wrong >= 2, f"{lesson}: exercise {exercise} needs at least two wrong implementations"
-            assert n_alt >= 1, f"{lesson}: exercise {exercise} needs a correct alternative"
-        for case in [*wrong, *alternatives]:
-            assert case.exercise in solution, f"{case.name}: no answer cell {case.exercise} in {lesson}"
+class LessonGrading:
+    """A lesson's grading tests, written once: a lesson's file subclasses it with `lesson`, `wrong` (each
+    named by its mistake's key) and `alternatives`.
 
-    def test_solution_gets_full_marks(graded):
-        assert graded.max_score > 0
-        assert graded.scores["solution"] == graded.max_score, graded.cell_scores["solution"]
+    Every case is judged by the grader's replay in-process (test_replay_*). End to end, nbgrader grades two
+    students: the solution and the "mixed" student (Plan)."""
 
-    def test_untouched_lesson_gets_zero(graded):
-        assert graded.scores["untouched"] == 0, graded.cell_scores["untouched"]
-        assert "not written yet" in graded.feedback("untouched")
+    lesson: str = ""
+    wrong: list = []
+    alternatives: list = []
+    _plans: dict = {}
 
-    def untouched_exercises_keep_full_marks(graded, student):
-        mutated = {f"test_{c.exercise}" for c in packs[student]}
-        for cell, points in graded.cell_points.items():
-            if cell not in mutated:
-                assert graded.cell_scores[student][cell] == points, (
-                    f"{cell} lost points in {student}, which changed only {sorted(mutated)}: "
-                    "a test cell depends on another exercise; name that exercise in it")
+    @classmethod
+    def plan(cls) -> Plan:
+        if cls not in LessonGrading._plans:
+            LessonGrading._plans[cls] = Plan.of(cls.lesson, cls.wrong, cls.alternatives)
+        return LessonGrading._plans[cls]
 
-    def test_replay_solution_passes_every_test_cell():
-        book, namespace = replay.record_lesson(lesson)
-        assert set(book) == {f"test_{x}" for x in exercises(source_nb)}, "a test cell recorded no check"
-        for grade_id in book:
-            verdict = replay.judge_answers(lesson, grade_id, namespace)
-            passed, text = verdict.passed, verdict.text()
-            assert passed, f"the solution fails {grade_id} when judged outside the kernel:\n{text}"
+    def pytest_generate_tests(self, metafunc):
+        """`case` is every wrong implementation or alternative, or those the mixed student made."""
+        if "case" not in metafunc.fixturenames:
+            return
+        end_to_end = metafunc.function.__name__ in ("test_wrong_implementation_loses_points",
+                                                    "test_correct_alternative_gets_full_marks")
+        wrong = "wrong" in metafunc.function.__name__
+        cases = [c for c in (self.wrong if wrong else self.alternatives)
+                 if not end_to_end or c in self.plan().mixed]
+        metafunc.parametrize("case", cases, ids=[c.name for c in cases])
 
-    def test_test_cells_grade_only_through_checks():
+    @pytest.fixture(scope="class")
+    def graded(self, tmp_path_factory) -> GradedClass:
+        solution = self.plan().solution
+        mixed = {**solution, **{c.exercise: c.answer(solution) for c in self.plan().mixed}}
+        return grade_class(self.lesson, {"solution": dict(solution), "mixed": mixed},
+                           tmp_path_factory.mktemp(f"grade-{self.lesson}"))
+
+    def replayed(self, case) -> grading.Verdict:
+        namespace = replay.namespace_with(self.lesson, {case.exercise: case.answer(self.plan().solution)})
+        return replay.judge_answers(self.lesson, f"test_{case.exercise}", namespace)
+
+    # --- in-process: the grader's replay ----------------------------------------------------------
+    def test_cases_cover_every_exercise(self):
+        names = [c.name for c in [*self.wrong, *self.alternatives]]
+        assert len(names) == len(set(names)), f"duplicate case names in {self.lesson}"
+        for exercise in exercises(self.plan().source_nb):
+            n_wrong = sum(w.exercise == exercise for w in self.wrong)
+            n_alt = sum(a.exercise == exercise for a in self.alternatives)
+            assert n_wrong >= 2, f"{self.lesson}: exercise {exercise} needs at least two wrong implementations"
+            assert n_alt >= 1, f"{self.lesson}: exercise {exercise} needs a correct alternative"
+        for case in [*self.wrong, *self.alternatives]:
+            assert case.exercise in self.plan().solution, f"{case.name}: no answer cell {case.exercise}"
+
+    def test_test_cells_grade_only_through_checks(self):
         """Outside the kernel only `check.*` calls are replayed: a bare assert would go ungraded."""
-        for grade_id, cell in nbgrader_cells(source_nb).items():
+        for grade_id, cell in graded_cells(self.plan().source_nb).items():
             if cell.metadata["nbgrader"].get("grade"):
                 asserts = [n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Assert)]
                 assert not asserts, f"{grade_id}: move the assert on line {asserts[0].lineno} into a check"
 
-    def test_replay_untouched_lesson_fails_every_test_cell():
-        book, _ = replay.record_lesson(lesson)
-        namespace = replay.namespace_with(lesson, stub_answers(lesson))
+    def test_replay_solution_passes_every_test_cell(self):
+        book, namespace = replay.record_lesson(self.lesson)
+        assert set(book) == {f"test_{x}" for x in exercises(self.plan().source_nb)}, "a test cell recorded no check"
         for grade_id in book:
-            verdict = replay.judge_answers(lesson, grade_id, namespace)
-            passed, text = verdict.passed, verdict.text()
-            assert not passed and "not written yet" in text, f"{grade_id}: {text}"
+            verdict = replay.judge_answers(self.lesson, grade_id, namespace)
+            assert verdict.passed, f"the solution fails {grade_id} when judged outside the kernel:\n{verdict.text()}"
 
-    @pytest.mark.parametrize("case", wrong, ids=[w.name for w in wrong])
-    def test_replay_wrong_implementation_fails(case):
-        verdict = replay.judge_answers(lesson, f"test_{case.exercise}", replay.namespace_with(lesson, {case.exercise: case.code}))
-        passed, text = verdict.passed, verdict.text()
-        assert not passed, f"{case.name} passes test_{case.exercise} when judged outside the kernel"
-        assert case.says.lower() in text.lower(), (
-            f"test_{case.exercise} does not say {case.says!r} for {case.name}; it says:\n{text}")
+    def test_replay_untouched_lesson_fails_every_test_cell(self):
+        book, _ = replay.record_lesson(self.lesson)
+        namespace = replay.namespace_with(self.lesson, lesson_named(self.lesson).answers(LESSONS))
+        for grade_id in book:
+            verdict = replay.judge_answers(self.lesson, grade_id, namespace)
+            assert not verdict.passed and "not written yet" in verdict.text(), f"{grade_id}: {verdict.text()}"
 
-    @pytest.mark.parametrize("case", alternatives, ids=[a.name for a in alternatives])
-    def test_replay_correct_alternative_passes(case):
-        verdict = replay.judge_answers(lesson, f"test_{case.exercise}", replay.namespace_with(lesson, {case.exercise: case.code}))
-        passed, text = verdict.passed, verdict.text()
-        assert passed, f"{case.name} fails test_{case.exercise}:\n{text}"
+    def test_replay_wrong_implementation_fails(self, case):
+        verdict = self.replayed(case)
+        assert not verdict.passed, f"{case.name} passes test_{case.exercise} when judged outside the kernel"
+        assert not case.named_in(verdict), case.named_in(verdict)
 
-    @pytest.mark.parametrize("case", end_to_end, ids=[w.name for w in end_to_end])
-    def test_wrong_implementation_loses_points(graded, case):
-        student = student_of[case.name]
+    def test_replay_correct_alternative_passes(self, case):
+        verdict = self.replayed(case)
+        assert verdict.passed, f"{case.name} fails test_{case.exercise}:\n{verdict.text()}"
+
+    # --- end to end: nbgrader ---------------------------------------------------------------------
+    def test_solution_gets_full_marks(self, graded):
+        assert graded.max_score > 0
+        assert graded.scores["solution"] == graded.max_score, graded.cell_scores["solution"]
+
+    def test_wrong_implementation_loses_points(self, graded, case):
         test_cell = f"test_{case.exercise}"
-        assert graded.cell_scores[student][test_cell] == 0, (
-            f"{case.name} kept {graded.cell_scores[student][test_cell]} points of {test_cell}")
-        untouched_exercises_keep_full_marks(graded, student)
-        message = graded.errors(student)[test_cell]
-        assert case.says.lower() in message.lower(), (
-            f"{test_cell} does not say {case.says!r} for {case.name}; it says:\n{message}")
+        assert graded.cell_scores["mixed"][test_cell] == 0, (
+            f"{case.name} kept {graded.cell_scores['mixed'][test_cell]} points of {test_cell}")
+        message = graded.errors("mixed")[test_cell]
+        expected = self.replayed(case)   # nbgrader shows what the in-process replay says
+        assert f"{expected.error}: {expected.message}" in message, (
+            f"{test_cell} says for {case.name}:\n{message}\nThe replay says:\n{expected.text()}")
         shown = re.sub(r"\s+", " ", message.splitlines()[0]).strip()
-        assert shown in graded.feedback(student), f"the feedback page of {student} lacks: {shown}"
+        assert shown in graded.feedback("mixed"), f"the feedback page of the mixed student lacks: {shown}"
 
-    @pytest.mark.parametrize("case", end_to_end_alternatives, ids=[a.name for a in end_to_end_alternatives])
-    def test_correct_alternative_gets_full_marks(graded, case):
-        student = student_of[case.name]
+    def test_correct_alternative_gets_full_marks(self, graded, case):
         cell = f"test_{case.exercise}"
-        assert graded.cell_scores[student][cell] == graded.cell_points[cell], graded.cell_scores[student]
+        assert graded.cell_scores["mixed"][cell] == graded.cell_points[cell], graded.cell_scores["mixed"]
 
-    def test_feedback_never_shows_hidden_tests(graded):
-        hidden = hidden_test_lines(source_nb)
-        assert hidden, f"{lesson} has no hidden tests"
+    def test_feedback_never_shows_hidden_tests(self, graded):
+        hidden = hidden_test_lines(self.plan().source_nb)
+        assert hidden, f"{self.lesson} has no hidden tests"
         for student in graded.scores:
             text = graded.feedback(student)
             assert "HIDDEN TESTS" not in text
             shown = [line for line in hidden if re.sub(r"\s+", " ", line) in text]
             assert not shown, f"feedback of {student} shows hidden test lines: {shown}"
-
-    return {name: obj for name, obj in locals().items()
-            if name == "graded" or name.startswith("test_")}

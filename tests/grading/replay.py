@@ -19,12 +19,11 @@ from pathlib import Path
 import nbformat
 
 from headlab import grading
-
-REPO = Path(__file__).resolve().parents[2]
+from lessons import lesson as lesson_named
 
 
 def notebook(lesson: str) -> Path:
-    return next((REPO / "solutions" / lesson).glob("*.ipynb"))
+    return lesson_named(lesson).path()
 
 
 @lru_cache(maxsize=None)
@@ -89,9 +88,7 @@ def namespace_with(lesson: str, answers: dict[str, str]) -> dict:
 
 @lru_cache(maxsize=None)
 def answer_cells(lesson: str) -> dict[str, str]:
-    nb = nbformat.read(notebook(lesson), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+    return lesson_named(lesson).answers()
 
 
 def judge_answers(lesson: str, grade_id: str, namespace: dict) -> grading.Verdict:

@@ -1,53 +1,33 @@
-"""Lesson 00: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 00: wrong implementations students write (each named by its key in headlab/checks/ch00.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
+MASK = "positions[None, :] < lengths[:, None]"
 WRONG = [
-    Wrong("padding_mask-less-or-equal", "padding_mask", """
-        def padding_mask(lengths, n):
-            return torch.arange(n)[None, :] <= lengths[:, None]
-        """, says="one position too many"),
-    Wrong("padding_mask-true-on-padding", "padding_mask", """
-        def padding_mask(lengths, n):
-            return torch.arange(n)[None, :] >= lengths[:, None]
-        """, says="inverted"),
-    Wrong("padding_mask-float-not-bool", "padding_mask", """
-        def padding_mask(lengths, n):
-            return (torch.arange(n)[None, :] < lengths[:, None]).float()
-        """, says="a mask is a bool tensor"),
-    Wrong("padding_mask-left-padding", "padding_mask", """
-        def padding_mask(lengths, n):
-            return torch.arange(n)[None, :] >= (n - lengths)[:, None]
-        """, says="left padding"),
-    Wrong("padding_mask-pads-to-longest", "padding_mask", """
-        def padding_mask(lengths, n):
-            return torch.arange(int(lengths.max()))[None, :] < lengths[:, None]
-        """, says="padded to the longest length"),
-    Wrong("padding_mask-rows-and-columns-swapped", "padding_mask", """
-        def padding_mask(lengths, n):
-            return torch.arange(n)[:, None] < lengths[None, :]
-        """, says="rows and columns are swapped"),
+    Wrong.edit("padding_mask-less-or-equal", "padding_mask", "<", "<=", "one-too-many"),
+    Wrong.edit("padding_mask-true-on-padding", "padding_mask", MASK, "positions[None, :] >= lengths[:, None]",
+               "inverted"),
+    Wrong.edit("padding_mask-float-not-bool", "padding_mask", MASK, f"({MASK}).float()", "wrong-dtype"),
+    Wrong.edit("padding_mask-left-padding", "padding_mask", MASK, "positions[None, :] >= (n - lengths)[:, None]",
+               "left-padding"),
+    Wrong.edit("padding_mask-pads-to-longest", "padding_mask", "torch.arange(n,", "torch.arange(int(lengths.max()),",
+               "pads-to-longest"),
+    Wrong.edit("padding_mask-rows-and-columns-swapped", "padding_mask", MASK, "positions[:, None] < lengths[None, :]",
+               "rows-and-columns-swapped"),
     Wrong("causal_mask-sees-the-future", "causal_mask", """
         def causal_mask(n):
             return torch.ones(n, n, dtype=torch.bool).triu()
-        """, says="the future"),
-    Wrong("causal_mask-without-diagonal", "causal_mask", """
-        def causal_mask(n):
-            i = torch.arange(n)
-            return i[None, :] < i[:, None]
-        """, says="leaves out the diagonal"),
+        """, mistake="sees-the-future"),
+    Wrong.edit("causal_mask-without-diagonal", "causal_mask", "j <= i", "j < i", "without-diagonal"),
     Wrong("causal_mask-additive-float", "causal_mask", """
         def causal_mask(n):
             return torch.full((n, n), float("-inf")).triu(1)
-        """, says="additive float mask"),
+        """, mistake="additive-float"),
     Wrong("causal_mask-bidirectional", "causal_mask", """
         def causal_mask(n):
             return torch.ones(n, n, dtype=torch.bool)
-        """, says="bidirectional"),
-    Wrong("causal_mask-true-where-blocked", "causal_mask", """
-        def causal_mask(n):
-            i = torch.arange(n)
-            return i[None, :] > i[:, None]
-        """, says="inverted"),
+        """, mistake="bidirectional"),
+    Wrong.edit("causal_mask-true-where-blocked", "causal_mask", "j <= i", "j > i", "inverted"),
 ]
 
 ALTERNATIVES = [
@@ -73,4 +53,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("00_representations", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "00_representations", WRONG, ALTERNATIVES

@@ -1,6 +1,9 @@
-"""Lesson 01: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 01: wrong implementations students write (each named by its key in headlab/checks/ch01.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
+LOGITS = "F.linear(t, self.embedding.weight, self.bias)"
+LOSS = "F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)"
 WRONG = [
     Wrong("mask_tokens-ids-modified-in-place", "mask_tokens", """
         def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
@@ -12,72 +15,26 @@ WRONG = [
             ids[chosen & (r < 0.8)] = mask_id
             ids[chosen & (r >= 0.8) & (r < 0.9)] = words[chosen & (r >= 0.8) & (r < 0.9)]
             return ids, labels
-        """, says='in place'),
-    Wrong("mask_tokens-specials-chosen", "mask_tokens", """
-        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
-            chosen = torch.rand(ids.shape, generator=generator) < p
-            labels = torch.where(chosen, ids, -100)
-            r = torch.rand(ids.shape, generator=generator)
-            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
-            inputs = ids.clone()
-            inputs[chosen & (r < 0.8)] = mask_id
-            keep = chosen & (r >= 0.8) & (r < 0.9)
-            inputs[keep] = words[keep]
-            return inputs, labels
-        """, says='chose a special token'),
+        """, mistake="returns-ids"),
+    Wrong.edit("mask_tokens-labels-alias-ids", "mask_tokens",
+               "labels = torch.where(chosen, ids, torch.full_like(ids, -100))",
+               "labels = ids\n    labels[~chosen] = -100", "changed-input"),
+    Wrong.edit("mask_tokens-specials-chosen", "mask_tokens", " & ~special_mask", "", "special-chosen"),
     Wrong("mask_tokens-all-chosen-become-mask", "mask_tokens", """
         def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
             chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
             labels = torch.where(chosen, ids, -100)
             inputs = ids.masked_fill(chosen, mask_id)
             return inputs, labels
-        """, says='every chosen token became [MASK]'),
-    Wrong("mask_tokens-random-draws-specials", "mask_tokens", """
-        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
-            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
-            labels = torch.where(chosen, ids, -100)
-            r = torch.rand(ids.shape, generator=generator)
-            words = torch.randint(0, vocab_size, ids.shape, generator=generator)
-            inputs = ids.clone()
-            inputs[chosen & (r < 0.8)] = mask_id
-            swap = chosen & (r >= 0.8) & (r < 0.9)
-            inputs[swap] = words[swap]
-            return inputs, labels
-        """, says='drew the special token'),
-    Wrong("mask_tokens-p-ignored", "mask_tokens", """
-        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
-            chosen = (torch.rand(ids.shape, generator=generator) < 0.15) & ~special_mask
-            labels = torch.where(chosen, ids, -100)
-            r = torch.rand(ids.shape, generator=generator)
-            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
-            inputs = ids.clone()
-            inputs[chosen & (r < 0.8)] = mask_id
-            swap = chosen & (r >= 0.8) & (r < 0.9)
-            inputs[swap] = words[swap]
-            return inputs, labels
-        """, says='ignores the argument p'),
-    Wrong("mask_tokens-labels-everywhere", "mask_tokens", """
-        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
-            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
-            r = torch.rand(ids.shape, generator=generator)
-            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
-            inputs = ids.clone()
-            inputs[chosen & (r < 0.8)] = mask_id
-            swap = chosen & (r >= 0.8) & (r < 0.9)
-            inputs[swap] = words[swap]
-            return inputs, ids.clone()
-        """, says='must be −100 wherever a position was not chosen'),
-    Wrong("mask_tokens-labels-hold-corrupted-inputs", "mask_tokens", """
-        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
-            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
-            r = torch.rand(ids.shape, generator=generator)
-            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
-            inputs = ids.clone()
-            inputs[chosen & (r < 0.8)] = mask_id
-            swap = chosen & (r >= 0.8) & (r < 0.9)
-            inputs[swap] = words[swap]
-            return inputs, torch.where(chosen, inputs, -100)
-        """, says='ORIGINAL id'),
+        """, mistake="all-become-mask"),
+    Wrong.edit("mask_tokens-random-draws-specials", "mask_tokens", "torch.randint(NUM_SPECIAL,", "torch.randint(0,",
+               "random-draws-specials"),
+    Wrong.edit("mask_tokens-p-ignored", "mask_tokens", "< p)", "< 0.15)", "p-ignored"),
+    Wrong.edit("mask_tokens-half-p", "mask_tokens", "< p)", "< p / 2)", "not-all-chosen"),
+    Wrong.edit("mask_tokens-labels-everywhere", "mask_tokens", "return inputs, labels", "return inputs, ids.clone()",
+               "labels-everywhere"),
+    Wrong.edit("mask_tokens-labels-hold-corrupted-inputs", "mask_tokens", "return inputs, labels",
+               "return inputs, torch.where(chosen, inputs, -100)", "labels-hold-inputs"),
     Wrong("mask_tokens-split-over-all-positions", "mask_tokens", """
         def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
             chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
@@ -87,7 +44,7 @@ WRONG = [
             words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
             inputs[swap] = words[swap]
             return inputs, labels
-        """, says='not among all positions'),
+        """, mistake="split-over-all-positions"),
     Wrong("mask_tokens-ignores-generator", "mask_tokens", """
         def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
             chosen = (torch.rand(ids.shape) < p) & ~special_mask
@@ -99,7 +56,10 @@ WRONG = [
             swap = chosen & (r >= 0.8) & (r < 0.9)
             inputs[swap] = words[swap]
             return inputs, labels
-        """, says='generator'),
+        """, mistake="ignores-generator"),
+    Wrong.edit("mask_tokens-none-left-unchanged", "mask_tokens", "(u < 0.9)", "(u <= 1.0)", "none-unchanged"),
+    Wrong.edit("mask_tokens-no-random-words", "mask_tokens", "words, inputs)", "ids, inputs)", "no-random-words"),
+    Wrong.edit("mask_tokens-half-masked", "mask_tokens", "(u < 0.8)", "(u < 0.5)", "wrong-split"),
     Wrong("MLMHead-cloned-projection", "MLMHead", """
         class MLMHead(nn.Module):
             def __init__(self, embedding):
@@ -113,115 +73,51 @@ WRONG = [
 
             def forward(self, h):
                 return self.decoder(self.norm(self.act(self.dense(h))))
-        """, says='copy (clone) of embedding.weight'),
-    Wrong("MLMHead-layernorm-before-gelu", "MLMHead", """
-        class MLMHead(nn.Module):
-            def __init__(self, embedding):
-                super().__init__()
-                V, d = embedding.weight.shape
-                self.transform = nn.Sequential(nn.Linear(d, d), nn.LayerNorm(d), nn.GELU())
-                self.embedding = embedding
-                self.bias = nn.Parameter(torch.zeros(V))
-
-            def forward(self, h):
-                return self.transform(h) @ self.embedding.weight.T + self.bias
-        """, says='LayerNorm comes before GELU'),
-    Wrong("MLMHead-no-output-bias", "MLMHead", """
-        class MLMHead(nn.Module):
-            def __init__(self, embedding):
-                super().__init__()
-                V, d = embedding.weight.shape
-                self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
-                self.decoder = nn.Linear(d, V, bias=False)
-                self.decoder.weight = embedding.weight
-
-            def forward(self, h):
-                return self.decoder(self.transform(h))
-        """, says='no output bias'),
-    Wrong("MLMHead-bias-never-added", "MLMHead", """
-        class MLMHead(nn.Module):
-            def __init__(self, embedding):
-                super().__init__()
-                V, d = embedding.weight.shape
-                self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
-                self.embedding = embedding
-                self.bias = nn.Parameter(torch.zeros(V))
-
-            def forward(self, h):
-                return self.transform(h) @ self.embedding.weight.T
-        """, says='never add the output bias'),
-    Wrong("MLMHead-detached-weight", "MLMHead", """
-        class MLMHead(nn.Module):
-            def __init__(self, embedding):
-                super().__init__()
-                V, d = embedding.weight.shape
-                self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
-                self.embedding = embedding
-                self.bias = nn.Parameter(torch.zeros(V))
-
-            def forward(self, h):
-                return self.transform(h) @ self.embedding.weight.detach().T + self.bias
-        """, says='no gradient reaches embedding.weight'),
-    Wrong("MLMHead-returns-probabilities", "MLMHead", """
-        class MLMHead(nn.Module):
-            def __init__(self, embedding):
-                super().__init__()
-                V, d = embedding.weight.shape
-                self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
-                self.embedding = embedding
-                self.bias = nn.Parameter(torch.zeros(V))
-
-            def forward(self, h):
-                return (self.transform(h) @ self.embedding.weight.T + self.bias).softmax(-1)
-        """, says='return raw logits'),
+        """, mistake="cloned-projection"),
+    Wrong.edit("MLMHead-layernorm-before-gelu", "MLMHead", "self.norm(self.act(self.dense(h)))",
+               "self.act(self.norm(self.dense(h)))", "layernorm-before-gelu"),
+    Wrong.edit("MLMHead-no-output-bias", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))", "self.bias = None",
+               "no-output-bias"),
+    Wrong.edit("MLMHead-bias-never-added", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight)",
+               "bias-never-added"),
+    Wrong.edit("MLMHead-detached-weight", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight.detach(), self.bias)",
+               "no-gradient"),
+    Wrong.edit("MLMHead-returns-probabilities", "MLMHead", LOGITS, f"{LOGITS}.softmax(-1)", "returns-probabilities"),
+    Wrong.edit("MLMHead-new-embedding", "MLMHead", "self.embedding = embedding", "self.embedding = nn.Embedding(V, d)",
+               "not-tied"),
+    Wrong.edit("MLMHead-relu", "MLMHead", "nn.GELU()", "nn.ReLU()", "relu-not-gelu"),
+    Wrong.edit("MLMHead-tanh-gelu", "MLMHead", "nn.GELU()", 'nn.GELU(approximate="tanh")', "tanh-gelu"),
+    Wrong.edit("MLMHead-no-gelu", "MLMHead", "self.act(self.dense(h))", "self.dense(h)", "no-gelu"),
+    Wrong.edit("MLMHead-log-probabilities", "MLMHead", LOGITS, f"{LOGITS}.log_softmax(-1)",
+               "returns-log-probabilities"),
+    Wrong.edit("MLMHead-no-layernorm", "MLMHead", "self.norm(self.act(self.dense(h)))", "self.act(self.dense(h))",
+               "no-layernorm"),
     Wrong("mlm_loss-over-every-position", "mlm_loss", """
         def mlm_loss(logits, labels):
             losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
             return losses.mean()
-        """, says='averaged over every position'),
-    Wrong("mlm_loss-softmax-first", "mlm_loss", """
+        """, mistake="mean-over-every-position"),
+    Wrong.edit("mlm_loss-softmax-first", "mlm_loss", "logits.reshape(", "logits.softmax(-1).reshape(", "softmax-first"),
+    Wrong.edit("mlm_loss-summed", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")', "summed"),
+    Wrong.edit("mlm_loss-returns-float", "mlm_loss", LOSS, f"{LOSS}.item()", "not-a-tensor"),
+    Wrong.edit("mlm_loss-detached", "mlm_loss", LOSS, f"{LOSS}.detach()", "no-gradient"),
+    Wrong("mlm_loss-nll-on-logits", "mlm_loss", """
         def mlm_loss(logits, labels):
-            probs = logits.softmax(-1)
-            return F.cross_entropy(probs.reshape(-1, probs.shape[-1]), labels.reshape(-1))
-        """, says='softmax before cross-entropy'),
-    Wrong("mlm_loss-summed", "mlm_loss", """
-        def mlm_loss(logits, labels):
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum")
-        """, says='you summed the losses'),
-    Wrong("mlm_loss-returns-float", "mlm_loss", """
-        def mlm_loss(logits, labels):
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)).item()
-        """, says='do not call .item()'),
+            keep = labels != -100
+            return F.nll_loss(logits[keep], labels[keep])
+        """, mistake="nll-on-logits"),
     Wrong("mlm_loss-classes-not-flattened", "mlm_loss", """
         def mlm_loss(logits, labels):
             return F.cross_entropy(logits, labels)
-        """, says='classes in dimension 1'),
-    Wrong("tying_savings-both-matrices", "tying_savings", """
-        def tying_savings(V, d):
-            return 2 * V * d
-        """, says='2·V·d'),
-    Wrong("tying_savings-bias-counted", "tying_savings", """
-        def tying_savings(V, d):
-            return V * d + V
-        """, says='the output bias is not shared'),
-    Wrong("tying_savings-sizes-added", "tying_savings", """
-        def tying_savings(V, d):
-            return V + d
-        """, says='you added the two sizes'),
-    Wrong("tying_savings-whole-untied-head", "tying_savings", """
-        def tying_savings(V, d):
-            return d * d + d + 2 * d + V * d + V
-        """, says='every parameter of an untied head'),
-    Wrong("tying_savings-only-the-bias", "tying_savings", """
-        def tying_savings(V, d):
-            return V
-        """, says='size of the output bias'),
-    Wrong("tying_savings-float", "tying_savings", """
-        def tying_savings(V, d):
-            return float(V * d)
-        """, says='return a Python int'),
+        """, mistake="raised-RuntimeError"),
+    Wrong.edit("tying_savings-both-matrices", "tying_savings", "int(V) * int(d)", "2 * V * d", "both-matrices"),
+    Wrong.edit("tying_savings-bias-counted", "tying_savings", "int(V) * int(d)", "V * d + V", "bias-counted"),
+    Wrong.edit("tying_savings-sizes-added", "tying_savings", "int(V) * int(d)", "V + d", "sizes-added"),
+    Wrong.edit("tying_savings-whole-untied-head", "tying_savings", "int(V) * int(d)", "d * d + d + 2 * d + V * d + V",
+               "whole-untied-head"),
+    Wrong.edit("tying_savings-only-the-bias", "tying_savings", "int(V) * int(d)", "V", "only-the-bias"),
+    Wrong.edit("tying_savings-float", "tying_savings", "int(V) * int(d)", "float(V * d)", "not-an-int"),
 ]
-
 ALTERNATIVES = [
     Alternative("mask_tokens-bernoulli-steps", "mask_tokens", """
         def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
@@ -298,4 +194,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("01_mlm_head", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "01_mlm_head", WRONG, ALTERNATIVES

@@ -1,137 +1,78 @@
-"""Lesson 02: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 02: wrong implementations students write (each named by its key in headlab/checks/ch02.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
+TANH = "torch.tanh(self.dense(c))"
+MAX = 'H.masked_fill(padding, float("-inf")).amax(dim=1)'
 WRONG = [
     # --- cls_pool ---
-    Wrong("cls_pool-last-position", "cls_pool", """
-        def cls_pool(H):
-            return H[:, -1]
-        """, says="took the last position"),
-    Wrong("cls_pool-mean-of-positions", "cls_pool", """
-        def cls_pool(H):
-            return H.mean(dim=1)
-        """, says="averaged over the positions"),
-    Wrong("cls_pool-first-sequence-not-first-position", "cls_pool", """
-        def cls_pool(H):
-            return H[0]
-        """, says="first sequence of the batch"),
-    Wrong("cls_pool-keeps-position-axis", "cls_pool", """
-        def cls_pool(H):
-            return H[:, :1]
-        """, says="kept the position axis"),
-    Wrong("cls_pool-position-one", "cls_pool", """
-        def cls_pool(H):
-            return H[:, 1]
-        """, says="took position 1"),
-    Wrong("cls_pool-feature-axis", "cls_pool", """
-        def cls_pool(H):
-            return H[:, :, 0]
-        """, says="feature axis"),
+    Wrong.edit("cls_pool-last-position", "cls_pool", "H[:, 0]", "H[:, -1]", "last-position"),
+    Wrong.edit("cls_pool-mean-of-positions", "cls_pool", "H[:, 0]", "H.mean(dim=1)", "mean-of-positions"),
+    Wrong.edit("cls_pool-first-sequence-not-first-position", "cls_pool", "H[:, 0]", "H[0]", "first-sequence"),
+    Wrong.edit("cls_pool-keeps-position-axis", "cls_pool", "H[:, 0]", "H[:, :1]", "keeps-position-axis"),
+    Wrong.edit("cls_pool-position-one", "cls_pool", "H[:, 0]", "H[:, 1]", "later-position"),
+    Wrong.edit("cls_pool-feature-axis", "cls_pool", "H[:, 0]", "H[:, :, 0]", "feature-axis"),
     # --- Pooler ---
-    Wrong("Pooler-no-tanh", "Pooler", """
-        class Pooler(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.dense = nn.Linear(d, d)
-
-            def forward(self, c):
-                return self.dense(c)
-        """, says="no tanh"),
-    Wrong("Pooler-relu-instead-of-tanh", "Pooler", """
-        class Pooler(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.dense = nn.Linear(d, d)
-
-            def forward(self, c):
-                return torch.relu(self.dense(c))
-        """, says="ReLU instead of tanh"),
-    Wrong("Pooler-sigmoid-instead-of-tanh", "Pooler", """
-        class Pooler(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.dense = nn.Linear(d, d)
-
-            def forward(self, c):
-                return torch.sigmoid(self.dense(c))
-        """, says="sigmoid instead of tanh"),
-    Wrong("Pooler-no-bias", "Pooler", """
-        class Pooler(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.dense = nn.Linear(d, d, bias=False)
-
-            def forward(self, c):
-                return torch.tanh(self.dense(c))
-        """, says="no bias"),
-    Wrong("Pooler-takes-position-0-again", "Pooler", """
-        class Pooler(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.dense = nn.Linear(d, d)
-
-            def forward(self, c):
-                return torch.tanh(self.dense(c[:, 0]))
-        """, says="already pooled"),
-    Wrong("Pooler-tanh-before-dense", "Pooler", """
-        class Pooler(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.dense = nn.Linear(d, d)
-
-            def forward(self, c):
-                return self.dense(torch.tanh(c))
-        """, says="tanh before the dense layer"),
+    Wrong.edit("Pooler-no-tanh", "Pooler", TANH, "self.dense(c)", "no-tanh"),
+    Wrong.edit("Pooler-relu-instead-of-tanh", "Pooler", TANH, "torch.relu(self.dense(c))", "relu-not-tanh"),
+    Wrong.edit("Pooler-sigmoid-instead-of-tanh", "Pooler", TANH, "torch.sigmoid(self.dense(c))", "sigmoid-not-tanh"),
+    Wrong.edit("Pooler-no-bias", "Pooler", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)", "no-bias"),
+    Wrong.edit("Pooler-takes-position-0-again", "Pooler", TANH, "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
+    Wrong.edit("Pooler-tanh-before-dense", "Pooler", TANH, "self.dense(torch.tanh(c))", "tanh-before-dense"),
     # --- mean_pool ---
     Wrong("mean_pool-over-every-position", "mean_pool", """
         def mean_pool(H, mask):
             return H.mean(dim=1)
-        """, says="averaged over every position, padding included"),
+        """, mistake="padding-included"),
     Wrong("mean_pool-divides-by-n", "mean_pool", """
         def mean_pool(H, mask):
             m = mask.float().unsqueeze(-1)
             return (H * m).sum(dim=1) / H.shape[1]
-        """, says="divided by n"),
+        """, mistake="divides-by-n"),
     Wrong("mean_pool-mask-on-feature-axis", "mean_pool", """
         def mean_pool(H, mask):
             m = mask.float()
             return (H * m[:, None, :]).sum(dim=1) / m.sum(dim=1, keepdim=True)
-        """, says="feature axis"),
+        """, mistake="mask-on-feature-axis"),
+    Wrong("mean_pool-mask-not-unsqueezed", "mean_pool", """
+        def mean_pool(H, mask):
+            m = mask.float()
+            return (H * m).sum(dim=1) / m.sum(dim=1, keepdim=True)
+        """, mistake="mask-on-feature-axis"),
+    # issue 11.6: a (B,) count divides (B, d) sums; it was once told its mask axis was wrong.
+    Wrong.edit("mean_pool-count-without-keepdim", "mean_pool", "count = weights.sum(dim=1)", "count = mask.sum(dim=1)",
+               "count-without-keepdim"),
     Wrong("mean_pool-bool-mask-only", "mean_pool", """
         def mean_pool(H, mask):
             summed = H.masked_fill(~mask[:, :, None], 0.0).sum(dim=1)
             return summed / mask.sum(dim=1, keepdim=True)
-        """, says="0/1 integer"),
+        """, mistake="bool-mask-only"),
     Wrong("mean_pool-sum-not-mean", "mean_pool", """
         def mean_pool(H, mask):
             return (H * mask[:, :, None]).sum(dim=1)
-        """, says="did not divide"),
+        """, mistake="sum-not-mean"),
     Wrong("mean_pool-zeroes-padding-in-place", "mean_pool", """
         def mean_pool(H, mask):
             H[~mask.bool()] = 0.0
             return H.sum(dim=1) / mask.sum(dim=1, keepdim=True)
-        """, says="changed the H it was given"),
+        """, mistake="changed-input"),
+    Wrong.edit("mean_pool-inverted-mask", "mean_pool", "mask.to(H.dtype)", "(1 - mask.to(H.dtype))", "inverted-mask"),
     # --- max_pool ---
     Wrong("max_pool-zero-filled-padding", "max_pool", """
         def max_pool(H, mask):
             return (H * mask[:, :, None]).amax(dim=1)
-        """, says="filled the padding with zeros"),
+        """, mistake="zero-fill"),
     Wrong("max_pool-padding-included", "max_pool", """
         def max_pool(H, mask):
             return H.amax(dim=1)
-        """, says="padding included"),
+        """, mistake="padding-included"),
     Wrong("max_pool-mask-on-feature-axis", "max_pool", """
         def max_pool(H, mask):
             return H.masked_fill(~mask.bool()[:, None, :], float("-inf")).amax(dim=1)
-        """, says="feature axis"),
-    Wrong("max_pool-returns-values-and-indices", "max_pool", """
-        def max_pool(H, mask):
-            return H.masked_fill(~mask.bool().unsqueeze(-1), float("-inf")).max(dim=1)
-        """, says="(values, indices)"),
-    Wrong("max_pool-max-over-features", "max_pool", """
-        def max_pool(H, mask):
-            return H.masked_fill(~mask.bool().unsqueeze(-1), float("-inf")).amax(dim=-1)
-        """, says="over the features"),
+        """, mistake="mask-on-feature-axis"),
+    Wrong.edit("max_pool-returns-values-and-indices", "max_pool", ".amax(dim=1)", ".max(dim=1)", "values-and-indices"),
+    Wrong.edit("max_pool-max-over-features", "max_pool", ".amax(dim=1)", ".amax(dim=-1)", "over-features"),
+    Wrong.edit("max_pool-inverted-mask", "max_pool", "~mask.bool()", "mask.bool()", "inverted-mask"),
 ]
 
 ALTERNATIVES = [
@@ -185,4 +126,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("02_pooling", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "02_pooling", WRONG, ALTERNATIVES

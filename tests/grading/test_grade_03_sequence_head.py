@@ -1,106 +1,41 @@
-"""Lesson 03: wrong implementations students write, and correct alternatives."""
-import textwrap
+"""Lesson 03: wrong implementations students write (each named by its key in headlab/checks/ch03.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
-from harness import Alternative, Wrong, grading_tests
-
-_INIT = """
-class SequenceClassifier(nn.Module):
-    def __init__(self, d, num_classes, dropout=0.1):
-        super().__init__()
-        self.num_classes = num_classes
-        self.p = dropout
-        self.dropout = nn.Dropout(dropout)
-        self.linear = nn.Linear(d, num_classes)
-"""
-
-
-def head(forward: str, init: str = _INIT) -> str:
-    """A SequenceClassifier with the usual __init__ and the given forward body."""
-    return init + "\n    def forward(self, pooled):\n" + "".join(
-        f"        {line}\n" for line in textwrap.dedent(forward).strip().splitlines())
-
+HEAD, LOGITS = "SequenceClassifier", "logits = self.linear(self.dropout(pooled))"
+RETURN = "\n        return logits"   # the last line of forward (the K = 1 branch is indented further)
 
 WRONG = [
-    Wrong("SequenceClassifier-softmax-inside-head", "SequenceClassifier", head("""
-        z = self.linear(self.dropout(pooled))
-        return z.squeeze(-1) if self.num_classes == 1 else z.softmax(dim=-1)
-        """), says="returned probabilities"),
-    Wrong("SequenceClassifier-dropout-on-at-eval", "SequenceClassifier", head("""
-        z = self.linear(F.dropout(pooled, self.p, training=True))
-        return z.squeeze(-1) if self.num_classes == 1 else z
-        """), says="dropout is still on in eval mode"),
-    Wrong("SequenceClassifier-regression-B-by-1", "SequenceClassifier", head("""
-        return self.linear(self.dropout(pooled))
-        """), says="returned shape (B, 1)"),
-    Wrong("SequenceClassifier-no-dropout-in-training", "SequenceClassifier", head("""
-        z = self.linear(pooled)
-        return z.squeeze(-1) if self.num_classes == 1 else z
-        """), says="no dropout at all in training mode"),
-    Wrong("SequenceClassifier-dropout-after-linear", "SequenceClassifier", head("""
-        z = self.dropout(self.linear(pooled))
-        return z.squeeze(-1) if self.num_classes == 1 else z
-        """), says="dropout AFTER the linear layer"),
-    Wrong("SequenceClassifier-linear-without-bias", "SequenceClassifier", head("""
-        z = self.linear(self.dropout(pooled))
-        return z.squeeze(-1) if self.num_classes == 1 else z
-        """, init=_INIT.replace("nn.Linear(d, num_classes)", "nn.Linear(d, num_classes, bias=False)")),
-        says="has no bias"),
-    Wrong("SequenceClassifier-fixed-dropout-rate", "SequenceClassifier", head("""
-        z = self.linear(self.dropout(pooled))
-        return z.squeeze(-1) if self.num_classes == 1 else z
-        """, init=_INIT.replace("nn.Dropout(dropout)", "nn.Dropout(0.1)")), says="Use the dropout argument"),
-    Wrong("SequenceClassifier-log-softmax-output", "SequenceClassifier", head("""
-        z = self.linear(self.dropout(pooled))
-        return z.squeeze(-1) if self.num_classes == 1 else F.log_softmax(z, dim=-1)
-        """), says="log-probabilities"),
-    Wrong("head_param_count-forgets-the-bias", "head_param_count", """
-        def head_param_count(d, K):
-            return K * d
-        """, says="the bias is left out"),
-    Wrong("head_param_count-one-bias-per-feature", "head_param_count", """
-        def head_param_count(d, K):
-            return K * d + d
-        """, says="one entry per class"),
-    Wrong("head_param_count-one-row-and-column-too-many", "head_param_count", """
-        def head_param_count(d, K):
-            return (d + 1) * (K + 1)
-        """, says="one row and one column too many"),
-    Wrong("head_param_count-adds-the-sizes", "head_param_count", """
-        def head_param_count(d, K):
-            return d + K
-        """, says="added, not multiplied"),
-    Wrong("head_param_count-returns-a-float", "head_param_count", """
-        def head_param_count(d, K):
-            return float(K * (d + 1))
-        """, says="must return an int"),
-    Wrong("untrained_loss-log-base-2", "untrained_loss", """
-        def untrained_loss(K):
-            return math.log2(K)
-        """, says="log base 2"),
-    Wrong("untrained_loss-log-base-10", "untrained_loss", """
-        def untrained_loss(K):
-            return math.log10(K)
-        """, says="log base 10"),
-    Wrong("untrained_loss-probability-not-loss", "untrained_loss", """
-        def untrained_loss(K):
-            return 1 / K
-        """, says="probability"),
-    Wrong("untrained_loss-wrong-sign", "untrained_loss", """
-        def untrained_loss(K):
-            return math.log(1 / K)
-        """, says="the sign is wrong"),
-    Wrong("untrained_loss-ln-2-for-every-K", "untrained_loss", """
-        def untrained_loss(K):
-            return math.log(2)
-        """, says="ln 2 for every K"),
-    Wrong("untrained_loss-error-rate-not-loss", "untrained_loss", """
-        def untrained_loss(K):
-            return 1 - 1 / K
-        """, says="error rate of a uniform guess"),
-    Wrong("untrained_loss-returns-a-tensor", "untrained_loss", """
-        def untrained_loss(K):
-            return torch.log(torch.tensor(float(K)))
-        """, says="returned a tensor"),
+    Wrong.edit("SequenceClassifier-softmax-inside-head", HEAD, RETURN, RETURN + ".softmax(dim=-1)",
+               "softmax-inside-head"),
+    Wrong.edit("SequenceClassifier-dropout-on-at-eval", HEAD, "self.dropout(pooled)",
+               "F.dropout(pooled, self.dropout.p, training=True)", "dropout-on-at-eval"),
+    Wrong.edit("SequenceClassifier-regression-B-by-1", HEAD, "return logits.squeeze(-1)", "return logits",
+               "regression-b-by-1"),
+    Wrong.edit("SequenceClassifier-no-dropout-in-training", HEAD, LOGITS, "logits = self.linear(pooled)",
+               "no-dropout-in-training"),
+    Wrong.edit("SequenceClassifier-dropout-after-linear", HEAD, LOGITS, "logits = self.dropout(self.linear(pooled))",
+               "dropout-after-linear"),
+    Wrong.edit("SequenceClassifier-linear-without-bias", HEAD, "nn.Linear(d, num_classes)",
+               "nn.Linear(d, num_classes, bias=False)", "linear-without-bias"),
+    Wrong.edit("SequenceClassifier-fixed-dropout-rate", HEAD, "nn.Dropout(dropout)", "nn.Dropout(0.1)",
+               "fixed-dropout-rate"),
+    Wrong.edit("SequenceClassifier-log-softmax-output", HEAD, RETURN,
+               RETURN.replace("logits", "F.log_softmax(logits, dim=-1)"), "log-softmax-output"),
+    *[Wrong.edit(f"head_param_count-{name}", "head_param_count", "K * d + K", body, key)
+      for name, body, key in [("forgets-the-bias", "K * d", "forgets-the-bias"),
+                              ("one-bias-per-feature", "K * d + d", "one-bias-per-feature"),
+                              ("one-row-and-column-too-many", "(d + 1) * (K + 1)", "one-row-and-column-too-many"),
+                              ("adds-the-sizes", "d + K", "adds-the-sizes"),
+                              ("returns-a-float", "float(K * (d + 1))", "not-an-int")]],
+    *[Wrong.edit(f"untrained_loss-{name}", "untrained_loss", "math.log(K)", body, key)
+      for name, body, key in [("log-base-2", "math.log2(K)", "log-base-2"),
+                              ("log-base-10", "math.log10(K)", "log-base-10"),
+                              ("probability-not-loss", "1 / K", "probability-not-loss"),
+                              ("wrong-sign", "math.log(1 / K)", "wrong-sign"),
+                              ("ln-2-for-every-K", "math.log(2)", "ln-2-for-every-k"),
+                              ("error-rate-not-loss", "1 - 1 / K", "error-rate-not-loss"),
+                              ("returns-a-tensor", "torch.log(torch.tensor(float(K)))", "returned-a-tensor")]],
 ]
 
 ALTERNATIVES = [
@@ -146,4 +81,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("03_sequence_head", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "03_sequence_head", WRONG, ALTERNATIVES

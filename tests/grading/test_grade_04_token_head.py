@@ -1,49 +1,21 @@
-"""Lesson 04: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 04: wrong implementations students write (each named by its key in headlab/checks/ch04.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
+HEAD = "self.classifier(self.dropout(H))"
+LOSS = "logits.reshape(-1, L), labels.reshape(-1)"
 WRONG = [
     # --- TokenClassifier ---------------------------------------------------------------------------
-    Wrong("TokenClassifier-softmax-inside-head", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(dropout)
-                self.classifier = nn.Linear(d, num_labels)
-
-            def forward(self, H):
-                return self.classifier(self.dropout(H)).softmax(dim=-1)
-        """, says="softmax inside the head"),
-    Wrong("TokenClassifier-log-softmax-inside-head", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(dropout)
-                self.classifier = nn.Linear(d, num_labels)
-
-            def forward(self, H):
-                return F.log_softmax(self.classifier(self.dropout(H)), dim=-1)
-        """, says="log-probabilities"),
-    Wrong("TokenClassifier-output-B-L-n", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(dropout)
-                self.classifier = nn.Linear(d, num_labels)
-
-            def forward(self, H):
-                # "cross_entropy wants the classes on dim 1", done in the wrong place
-                return self.classifier(self.dropout(H)).transpose(1, 2)
-        """, says="that is (B, L, n)"),
-    Wrong("TokenClassifier-linear-over-sequence-axis", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(dropout)
-                self.classifier = nn.Linear(d, num_labels)
-
-            def forward(self, H):
-                return self.classifier(self.dropout(H).transpose(1, 2))   # "classify along the sequence"
-        """, says="acts on the last axis"),
+    Wrong.edit("TokenClassifier-softmax-inside-head", "TokenClassifier", HEAD, f"{HEAD}.softmax(dim=-1)",
+               "softmax-inside-head"),
+    Wrong.edit("TokenClassifier-log-softmax-inside-head", "TokenClassifier", HEAD, f"F.log_softmax({HEAD}, dim=-1)",
+               "log-softmax-inside-head"),
+    # "cross_entropy wants the classes on dim 1", done in the wrong place
+    Wrong.edit("TokenClassifier-output-B-L-n", "TokenClassifier", HEAD, f"{HEAD}.transpose(1, 2)",
+               "labels-axis-second"),
+    # "classify along the sequence"
+    Wrong.edit("TokenClassifier-linear-over-sequence-axis", "TokenClassifier", HEAD,
+               "self.classifier(self.dropout(H).transpose(1, 2))", "linear-on-wrong-axis"),
     Wrong("TokenClassifier-dropout-on-at-eval", "TokenClassifier", """
         class TokenClassifier(nn.Module):
             def __init__(self, d, num_labels, dropout=0.1):
@@ -53,101 +25,51 @@ WRONG = [
 
             def forward(self, H):
                 return self.classifier(F.dropout(H, p=self.p, training=True))
-        """, says="dropout is left on at eval"),
-    Wrong("TokenClassifier-dropout-after-linear", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.classifier = nn.Linear(d, num_labels)
-                self.dropout = nn.Dropout(dropout)
-
-            def forward(self, H):
-                return self.dropout(self.classifier(H))
-        """, says="dropout comes after the linear layer"),
-    Wrong("TokenClassifier-dropout-argument-ignored", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(0.1)
-                self.classifier = nn.Linear(d, num_labels)
-
-            def forward(self, H):
-                return self.classifier(self.dropout(H))
-        """, says="should drop every feature"),
-    Wrong("TokenClassifier-no-bias", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(dropout)
-                self.classifier = nn.Linear(d, num_labels, bias=False)
-
-            def forward(self, H):
-                return self.classifier(self.dropout(H))
-        """, says="with its bias"),
-    Wrong("TokenClassifier-returns-label-ids", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(dropout)
-                self.classifier = nn.Linear(d, num_labels)
-
-            def forward(self, H):
-                return self.classifier(self.dropout(H)).argmax(dim=-1)
-        """, says="(B, n, num_labels)"),
-    Wrong("TokenClassifier-mixes-positions", "TokenClassifier", """
-        class TokenClassifier(nn.Module):
-            def __init__(self, d, num_labels, dropout=0.1):
-                super().__init__()
-                self.dropout = nn.Dropout(dropout)
-                self.classifier = nn.Linear(d, num_labels)
-
-            def forward(self, H):
-                H = H + H.mean(dim=1, keepdim=True)      # "give every token the sentence's context"
-                return self.classifier(self.dropout(H))
-        """, says="must not depend on the other positions"),
+        """, mistake="dropout-at-eval"),
+    Wrong.edit("TokenClassifier-dropout-after-linear", "TokenClassifier", HEAD, "self.dropout(self.classifier(H))",
+               "dropout-after-linear"),
+    Wrong.edit("TokenClassifier-dropout-argument-ignored", "TokenClassifier", "nn.Dropout(dropout)", "nn.Dropout(0.1)",
+               "dropout-argument-ignored"),
+    Wrong.edit("TokenClassifier-no-bias", "TokenClassifier", "nn.Linear(d, num_labels)",
+               "nn.Linear(d, num_labels, bias=False)", "no-bias"),
+    Wrong.edit("TokenClassifier-returns-label-ids", "TokenClassifier", HEAD, f"{HEAD}.argmax(dim=-1)",
+               "returns-label-ids"),
+    # "give every token the sentence's context"
+    Wrong.edit("TokenClassifier-mixes-positions", "TokenClassifier", HEAD,
+               "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))", "mixes-positions"),
     # --- token_loss ---------------------------------------------------------------------------------
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):
             labels = labels.clone()
             labels[labels == -100] = 0
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-        """, says="you replaced the -100 labels by a class"),
+        """, mistake="minus-100-as-class-0"),
     Wrong("token_loss-minus-100-overwritten-in-place", "token_loss", """
         def token_loss(logits, labels):
             labels[labels == -100] = 0
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-        """, says="changed the labels tensor"),
+        """, mistake="changed-input"),
     Wrong("token_loss-divides-by-all-positions", "token_loss", """
         def token_loss(logits, labels):
             mask = labels != -100
             logp = logits.log_softmax(-1)
             nll = -logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
             return (nll * mask).sum() / labels.numel()
-        """, says="you divided by all B·n"),
-    Wrong("token_loss-classes-on-the-sequence-axis", "token_loss", """
-        def token_loss(logits, labels):
-            return F.cross_entropy(logits, labels)
-        """, says="reads the classes from dim 1"),
-    Wrong("token_loss-labels-shifted-past-cls", "token_loss", """
-        def token_loss(logits, labels):
-            # "skip [CLS]": but the labels are already aligned to the token positions
-            L = logits.shape[-1]
-            return F.cross_entropy(logits[:, 1:].reshape(-1, L), labels[:, :-1].reshape(-1))
-        """, says="shifted by one position"),
+        """, mistake="divides-by-all-positions"),
+    Wrong.edit("token_loss-classes-on-the-sequence-axis", "token_loss", LOSS, "logits, labels",
+               "classes-on-sequence-axis"),
+    # "skip [CLS]": but the labels are already aligned to the token positions
+    Wrong.edit("token_loss-labels-shifted-past-cls", "token_loss", LOSS,
+               "logits[:, 1:].reshape(-1, L), labels[:, :-1].reshape(-1)", "labels-shifted-left"),
     Wrong("token_loss-mean-per-sentence", "token_loss", """
         def token_loss(logits, labels):
             losses = [F.cross_entropy(row_logits, row_labels) for row_logits, row_labels in zip(logits, labels)]
             return torch.stack(losses).mean()
-        """, says="averaged within each sentence"),
-    Wrong("token_loss-returns-python-float", "token_loss", """
-        def token_loss(logits, labels):
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)).item()
-        """, says="do not call .item()"),
-    Wrong("token_loss-softmax-before-cross-entropy", "token_loss", """
-        def token_loss(logits, labels):
-            probs = logits.softmax(dim=-1)
-            return F.cross_entropy(probs.reshape(-1, probs.shape[-1]), labels.reshape(-1))
-        """, says="applied softmax to the logits before cross_entropy"),
+        """, mistake="mean-per-sentence"),
+    Wrong.edit("token_loss-returns-python-float", "token_loss", "ignore_index=-100)", "ignore_index=-100).item()",
+               "not-a-tensor"),
+    Wrong.edit("token_loss-softmax-before-cross-entropy", "token_loss", "logits.reshape(-1, L)",
+               "logits.softmax(dim=-1).reshape(-1, L)", "softmax-before-cross-entropy"),
     Wrong("token_loss-gradient-leaks-to-unlabelled-positions", "token_loss", """
         def token_loss(logits, labels):
             # loss over every position, minus the (detached) part of the unlabelled ones: the value is
@@ -156,7 +78,7 @@ WRONG = [
             keep = target != -100
             nll = F.cross_entropy(flat, target.clamp(min=0), reduction="none")
             return (nll.sum() - nll[~keep].detach().sum()) / keep.sum()
-        """, says="unlabelled positions must get no gradient"),
+        """, mistake="gradient-reaches-unlabelled"),
     # --- bio_to_spans -------------------------------------------------------------------------------
     Wrong("bio_to_spans-drops-I-after-O", "bio_to_spans", """
         def bio_to_spans(tags):
@@ -175,18 +97,9 @@ WRONG = [
             if current:
                 spans.append(tuple(current))
             return spans
-        """, says="it starts a new one. You dropped it"),
-    Wrong("bio_to_spans-inclusive-ends", "bio_to_spans", """
-        def bio_to_spans(tags):
-            spans, kind, start = [], None, 0
-            for i, tag in enumerate(list(tags) + ["O"]):
-                if tag.startswith("I-") and tag[2:] == kind:
-                    continue
-                if kind is not None:
-                    spans.append((kind, start, i - 1))     # index of the last word
-                kind, start = (None, i) if tag == "O" else (tag[2:], i)
-            return spans
-        """, says="your ends are inclusive"),
+        """, mistake="drops-orphan-inside-tag"),
+    Wrong.edit("bio_to_spans-inclusive-ends", "bio_to_spans", "spans.append((kind, start, i))",
+               "spans.append((kind, start, i - 1))", "inclusive-ends"),   # index of the last word
     Wrong("bio_to_spans-type-change-continues-entity", "bio_to_spans", """
         def bio_to_spans(tags):
             spans, current = [], None
@@ -204,29 +117,12 @@ WRONG = [
             if current:
                 spans.append(tuple(current))
             return spans
-        """, says="the type changes"),
-    Wrong("bio_to_spans-last-entity-never-closed", "bio_to_spans", """
-        def bio_to_spans(tags):
-            spans, kind, start = [], None, 0
-            for i, tag in enumerate(tags):
-                if tag.startswith("I-") and tag[2:] == kind:
-                    continue
-                if kind is not None:
-                    spans.append((kind, start, i))
-                kind, start = (None, i) if tag == "O" else (tag[2:], i)
-            return spans
-        """, says="was never closed"),
-    Wrong("bio_to_spans-B-after-same-type-merged", "bio_to_spans", """
-        def bio_to_spans(tags):
-            spans, kind, start = [], None, 0
-            for i, tag in enumerate(list(tags) + ["O"]):
-                if tag != "O" and tag[2:] == kind:
-                    continue                       # same type as the open entity: keep going
-                if kind is not None:
-                    spans.append((kind, start, i))
-                kind, start = (None, i) if tag == "O" else (tag[2:], i)
-            return spans
-        """, says="B- always starts a new entity"),
+        """, mistake="type-change-continues-entity"),
+    Wrong.edit("bio_to_spans-last-entity-never-closed", "bio_to_spans", 'enumerate([*tags, "O"])', "enumerate(tags)",
+               "last-entity-not-closed"),
+    # same type as the open entity: keep going, even on a B-
+    Wrong.edit("bio_to_spans-B-after-same-type-merged", "bio_to_spans", 'tag.startswith("I-") and tag[2:] == kind',
+               'tag != "O" and tag[2:] == kind', "begin-continues-same-type"),
     Wrong("bio_to_spans-keeps-the-prefix", "bio_to_spans", """
         def bio_to_spans(tags):
             spans, kind, start = [], None, 0
@@ -237,7 +133,7 @@ WRONG = [
                     spans.append((kind, start, i))
                 kind, start = (None, i) if tag == "O" else (tag, i)
             return spans
-        """, says="without its B-/I- prefix"),
+        """, mistake="keeps-the-prefix"),
 ]
 
 ALTERNATIVES = [
@@ -300,4 +196,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("04_token_head", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "04_token_head", WRONG, ALTERNATIVES

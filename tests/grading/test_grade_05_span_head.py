@@ -1,5 +1,6 @@
-"""Lesson 05: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 05: wrong implementations students write (each named by its key in headlab/checks/ch05.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
 WRONG = [
     # --- SpanHead ----------------------------------------------------------------------------------
@@ -12,17 +13,9 @@ WRONG = [
             def forward(self, H):
                 logits = self.score(H).squeeze(-1)
                 return logits, logits
-        """, says="same parameters"),
-    Wrong("SpanHead-returns-probabilities", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.proj = nn.Linear(d, 2)
-
-            def forward(self, H):
-                start, end = self.proj(H).unbind(-1)
-                return start.softmax(-1), end.softmax(-1)
-        """, says="are probabilities"),
+        """, mistake="same-scorer"),
+    Wrong.edit("SpanHead-returns-probabilities", "SpanHead", "return start_logits, end_logits",
+               "return start_logits.softmax(-1), end_logits.softmax(-1)", "probabilities"),
     Wrong("SpanHead-keeps-last-axis", "SpanHead", """
         class SpanHead(nn.Module):
             def __init__(self, d):
@@ -32,16 +25,9 @@ WRONG = [
 
             def forward(self, H):
                 return self.start(H), self.end(H)
-        """, says="squeeze(-1)"),
-    Wrong("SpanHead-one-tensor-not-a-pair", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.proj = nn.Linear(d, 2)
-
-            def forward(self, H):
-                return self.proj(H)
-        """, says="return two"),
+        """, mistake="keeps-last-axis"),
+    Wrong.edit("SpanHead-one-tensor-not-a-pair", "SpanHead", "return start_logits, end_logits", "return logits",
+               "one-tensor"),
     Wrong("SpanHead-extra-hidden-layer", "SpanHead", """
         class SpanHead(nn.Module):
             def __init__(self, d):
@@ -51,7 +37,34 @@ WRONG = [
             def forward(self, H):
                 start, end = self.mlp(H).unbind(-1)
                 return start, end
-        """, says="one Linear(d, 2)"),
+        """, mistake="parameter-count"),
+    Wrong.edit("SpanHead-tanh-on-the-logits", "SpanHead", "logits = self.qa_outputs(H)",
+               "logits = torch.tanh(self.qa_outputs(H))", "not-linear"),
+    Wrong.edit("SpanHead-detached-logits", "SpanHead", "logits = self.qa_outputs(H)",
+               "logits = self.qa_outputs(H).detach()", "not-connected"),
+    Wrong("SpanHead-plain-tensors-not-parameters", "SpanHead", """
+        class SpanHead(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.w = torch.randn(d, 2) / d ** 0.5      # plain tensors: the optimiser never sees them
+                self.b = torch.zeros(2)
+
+            def forward(self, H):
+                start, end = (H @ self.w + self.b).unbind(-1)
+                return start, end
+        """, mistake="no-parameters"),
+    Wrong("SpanHead-random-start-kept-outside-the-parameters", "SpanHead", """
+        class SpanHead(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.w = nn.Parameter(torch.zeros(2, d))
+                self.b = nn.Parameter(torch.zeros(2))
+                self.init = torch.randn(2, d) / d ** 0.5   # a random start that training can never change
+
+            def forward(self, H):
+                start, end = (H @ (self.w + self.init).T + self.b).unbind(-1)
+                return start, end
+        """, mistake="fixed-tensor"),
     # --- best_span ---------------------------------------------------------------------------------
     Wrong("best_span-independent-argmax", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
@@ -59,7 +72,7 @@ WRONG = [
             i = start_logits.masked_fill(~allowed, float("-inf")).argmax(-1)
             j = end_logits.masked_fill(~allowed, float("-inf")).argmax(-1)
             return torch.stack([i, j], dim=-1)
-        """, says="two independent argmaxes"),
+        """, mistake="independent-argmax"),
     Wrong("best_span-answer-inside-the-question", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             n = start_logits.shape[1]
@@ -69,31 +82,11 @@ WRONG = [
             scores = start_logits.log_softmax(-1)[:, :, None] + end_logits.log_softmax(-1)[:, None, :]
             flat = scores.masked_fill(~band, float("-inf")).flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
-        """, says="a word of the question"),
-    Wrong("best_span-max_len-off-by-one", "best_span", """
-        def best_span(start_logits, end_logits, allowed, max_len):
-            allowed = allowed.bool()
-            n = start_logits.shape[1]
-            s = start_logits.masked_fill(~allowed, float("-inf")).log_softmax(-1)
-            e = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(-1)
-            i = torch.arange(n)[:, None]
-            j = torch.arange(n)[None, :]
-            band = (j >= i) & (j <= i + max_len)
-            flat = (s[:, :, None] + e[:, None, :]).masked_fill(~band, float("-inf")).flatten(1).argmax(-1)
-            return torch.stack([flat // n, flat % n], dim=-1)
-        """, says="off by one"),
-    Wrong("best_span-band-one-too-short", "best_span", """
-        def best_span(start_logits, end_logits, allowed, max_len):
-            allowed = allowed.bool()
-            n = start_logits.shape[1]
-            s = start_logits.masked_fill(~allowed, float("-inf")).log_softmax(-1)
-            e = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(-1)
-            i = torch.arange(n)[:, None]
-            j = torch.arange(n)[None, :]
-            band = (j >= i) & (j < i + max_len - 1)
-            flat = (s[:, :, None] + e[:, None, :]).masked_fill(~band, float("-inf")).flatten(1).argmax(-1)
-            return torch.stack([flat // n, flat % n], dim=-1)
-        """, says="check the upper bound"),
+        """, mistake="outside-the-passage"),
+    Wrong.edit("best_span-max_len-off-by-one", "best_span", "j <= i + max_len - 1", "j <= i + max_len",
+               "one-too-long"),
+    Wrong.edit("best_span-band-one-too-short", "best_span", "j <= i + max_len - 1", "j < i + max_len - 1",
+               "one-too-short"),
     Wrong("best_span-softmax-over-batch-axis", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             allowed = allowed.bool()
@@ -106,7 +99,7 @@ WRONG = [
             pairs = (p_start[:, :, None] * p_end[:, None, :]) * band
             flat = pairs.flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
-        """, says="batch axis"),
+        """, mistake="depends-on-other-rows"),
     Wrong("best_span-tilde-on-integer-mask", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             n = start_logits.shape[1]
@@ -117,33 +110,46 @@ WRONG = [
             band = (j >= i) & (j < i + max_len)
             flat = (s[:, :, None] + e[:, None, :]).masked_fill(~band, float("-inf")).flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
-        """, says="0/1 integers"),
+        """, mistake="integer-mask"),
+    Wrong.edit("best_span-integer-mask-not-converted", "best_span", "allowed = allowed.bool()", "pass",
+               "integer-mask"),
     # --- span_loss ---------------------------------------------------------------------------------
     Wrong("span_loss-start-only", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return F.cross_entropy(start_logits, start)
-        """, says="start loss alone"),
+        """, mistake="start-only"),
+    Wrong("span_loss-end-only", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            return F.cross_entropy(end_logits, end)
+        """, mistake="end-only"),
+    Wrong("span_loss-one-loss-per-example", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            ce_start = F.cross_entropy(start_logits, start, reduction="none")
+            return (ce_start + F.cross_entropy(end_logits, end, reduction="none")) / 2
+        """, mistake="one-loss-per-example"),
+    Wrong.edit("span_loss-detached", "span_loss", "F.cross_entropy(end_logits, end)) / 2",
+               "F.cross_entropy(end_logits, end)).detach() / 2", "no-gradient"),
     Wrong("span_loss-softmax-over-batch-axis", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             rows = torch.arange(start_logits.shape[0])
             ce_start = -start_logits.log_softmax(dim=0)[rows, start].mean()
             ce_end = -end_logits.log_softmax(dim=0)[rows, end].mean()
             return (ce_start + ce_end) / 2
-        """, says="batch axis"),
+        """, mistake="softmax-over-batch-axis"),
     Wrong("span_loss-not-halved", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return F.cross_entropy(start_logits, start) + F.cross_entropy(end_logits, end)
-        """, says="without halving"),
+        """, mistake="not-halved"),
     Wrong("span_loss-targets-swapped", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return (F.cross_entropy(start_logits, end) + F.cross_entropy(end_logits, start)) / 2
-        """, says="swapped the targets"),
+        """, mistake="targets-swapped"),
     Wrong("span_loss-summed-over-batch", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             total = F.cross_entropy(start_logits, start, reduction="sum")
             total = total + F.cross_entropy(end_logits, end, reduction="sum")
             return total / 2
-        """, says="summed over the"),
+        """, mistake="summed-over-batch"),
 ]
 
 ALTERNATIVES = [
@@ -166,6 +172,29 @@ ALTERNATIVES = [
 
             def forward(self, H):
                 return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
+        """),
+    Alternative("SpanHead-end-as-the-start-vector-plus-its-own", "SpanHead", """
+        class SpanHead(nn.Module):                        # end = H·w + H·c: no usual layout, still linear
+            def __init__(self, d):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(d) / d ** 0.5)
+                self.c = nn.Parameter(torch.zeros(d))
+                self.b = nn.Parameter(torch.zeros(2))
+
+            def forward(self, H):
+                return H @ self.w + self.b[0], H @ self.w + H @ self.c + self.b[1]
+        """),
+    Alternative("SpanHead-one-flat-parameter", "SpanHead", """
+        class SpanHead(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.d = d
+                self.theta = nn.Parameter(torch.randn(2 * d + 2) * 0.02)
+
+            def forward(self, H):
+                W, b = self.theta[:2 * self.d].view(2, self.d), self.theta[2 * self.d:]
+                start, end = (H @ W.T + b).unbind(-1)
+                return start, end
         """),
     Alternative("best_span-plain-logit-sum-loops", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
@@ -209,4 +238,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("05_span_head", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "05_span_head", WRONG, ALTERNATIVES

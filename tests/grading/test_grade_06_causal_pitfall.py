@@ -1,74 +1,73 @@
-"""Lesson 06: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 06: wrong implementations students write (each named by its key in headlab/checks/ch06.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
+
+POOL = "H[rows, lengths - 1]"
+LAST = "torch.where(real, positions, torch.full_like(positions, -1)).amax(dim=1)"
+LOSS = "round(math.log(5), 2)"
+
+
+def pool(name, new, mistake):
+    return Wrong.edit(f"last_token_pool-{name}", "last_token_pool", POOL, new, mistake)
+
+
+def last(name, new, mistake, old=LAST):
+    return Wrong.edit(f"last_real_index-{name}", "last_real_index", old, new, mistake)
+
+
+def kc(name, old, new, mistake):
+    return Wrong.edit(f"knowledge_check-{name}", "knowledge_check", old, new, mistake)
+
 
 WRONG = [
-    # last_token_pool
-    Wrong("last_token_pool-last-tensor-position", "last_token_pool", """
-        def last_token_pool(H, lengths):
-            return H[:, -1]
-        """, says="the last tensor position"),
-    Wrong("last_token_pool-first-token", "last_token_pool", """
-        def last_token_pool(H, lengths):
-            return H[:, 0]
-        """, says="has seen only itself"),
-    Wrong("last_token_pool-off-by-one-lengths-as-index", "last_token_pool", """
-        def last_token_pool(H, lengths):
-            return H[torch.arange(H.shape[0]), lengths]
-        """, says="off by one"),
-    Wrong("last_token_pool-every-row-every-position", "last_token_pool", """
-        def last_token_pool(H, lengths):
-            return H[:, lengths - 1]
-        """, says="Pair each row with its own position"),
-    # last_real_index
-    Wrong("last_real_index-count-minus-one-under-left-padding", "last_real_index", """
-        def last_real_index(attention_mask):
-            return attention_mask.long().sum(1) - 1
-        """, says="left-padded"),
-    Wrong("last_real_index-count-from-first-true-misses-a-hole", "last_real_index", """
-        def last_real_index(attention_mask):
-            mask = attention_mask.long()
-            return mask.argmax(1) + mask.sum(1) - 1
-        """, says="hole"),
-    Wrong("last_real_index-argmax-gives-first-true", "last_real_index", """
-        def last_real_index(attention_mask):
-            return attention_mask.long().argmax(dim=1)
-        """, says="argmax returns the FIRST position"),
-    Wrong("last_real_index-first-real-token-n-minus-length", "last_real_index", """
-        def last_real_index(attention_mask):
-            return attention_mask.shape[1] - attention_mask.long().sum(1)
-        """, says="the first real token"),
-    Wrong("last_real_index-bool-only-where", "last_real_index", """
-        def last_real_index(attention_mask):
-            positions = torch.arange(attention_mask.shape[1])
-            return torch.where(attention_mask, positions, -1).max(dim=1).values
-        """, says="0/1 mask"),
-    # knowledge check
-    Wrong("knowledge_check-positions-are-the-lengths", "knowledge_check", """
-        kc_positions = [7, 4, 9]
-        kc_head_params = 2565
-        kc_initial_loss = 1.61
-        """, says="those are the lengths themselves"),
-    Wrong("knowledge_check-head-without-bias", "knowledge_check", """
-        kc_positions = [6, 3, 8]
-        kc_head_params = 512 * 5
-        kc_initial_loss = 1.61
-        """, says="The head also has a bias"),
-    Wrong("knowledge_check-loss-of-two-classes", "knowledge_check", """
-        kc_positions = [6, 3, 8]
-        kc_head_params = 2565
-        kc_initial_loss = 0.69
-        """, says="two-class head"),
-    Wrong("knowledge_check-unrounded-loss", "knowledge_check", """
-        import math
-        kc_positions = [6, 3, 8]
-        kc_head_params = 2565
-        kc_initial_loss = math.log(5)
-        """, says="is not rounded"),
-    Wrong("knowledge_check-positions-as-a-tensor", "knowledge_check", """
-        kc_positions = torch.tensor([7, 4, 9]) - 1
-        kc_head_params = 2565
-        kc_initial_loss = 1.61
-        """, says="kc_positions is a torch tensor"),
+    pool("last-tensor-position", "H[:, -1]", "last-tensor-position"),
+    pool("first-token", "H[:, 0]", "first-token"),
+    pool("off-by-one-lengths-as-index", "H[rows, lengths]", "one-too-many"),
+    pool("every-row-every-position", "H[:, lengths - 1]", "every-row-every-position"),
+    pool("mean-over-all-positions", "H.mean(dim=1)", "mean-pooling"),
+    pool("mean-over-real-tokens", "torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths.tolist())])",
+         "mean-pooling"),
+    pool("another-rows-token", "H[rows.flip(0), lengths - 1]", "wrong-values"),
+    last("count-minus-one-under-left-padding", "real.long().sum(1) - 1", "count-assumes-right-padding"),
+    last("count-from-first-true-misses-a-hole", "real.long().argmax(1) + real.long().sum(1) - 1",
+         "counted-across-a-hole"),
+    last("argmax-gives-first-true", "real.long().argmax(dim=1)", "first-true"),
+    last("first-real-token-n-minus-length", "real.shape[1] - real.long().sum(1)", "n-minus-length"),
+    # issue 11.6: this one was told it computed n − ℓ
+    last("flipped-but-not-mapped-back", "real.flip(1).long().argmax(dim=1)", "flipped-not-mapped-back"),
+    last("stops-before-the-first-false", "(~real).long().argmax(dim=1) - 1", "stopped-at-first-false"),
+    last("count-as-index", "real.long().sum(1)", "count-as-index"),
+    last("flip-mapped-back-with-n", "real.shape[1] - real.flip(1).long().argmax(dim=1)", "flip-off-by-one"),
+    last("last-tensor-position", "torch.full((real.shape[0],), real.shape[1] - 1)", "last-tensor-position"),
+    last("int32-indices", f"({LAST}).int()", "wrong-dtype"),
+    last("bool-only-where", "real = attention_mask", "raised-RuntimeError", old="real = attention_mask.bool()"),
+    kc("positions-are-the-lengths", "[6, 3, 8]", "[7, 4, 9]", "positions-are-lengths"),
+    kc("positions-at-the-last-tensor-position", "[6, 3, 8]", "[9, 9, 9]", "last-tensor-position"),
+    kc("positions-of-the-first-tokens", "[6, 3, 8]", "[0, 0, 0]", "first-token"),
+    kc("positions-where-left-padding-starts", "[6, 3, 8]", "[3, 6, 1]", "left-padding-start"),
+    kc("head-without-bias", "512 * 5 + 5", "512 * 5", "weights-only"),
+    kc("bias-per-input", "512 * 5 + 5", "512 * 5 + 512", "bias-per-input"),
+    kc("head-of-d-plus-k", "512 * 5 + 5", "512 + 5", "d-plus-k"),
+    kc("head-of-d-by-d", "512 * 5 + 5", "512 * 512 + 512", "d-by-d-layer"),
+    kc("loss-of-two-classes", LOSS, "0.69", "two-class-loss"),
+    kc("loss-in-log-base-10", LOSS, "round(math.log10(5), 2)", "log-base-10"),
+    kc("loss-in-bits", LOSS, "round(math.log2(5), 2)", "log-base-2"),
+    kc("loss-is-the-probability", LOSS, "1 / 5", "probability-not-loss"),
+    kc("loss-is-another-number", LOSS, "1.60", "wrong-values"),
+    # issue 11.6: the form check must refuse a tensor and an unrounded value
+    kc("unrounded-loss", LOSS, "math.log(5)", "loss-not-rounded"),
+    kc("positions-as-a-tensor", "[6, 3, 8]", "torch.tensor([7, 4, 9]) - 1", "tensor-answer"),
+    kc("loss-as-a-tensor", LOSS, "torch.tensor(5.0).log()", "tensor-answer"),
+    kc("positions-hold-tensors", "[6, 3, 8]", "list(torch.tensor([7, 4, 9]) - 1)", "tensor-answer"),
+    kc("two-positions", "[6, 3, 8]", "[6, 3]", "not-three-positions"),
+    kc("float-position", "[6, 3, 8]", "[6.0, 3, 8]", "position-not-int"),
+    kc("position-past-the-end", "[6, 3, 8]", "[6, 3, 10]", "position-outside"),
+    kc("parameter-count-as-a-tensor", "512 * 5 + 5", "torch.tensor(512 * 5 + 5)", "tensor-answer"),
+    kc("float-parameter-count", "512 * 5 + 5", "512 * 5 + 5.0", "params-not-int"),
+    kc("no-parameters", "512 * 5 + 5", "0", "params-not-positive"),
+    kc("loss-as-text", LOSS, "'1.61'", "loss-not-a-positive-number"),
+    kc("negative-loss", LOSS, "-1.61", "loss-not-a-positive-number"),
+    kc("one-answer-missing", "kc_head_params = 512 * 5 + 5", "", "not-set"),
 ]
 
 ALTERNATIVES = [
@@ -97,6 +96,12 @@ ALTERNATIVES = [
         kc_head_params = 5 * 512 + 5
         kc_initial_loss = round(-math.log(1 / 5), 2)
         """),
+    Alternative("knowledge_check-a-tuple-of-positions", "knowledge_check", """
+        kc_positions = (6, 3, 8)
+        kc_head_params = 2565
+        kc_initial_loss = 1.61
+        """),
 ]
 
-globals().update(grading_tests("06_causal_pitfall", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "06_causal_pitfall", WRONG, ALTERNATIVES

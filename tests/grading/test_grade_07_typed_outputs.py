@@ -1,53 +1,35 @@
-"""Lesson 07: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 07: wrong implementations students write (each named by its key in headlab/checks/ch07.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
 WRONG = [
     # --- predict_or_reject ------------------------------------------------------------------------
-    Wrong("predict_or_reject-strict-greater", "predict_or_reject", """
-        def predict_or_reject(probs, threshold, reject=-1):
-            top, pred = probs.max(dim=-1)
-            return torch.where(top > threshold, pred, torch.full_like(pred, reject))
-        """, says=">=, not >"),
+    Wrong.edit("predict_or_reject-strict-greater", "predict_or_reject", "top >= threshold", "top > threshold",
+               "strict-greater"),
     Wrong("predict_or_reject-never-rejects", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             return probs.argmax(dim=-1)
-        """, says="never rejected"),
+        """, mistake="never-rejects"),
     Wrong("predict_or_reject-hardcoded-minus-one", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             top, pred = probs.max(dim=-1)
             pred = pred.clone()
             pred[top < threshold] = -1
             return pred
-        """, says="instead of writing -1"),
-    Wrong("predict_or_reject-rejects-the-confident", "predict_or_reject", """
-        def predict_or_reject(probs, threshold, reject=-1):
-            top, pred = probs.max(dim=-1)
-            return torch.where(top >= threshold, torch.full_like(pred, reject), pred)
-        """, says="wrong way round"),
-    Wrong("predict_or_reject-argmax-over-batch", "predict_or_reject", """
-        def predict_or_reject(probs, threshold, reject=-1):
-            top, pred = probs.max(dim=0)
-            return torch.where(top >= threshold, pred, torch.full_like(pred, reject))
-        """, says="dim 0"),
+        """, mistake="hardcoded-minus-one"),
+    Wrong.edit("predict_or_reject-rejects-the-confident", "predict_or_reject",
+               "prediction, torch.full_like(prediction, reject)", "torch.full_like(prediction, reject), prediction",
+               "rejects-the-confident"),
+    Wrong.edit("predict_or_reject-argmax-over-batch", "predict_or_reject", "probs.max(dim=-1)", "probs.max(dim=0)",
+               "argmax-over-batch"),
     Wrong("predict_or_reject-returns-top-probability", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             top = probs.max(dim=-1).values
             return torch.where(top >= threshold, top, torch.full_like(top, reject))
-        """, says="class indices"),
+        """, mistake="returns-top-probability"),
     # --- expected_calibration_error ---------------------------------------------------------------
-    Wrong("ece-left-closed-bins-floor", "expected_calibration_error", """
-        def expected_calibration_error(probs, labels, n_bins=10):
-            conf, pred = probs.max(dim=-1)
-            correct = (pred == labels).float()
-            bins = (conf * n_bins).long().clamp(max=n_bins - 1)    # [k/n, (k+1)/n)
-            total = 0.0
-            for k in range(n_bins):
-                inside = bins == k
-                if inside.any():
-                    gap = (correct[inside].mean() - conf[inside].mean()).abs()
-                    total += inside.float().mean() * gap
-            return float(total)
-        """, says="wrong closed side"),
+    Wrong.edit("ece-left-closed-bins-floor", "expected_calibration_error",
+               "(torch.ceil(confidence * n_bins) - 1)", "torch.floor(confidence * n_bins)", "left-closed-bins"),
     Wrong("ece-left-closed-bins-loop", "expected_calibration_error", """
         def expected_calibration_error(probs, labels, n_bins=10):
             conf, pred = probs.max(dim=-1)
@@ -59,7 +41,7 @@ WRONG = [
                 if inside.sum() > 0:
                     total += inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
             return float(total)
-        """, says="wrong closed side"),
+        """, mistake="left-closed-bins"),
     Wrong("ece-unweighted-bins", "expected_calibration_error", """
         def expected_calibration_error(probs, labels, n_bins=10):
             conf, pred = probs.max(dim=-1)
@@ -71,12 +53,12 @@ WRONG = [
                 if inside.any():
                     gaps.append((correct[inside].mean() - conf[inside].mean()).abs())
             return float(torch.stack(gaps).mean())
-        """, says="not weighted"),
+        """, mistake="unweighted-bins"),
     Wrong("ece-single-global-gap", "expected_calibration_error", """
         def expected_calibration_error(probs, labels, n_bins=10):
             conf, pred = probs.max(dim=-1)
             return float(((pred == labels).float().mean() - conf.mean()).abs())
-        """, says="single global gap"),
+        """, mistake="single-global-gap"),
     Wrong("ece-ten-bins-always", "expected_calibration_error", """
         def expected_calibration_error(probs, labels, n_bins=10):
             conf, pred = probs.max(dim=-1)
@@ -88,7 +70,7 @@ WRONG = [
                 if inside.any():
                     total += inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
             return float(total)
-        """, says="n_bins argument"),
+        """, mistake="fixed-ten-bins"),
     Wrong("ece-returns-a-tensor", "expected_calibration_error", """
         def expected_calibration_error(probs, labels, n_bins=10):
             conf, pred = probs.max(dim=-1)
@@ -100,48 +82,35 @@ WRONG = [
                 if inside.any():
                     total = total + inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
             return total
-        """, says="plain Python float"),
-    Wrong("ece-nan-from-empty-bins", "expected_calibration_error", """
-        def expected_calibration_error(probs, labels, n_bins=10):
-            conf, pred = probs.max(dim=-1)
-            correct = (pred == labels).float()
-            bins = (torch.ceil(conf * n_bins) - 1).long().clamp(0, n_bins - 1)
-            total = 0.0
-            for k in range(n_bins):
-                inside = bins == k
-                total += inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
-            return float(total)
-        """, says="Empty bins add nothing"),
+        """, mistake="returned-a-tensor"),
+    Wrong.edit("ece-nan-from-empty-bins", "expected_calibration_error",
+               "        if count == 0:\n            continue\n", "", "nan-from-empty-bins"),
     # --- restrict_to_labels -----------------------------------------------------------------------
     Wrong("restrict-softmax-over-vocabulary-first", "restrict_to_labels", """
         def restrict_to_labels(next_token_logits, label_token_ids):
             return next_token_logits.softmax(dim=-1)[:, label_token_ids]
-        """, says="softmax over the whole vocabulary"),
-    Wrong("restrict-returns-logits", "restrict_to_labels", """
-        def restrict_to_labels(next_token_logits, label_token_ids):
-            return next_token_logits[:, label_token_ids]
-        """, says="not probabilities"),
+        """, mistake="softmax-before-selecting"),
+    Wrong.edit("restrict-returns-logits", "restrict_to_labels", "return chosen.softmax(dim=-1)", "return chosen",
+               "returns-logits"),
     Wrong("restrict-sorted-label-ids", "restrict_to_labels", """
         def restrict_to_labels(next_token_logits, label_token_ids):
             ids = sorted(int(i) for i in label_token_ids)
             return next_token_logits[:, ids].softmax(dim=-1)
-        """, says="wrong order"),
+        """, mistake="vocabulary-order"),
     Wrong("restrict-boolean-mask-vocab-order", "restrict_to_labels", """
         def restrict_to_labels(next_token_logits, label_token_ids):
             keep = torch.zeros(next_token_logits.shape[-1], dtype=torch.bool)
             keep[torch.as_tensor(label_token_ids)] = True
             return next_token_logits[:, keep].softmax(dim=-1)
-        """, says="wrong order"),
-    Wrong("restrict-softmax-over-batch", "restrict_to_labels", """
-        def restrict_to_labels(next_token_logits, label_token_ids):
-            return next_token_logits[:, label_token_ids].softmax(dim=0)
-        """, says="dim 0"),
+        """, mistake="vocabulary-order"),
+    Wrong.edit("restrict-softmax-over-batch", "restrict_to_labels", "softmax(dim=-1)", "softmax(dim=0)",
+               "softmax-over-batch"),
     Wrong("restrict-masked-vocabulary-distribution", "restrict_to_labels", """
         def restrict_to_labels(next_token_logits, label_token_ids):
             keep = torch.zeros(next_token_logits.shape[-1], dtype=torch.bool)
             keep[torch.as_tensor(label_token_ids)] = True
             return next_token_logits.masked_fill(~keep, float("-inf")).softmax(dim=-1)
-        """, says="whole vocabulary"),
+        """, mistake="whole-vocabulary-distribution"),
 ]
 
 ALTERNATIVES = [
@@ -196,4 +165,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("07_typed_outputs", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "07_typed_outputs", WRONG, ALTERNATIVES

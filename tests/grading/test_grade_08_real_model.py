@@ -1,47 +1,38 @@
-"""Lesson 08: wrong implementations students write, and correct alternatives."""
-from harness import Alternative, Wrong, grading_tests
+"""Lesson 08: wrong implementations students write (each named by its key in headlab/checks/ch08.py),
+and correct alternatives."""
+from harness import Alternative, LessonGrading, Wrong
 
 WRONG = [
     # sentence_embedding
-    Wrong("sentence_embedding-mean-over-padding", "sentence_embedding", """
-        def sentence_embedding(H, attention_mask):
-            mean = H.mean(dim=1)
-            return mean / mean.norm(dim=-1, keepdim=True)
-        """, says="padding positions were averaged in"),
-    Wrong("sentence_embedding-no-normalisation", "sentence_embedding", """
-        def sentence_embedding(H, attention_mask):
-            mask = attention_mask.unsqueeze(-1).float()
-            return (H * mask).sum(1) / mask.sum(1)
-        """, says="not L2-normalised"),
+    Wrong.edit("sentence_embedding-mean-over-padding", "sentence_embedding",
+               "(H * mask).sum(dim=1) / mask.sum(dim=1)", "H.mean(dim=1)", "padding-in-mean"),
+    Wrong.edit("sentence_embedding-no-normalisation", "sentence_embedding",
+               "return mean / mean.norm(dim=-1, keepdim=True)", "return mean", "not-normalised"),
     Wrong("sentence_embedding-normalise-before-mean", "sentence_embedding", """
         import torch.nn.functional as F
         def sentence_embedding(H, attention_mask):
             mask = attention_mask.unsqueeze(-1).float()
             H = F.normalize(H, dim=-1)
             return F.normalize((H * mask).sum(1) / mask.sum(1), dim=-1)
-        """, says="normalised each token vector before averaging"),
+        """, mistake="normalised-tokens-before-mean"),
     Wrong("sentence_embedding-cls-instead-of-mean", "sentence_embedding", """
         import torch.nn.functional as F
         def sentence_embedding(H, attention_mask):
             return F.normalize(H[:, 0], dim=-1)
-        """, says="[CLS]"),
-    Wrong("sentence_embedding-normalise-over-the-batch-axis", "sentence_embedding", """
-        import torch.nn.functional as F
-        def sentence_embedding(H, attention_mask):
-            mask = attention_mask.unsqueeze(-1).float()
-            return F.normalize((H * mask).sum(1) / mask.sum(1), dim=0)
-        """, says="batch axis"),
+        """, mistake="cls-instead-of-mean"),
+    Wrong.edit("sentence_embedding-normalise-over-the-batch-axis", "sentence_embedding",
+               "mean.norm(dim=-1, keepdim=True)", "mean.norm(dim=0, keepdim=True)", "normalised-over-batch"),
     Wrong("sentence_embedding-indexes-with-a-0-1-integer-mask", "sentence_embedding", """
         def sentence_embedding(H, attention_mask):
             rows = [H[b][attention_mask[b]].mean(0) for b in range(H.shape[0])]
             z = torch.stack(rows)
             return z / z.norm(dim=-1, keepdim=True)
-        """, says="0/1 integer mask"),
+        """, mistake="integer-mask-indexes"),
     # align_labels
     Wrong("align_labels-labels-every-piece", "align_labels", """
         def align_labels(word_ids, word_labels):
             return [-100 if w is None else word_labels[w] for w in word_ids]
-        """, says="labelled every piece"),
+        """, mistake="labels-every-piece"),
     Wrong("align_labels-label-on-the-last-piece", "align_labels", """
         def align_labels(word_ids, word_labels):
             labels = []
@@ -49,7 +40,7 @@ WRONG = [
                 following = word_ids[i + 1] if i + 1 < len(word_ids) else None
                 labels.append(-100 if w is None or following == w else word_labels[w])
             return labels
-        """, says="LAST piece"),
+        """, mistake="label-on-last-piece"),
     Wrong("align_labels-specials-labelled-O", "align_labels", """
         def align_labels(word_ids, word_labels):
             labels, previous = [], None
@@ -62,7 +53,7 @@ WRONG = [
                     labels.append(-100)
                 previous = w
             return labels
-        """, says="a special token or padding"),
+        """, mistake="labels-special-tokens"),
     Wrong("align_labels-if-not-word-id-skips-word-0", "align_labels", """
         def align_labels(word_ids, word_labels):
             labels, previous = [], None
@@ -73,7 +64,7 @@ WRONG = [
                     labels.append(word_labels[w])
                 previous = w
             return labels
-        """, says="`if not word_id`"),
+        """, mistake="word-0-taken-for-special"),
     Wrong("align_labels-crashes-on-special-tokens", "align_labels", """
         def align_labels(word_ids, word_labels):
             labels, previous = [], None
@@ -81,7 +72,7 @@ WRONG = [
                 labels.append(word_labels[w] if w != previous else -100)
                 previous = w
             return labels
-        """, says="is None at special tokens"),
+        """, mistake="looks-up-special-tokens"),
 ]
 
 ALTERNATIVES = [
@@ -123,4 +114,5 @@ ALTERNATIVES = [
         """),
 ]
 
-globals().update(grading_tests("08_real_model", WRONG, ALTERNATIVES))
+class TestGrading(LessonGrading):
+    lesson, wrong, alternatives = "08_real_model", WRONG, ALTERNATIVES

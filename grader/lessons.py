@@ -1,0 +1,113 @@
+"""What a lesson is, in one place, for the grader, the developer scripts and the tests.
+
+A lesson is a folder `solutions/NN_name/` holding one notebook `NN_name.ipynb` (the only place a notebook
+is written), released without its solutions and hidden tests to `lessons/NN_name/`. Its checks are
+`headlab.checks.chNN`, its wrong implementations `tests/grading/test_grade_NN_name.py`. In a notebook, an
+exercise is an answer cell (nbgrader `solution`, grade_id = the function's name) and its test cell
+(`grade`, grade_id `test_<name>`).
+
+Imported as `lessons` by grader/ (its folder is on the path of its scripts and of nbgrader's config) and by
+tests/ (pytest.ini's `pythonpath`), as `grader.lessons` by `python -m dev.<script>` from the repository.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+SOLUTIONS = REPO / "solutions"
+LESSONS = REPO / "lessons"
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+@dataclass(frozen=True)
+class Lesson:
+    name: str   # the folder and notebook name, e.g. "00_representations"
+
+    @property
+    def number(self) -> str:
+        return self.name[:2]
+
+    @property
+    def checks(self) -> str:
+        return f"headlab.checks.ch{self.number}"
+
+    def path(self, root: Path = SOLUTIONS) -> Path:
+        """The notebook in `root` (solutions/ by default, lessons/ or a course's release folder)."""
+        return Path(root) / self.name / f"{self.name}.ipynb"
+
+    def read(self, root: Path = SOLUTIONS):
+        return nbformat.read(self.path(root), as_version=4)
+
+    def exercises(self) -> list[str]:
+        return [gid for gid, c in graded_cells(self.read()).items() if c.metadata["nbgrader"].get("solution")]
+
+    def answers(self, root: Path = SOLUTIONS) -> dict[str, str]:
+        """exercise → its answer cell: the solution (markers removed), or as released from `root`."""
+        return {gid: strip_solution_markers(c.source) for gid, c in graded_cells(self.read(root)).items()
+                if c.metadata["nbgrader"].get("solution")}
+
+    def solution_namespace(self, *names: str) -> dict:
+        """The solution's answer cells (all, or those of `names`) run in a fresh namespace that has what
+        every lesson's first cells import (torch, nn, F, math): the reference code for parity tests."""
+        import math
+
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        namespace = {"torch": torch, "nn": nn, "F": F, "math": math}
+        for grade_id, source in self.answers().items():
+            if not names or grade_id in names:
+                exec(compile(source, f"{self.name}:{grade_id}", "exec"), namespace)
+        return namespace
+
+
+def all_lessons() -> list[Lesson]:
+    return [Lesson(p.name) for p in sorted(SOLUTIONS.iterdir())
+            if p.is_dir() and Lesson(p.name).path().exists()]
+
+
+def lesson(name: str) -> Lesson:
+    """A lesson by its folder name or its number ("02")."""
+    found = [x for x in all_lessons() if name in (x.name, x.number)]
+    if not found:
+        raise KeyError(f"no lesson {name!r}; there are {[x.name for x in all_lessons()]}")
+    return found[0]
+
+
+def graded_cells(nb) -> dict[str, dict]:
+    """grade_id → cell, for every cell nbgrader knows (answers, tests, locked cells)."""
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
+
+
+def strip_solution_markers(source: str) -> str:
+    return "\n".join(line for line in source.splitlines() if line.strip() not in SOLUTION_MARKERS)
+
+
+def fill(release_nb, answers: dict[str, str]):
+    """A student's copy of a released notebook with `answers` ({exercise: code}) typed into its answer cells."""
+    nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
+    cells = graded_cells(nb)
+    for grade_id, code in answers.items():
+        cells[grade_id].source = code
+    return nb
+
+
+def write_course(root: Path, extra_config: str = "") -> Path:
+    """nbgrader_config.py for a temporary course in `root`: the course's own configuration, its own
+    folders and gradebook, lessons released from solutions/; then `extra_config`."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "nbgrader_config.py").write_text(textwrap.dedent(f"""\
+        c = get_config()
+        load_subconfig({str(REPO / 'grader' / 'nbgrader_config.py')!r})
+        c.CourseDirectory.root = {str(root)!r}
+        c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}
+        c.CourseDirectory.source_directory = {str(SOLUTIONS)!r}
+        c.CourseDirectory.release_directory = {str(root / 'release')!r}
+    """) + textwrap.dedent(extra_config))
+    return root

@@ -1,0 +1,242 @@
+"""One check engine: an exercise is declared as data, and the engine runs it.
+
+An `Exercise` holds the visible cases, how to read a case into (inputs, expected), the shape and dtype
+a right answer has, and a table of `Mistake`s: what each usual wrong answer returns on the same
+inputs, with the words that name it. The engine does the rest once for every exercise: it calls the
+learner's function through `core.call` (so the grader can record and replay it), checks the type,
+shape and dtype, compares with the expected value, names a mistake only when the output equals what
+that mistake gives on that input (otherwise it shows the input, the expected value and the output),
+and refuses an answer that wrote into its inputs.
+
+    padding_mask = Exercise(
+        "padding_mask", CASES, read=lambda case: ((lengths, n), expected), ...,
+        mistakes=[Mistake("inverted", lambda lengths, n: ..., "padding_mask is inverted{where}: ...")])
+    padding_mask(fn)                 # the visible check
+    padding_mask(fn, cases=hidden)   # a hidden test brings its own cases
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ..grading import GraderError
+from .core import CheckFailed, call_raw, explain, fail, passed, require_function
+
+
+class Unclear(CheckFailed):
+    """A wrong output that two mistakes of the table explain equally well: the check says what was
+    expected, names neither, and looks at the next case for one that tells them apart."""
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A usual wrong answer: `output(*inputs)` is what it returns, `message` the words that name it.
+
+    `message` is a format string over `where` (the case, in words), `out` and `expected` (a number as it
+    is, a tensor shown short) and the exercise's `fields`, or a function `(out, *inputs) -> str`. `output`
+    may raise or return None where the mistake does not apply to a case."""
+
+    key: str
+    output: Callable[..., Any]
+    message: str | Callable[..., str]
+
+
+@dataclass
+class Exercise:
+    """One graded function: its cases, its right answer's form, and its table of mistakes."""
+
+    name: str                                  # the learner's function, and the test cell test_<name>
+    cases: Sequence = ()                       # the visible cases, as `read` understands them (none: judge only)
+    read: Callable[[Any], tuple[tuple, Any]] | None = None   # a case → (inputs, expected)
+    shape: Callable[..., tuple] = lambda *inputs: ()          # inputs → the shape of a right answer
+    dtype: torch.dtype | None = None           # required dtype; None: any floating point
+    returns: type = torch.Tensor               # or int, float (a Python number), list (of ints)
+    mistakes: Sequence[Mistake] = ()
+    where: Callable[..., str] = lambda *inputs: ""           # inputs → " for lengths=[3, 1], n=4"
+    meaning: str = ""                          # what the shape means, e.g. " (B, n)"
+    atol: float = 1e-4
+    fields: Callable[..., dict] = lambda *inputs: {}          # inputs → more names for the messages
+    # (exception, (err, *inputs) → a hint, or (hint, mistake key) when the crash itself names a mistake)
+    hints: Sequence[tuple[type, Callable[..., str | tuple[str, str] | None]]] = ()
+    explain: Callable[..., str] | None = None  # (out, expected, *inputs) → the message when no mistake fits
+    dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
+    unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
+    _unclear: bool = field(default=False, init=False, repr=False)
+
+    def __call__(self, fn: Callable, cases: Sequence | None = None) -> None:
+        require_function(fn, self.name)
+        cases = self.cases if cases is None else cases
+        unclear = None   # the first wrong case that two mistakes explain equally well
+        for case in cases:
+            inputs, expected = self.read(case)
+            before = [x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else None
+                      for x in inputs]
+            out = self._call(fn, inputs)
+            # first, as a judgement of the output would read the changed inputs
+            if any(b is not None and (x != b if isinstance(b, list) else not (x.shape == b.shape and torch.equal(x, b)))
+                   for x, b in zip(inputs, before)):
+                fail(self.unchanged.format(name=self.name), "changed-input")
+            try:
+                self.judge(out, expected, inputs)
+            except Unclear as err:   # a later case may tell which mistake it is
+                unclear = unclear or err
+        if unclear is not None:
+            raise unclear
+        passed(self.name, len(cases))
+
+    def _call(self, fn: Callable, inputs: tuple) -> Any:
+        try:
+            return call_raw(fn, self.name, *inputs)
+        except (CheckFailed, GraderError):
+            raise
+        except NotImplementedError as err:   # a stub; NotImplementedError is also a RuntimeError
+            explain(err, self.name, *inputs)
+        except Exception as err:
+            for kind, hint in self.hints:
+                said = hint(err, *inputs) if isinstance(err, kind) else None
+                if said:
+                    said, key = said if isinstance(said, tuple) else (said, f"raised-{type(err).__name__}")
+                    fail(f"{self.name} raised {type(err).__name__} ({err}){self.where(*inputs)}. {said}", key)
+            explain(err, self.name, *inputs)
+
+    # --- judging one output ------------------------------------------------------------------------
+    def judge(self, out: Any, expected: Any, inputs: tuple) -> None:
+        """Pass silently if `out` is right; otherwise fail with the message that fits it best."""
+        self._unclear = False
+        if self.returns is list:
+            return self._judge_list(out, expected, inputs)
+        if self.returns is not torch.Tensor:
+            return self._judge_number(out, expected, inputs)
+        where = self.where(*inputs)
+        want = tuple(self.shape(*inputs))
+        if not isinstance(out, torch.Tensor):
+            self._name_mistake(out, inputs, where, expected)
+            self._fail(f"{self.name} returned a {type(out).__name__}{where}; it must return a torch.Tensor"
+                 f"{self.meaning}.", "not-a-tensor")
+        if tuple(out.shape) != want:
+            self._name_mistake(out, inputs, where, expected)
+            self._fail(f"{self.name} returned shape {tuple(out.shape)}{where}; expected {want}{self.meaning}.",
+                 "wrong-shape")
+        if not self._right_dtype(out):
+            self._name_mistake(out, inputs, where, expected)
+            wanted = self.dtype if self.dtype is not None else "a floating-point dtype"
+            hint = " Your values are right; convert the result." if _same(out, expected, self.atol, kind=False) else ""
+            self._fail(self.dtype_message.format(name=self.name, got=out.dtype, where=where, wanted=wanted) + hint,
+                 "wrong-dtype")
+        if _same(out, expected, self.atol):
+            return
+        self._name_mistake(out, inputs, where, expected)
+        self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}.")
+
+    def _judge_number(self, out: Any, expected: Any, inputs: tuple) -> None:
+        """A Python int or float: its type first, then its value (and the mistakes') as a 0-d float64."""
+        kind, where = self.returns.__name__, self.where(*inputs)
+        ok = (int,) if self.returns is int else (int, float)
+        if isinstance(out, bool) or not isinstance(out, ok):
+            try:
+                right = float(out) == float(expected) or abs(float(out) - float(expected)) <= self.atol
+            except Exception:   # not a number at all
+                right = False
+            tensor = isinstance(out, torch.Tensor)
+            fail(f"{self.name} returned a {type(out).__name__}{where}; it must return a Python {kind}." +
+                 (f" Your number is right: convert it with {kind}(...)" + (" or .item()." if tensor else ".")) * right,
+                 "returned-a-tensor" if tensor else "not-an-int" if self.returns is int else "not-a-float")
+        number = lambda x: None if x is None else torch.tensor(float(x), dtype=torch.float64)  # noqa: E731
+        if abs(float(out) - float(expected)) <= self.atol:
+            return
+        table = [replace(m, output=lambda *a, f=m.output: number(f(*a))) for m in self.mistakes]
+        numbers = replace(self, mistakes=table)
+        numbers._name_mistake(number(out), inputs, where, number(expected))
+        self._unclear = numbers._unclear
+        self._wrong_values(out, expected, inputs, f"{self.name} returned {out}{where}; expected {expected}.")
+
+    def _judge_list(self, out: Any, expected: Any, inputs: tuple) -> None:
+        """A list of ints: its form first, then its values (and the mistakes') as a long tensor."""
+        where = self.where(*inputs)
+        if isinstance(out, torch.Tensor):
+            fail(f"{self.name} returned a tensor{where}; return a plain list of ints (build it with append, or "
+                 "call .tolist()).", "returned-a-tensor")
+        if not isinstance(out, (list, tuple)):
+            fail(f"{self.name} returned a {type(out).__name__}{where}; return a list of ints.", "not-a-list")
+        bad = [x for x in out if isinstance(x, bool) or not isinstance(x, int)]
+        if bad:
+            fail(f"{self.name} returned {bad[0]!r} (a {type(bad[0]).__name__}) in its list{where}; every entry "
+                 "must be a plain int.", "not-an-int")
+        as_long = lambda x: None if x is None else torch.tensor(list(x), dtype=torch.long)  # noqa: E731
+        table = [replace(m, output=lambda *a, f=m.output: as_long(f(*a))) for m in self.mistakes]
+        as_tensors = replace(self, mistakes=table, returns=torch.Tensor, dtype=torch.long)
+        as_tensors.judge(as_long(out), as_long(expected), inputs)
+
+    def _wrong_values(self, out: Any, expected: Any, inputs: tuple, default: str) -> None:
+        self._fail(self.explain(out, expected, *inputs) if self.explain is not None else default, "wrong-values")
+
+    def _fail(self, message: str, key: str) -> None:
+        """The generic failure after no mistake was named: Unclear if two of them fitted."""
+        unclear, self._unclear = self._unclear, False
+        raise (Unclear if unclear else CheckFailed)(message, key)
+
+    def _right_dtype(self, out: torch.Tensor) -> bool:
+        return out.dtype == self.dtype if self.dtype is not None else out.is_floating_point()
+
+    def _name_mistake(self, out: Any, inputs: tuple, where: str, expected: Any = None) -> None:
+        """Fail with the mistake whose output on these inputs equals `out`; if two different mistakes
+        give that output, name neither (the caller's generic message becomes `Unclear`)."""
+        found = []
+        for mistake in self.mistakes:
+            try:
+                wrong = mistake.output(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+            except Exception:  # the mistake does not apply to this case
+                continue
+            # a mistake that gives the right answer on this input is no mistake here
+            if wrong is not None and _same(out, wrong, self.atol) and not _same(wrong, expected, self.atol):
+                found.append(mistake)
+        if len({m.key for m in found}) > 1:
+            self._unclear = True
+            return
+        for mistake in found[:1]:
+                out, shown = (self.returns(out.item()), self.returns(expected.item())) if self.returns in (int, float) \
+                    else (out, show(expected))
+                if callable(mistake.message):
+                    fail(mistake.message(out, *inputs), mistake.key)
+                names = {"name": self.name, "where": where, "out": out if self.returns in (int, float) else show(out),
+                         "expected": shown, **self.fields(*inputs)}
+                fail(mistake.message.format(**names), mistake.key)
+
+
+def _kind(x: torch.Tensor) -> str:
+    return "bool" if x.dtype == torch.bool else "float" if x.is_floating_point() else "int"
+
+
+def _same(a: Any, b: Any, atol: float, kind: bool = True) -> bool:
+    """Equal shapes and values within `atol`; with `kind`, also the same kind of dtype (bool, int, float)."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) and type(a) is type(b) and a == b
+    if a.shape != b.shape or (kind and _kind(a) != _kind(b)) or a.is_complex() or b.is_complex():
+        return False
+    a, b = a.detach().double(), b.detach().double()
+    return bool(torch.allclose(a, b, atol=atol, rtol=0, equal_nan=True))
+
+
+def show(x: Any) -> str:
+    """A value short enough for a message: small tensors in full, larger ones by shape and a corner."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        if x.numel() <= 12:
+            values = x.tolist()
+            return str([round(v, 4) for v in values] if x.dim() == 1 and x.is_floating_point() else values)
+        return f"a tensor of shape {tuple(x.shape)}"
+    return repr(x)
+
+
+def inputs_as(*dtypes: torch.dtype | None) -> Callable[[Any], tuple[tuple, Any]]:
+    """A `read` for cases written as (input, ..., expected): each input becomes a tensor of its dtype
+    (None leaves it as written), and `expected` a tensor of the last dtype given."""
+    *in_types, out_type = dtypes
+
+    def read(case):
+        *args, expected = case
+        args = tuple(a if t is None else torch.as_tensor(a, dtype=t) for a, t in zip(args, in_types))
+        return args, torch.as_tensor(expected, dtype=out_type) if out_type is not None else expected
+    return read

@@ -41,14 +41,13 @@ NBGRADER = [sys.executable, "-m", "nbgrader"]
 class Wrong:
     """A wrong implementation of one exercise, named after the mistake.
 
-    `mistake` is the key of the mistake in the exercise's table (headlab/checks) that the check must
-    name; `says` (older lessons) is words the message must contain instead. `code` is the whole
-    answer cell, or an edit of the solution's: `Wrong.edit(...)`."""
+    `mistake` is the key the check must name (a key of the exercise's table in headlab/checks, or one of
+    the engine's: wrong-values, changed-input, raised-IndexError, ...). `code` is the whole answer cell,
+    or `Wrong.edit(...)` makes it an edit of the solution's."""
 
     name: str
     exercise: str  # grade_id of the answer cell it replaces
     code: str = ""
-    says: str = ""
     mistake: str = ""
     replace: tuple[str, str] | None = None  # (old, new): the solution's answer with one edit
 
@@ -66,12 +65,9 @@ class Wrong:
 
     def named_in(self, verdict) -> str:
         """Why `verdict` does not name this mistake, or "" if it does."""
-        if self.mistake:
-            return "" if verdict.key == self.mistake else (
-                f"test_{self.exercise} should name mistake {self.mistake!r} for {self.name}; it named "
-                f"{verdict.key or 'none'}:\n{verdict.text()}")
-        return "" if self.says.lower() in verdict.text().lower() else (
-            f"test_{self.exercise} does not say {self.says!r} for {self.name}; it says:\n{verdict.text()}")
+        return "" if verdict.key == self.mistake else (
+            f"test_{self.exercise} should name mistake {self.mistake!r} for {self.name}; it named "
+            f"{verdict.key or 'none'}:\n{verdict.text()}")
 
 
 @dataclass(frozen=True)
@@ -280,6 +276,7 @@ class LessonGrading:
             assert n_alt >= 1, f"{self.lesson}: exercise {exercise} needs a correct alternative"
         for case in [*self.wrong, *self.alternatives]:
             assert case.exercise in self.plan().solution, f"{case.name}: no answer cell {case.exercise}"
+        assert all(w.mistake for w in self.wrong), "every wrong implementation names the key of its mistake"
 
     def test_test_cells_grade_only_through_checks(self):
         """Outside the kernel only `check.*` calls are replayed: a bare assert would go ungraded."""
@@ -322,7 +319,7 @@ class LessonGrading:
             f"{case.name} kept {graded.cell_scores['mixed'][test_cell]} points of {test_cell}")
         message = graded.errors("mixed")[test_cell]
         expected = self.replayed(case)   # nbgrader shows what the in-process replay says
-        assert f"{expected.error}: {expected.message}" in message, (
+        assert message.startswith(f"{expected.error}: ") and expected.message in message, (
             f"{test_cell} says for {case.name}:\n{message}\nThe replay says:\n{expected.text()}")
         shown = re.sub(r"\s+", " ", message.splitlines()[0]).strip()
         assert shown in graded.feedback("mixed"), f"the feedback page of the mixed student lacks: {shown}"

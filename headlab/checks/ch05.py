@@ -87,17 +87,6 @@ BEST_SPAN = Exercise(
 )
 
 
-def _answer(exercise: Exercise, fn: Callable, inputs: tuple):
-    """The learner's output, refused if it wrote into its inputs (Exercise.__call__'s step, for a check that
-    makes more than one call per case)."""
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    before = [x.detach().clone() for x in tensors]
-    out = call(fn, exercise.name, *inputs)
-    if not all(x.shape == b.shape and torch.equal(x.detach(), b) for x, b in zip(tensors, before)):
-        fail(exercise.unchanged.format(name=exercise.name), "changed-input")
-    return out
-
-
 def best_span(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
     with `allowed` as 0/1 integers."""
@@ -106,10 +95,10 @@ def best_span(fn: Callable, cases: Sequence | None = None) -> None:
     unclear = None   # a wrong case two mistakes explain alike: a later case may tell them apart
     for case in cases:
         inputs, expected = BEST_SPAN.read(case)
-        out, B = _answer(BEST_SPAN, fn, inputs), len(expected)
+        out, B = BEST_SPAN.answer(fn, inputs), len(expected)
         rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] \
             if B > 1 and isinstance(out, torch.Tensor) and out.shape == (B, 2) else []
-        alone = [_answer(BEST_SPAN, fn, row) for row in rows]
+        alone = [BEST_SPAN.answer(fn, row) for row in rows]
         for b, got in enumerate(alone):
             if isinstance(got, torch.Tensor) and got.shape == (1, 2) and got[0].tolist() != out[b].tolist():
                 fail(f"row {b}'s answer depends on the other rows: in the batch you return {out[b].tolist()}, for "
@@ -201,7 +190,7 @@ def span_loss(fn: Callable, cases: Sequence | None = None) -> None:
     cases = SPAN_LOSS_CASES if cases is None else cases
     for case in cases:
         inputs, expected = SPAN_LOSS.read(case)
-        out = _answer(SPAN_LOSS, fn, (inputs[0].requires_grad_(), inputs[1].requires_grad_(), *inputs[2:]))
+        out = SPAN_LOSS.answer(fn, (inputs[0].requires_grad_(), inputs[1].requires_grad_(), *inputs[2:]))
         SPAN_LOSS.judge(out, expected, inputs)
         if out.requires_grad:
             out.backward()

@@ -16,7 +16,7 @@ and refuses an answer that wrote into its inputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import torch
@@ -63,7 +63,6 @@ class Exercise:
     explain: Callable[..., str] | None = None  # (out, expected, *inputs) → the message when no mistake fits
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
-    _unclear: bool = field(default=False, init=False, repr=False)
 
     def __call__(self, fn: Callable, cases: Sequence | None = None) -> None:
         require_function(fn, self.name)
@@ -71,13 +70,7 @@ class Exercise:
         unclear = None   # the first wrong case that two mistakes explain equally well
         for case in cases:
             inputs, expected = self.read(case)
-            before = [x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else None
-                      for x in inputs]
-            out = self._call(fn, inputs)
-            # first, as a judgement of the output would read the changed inputs
-            if any(b is not None and (x != b if isinstance(b, list) else not (x.shape == b.shape and torch.equal(x, b)))
-                   for x, b in zip(inputs, before)):
-                fail(self.unchanged.format(name=self.name), "changed-input")
+            out = self.answer(fn, inputs)
             try:
                 self.judge(out, expected, inputs)
             except Unclear as err:   # a later case may tell which mistake it is
@@ -85,6 +78,17 @@ class Exercise:
         if unclear is not None:
             raise unclear
         passed(self.name, len(cases))
+
+    def answer(self, fn: Callable, inputs: tuple) -> Any:
+        """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
+        the output would read the changed inputs). For a check that makes more than one call per case."""
+        before = [x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else None
+                  for x in inputs]
+        out = self._call(fn, inputs)
+        if any(b is not None and (x != b if isinstance(b, list) else not (x.shape == b.shape and torch.equal(x, b)))
+               for x, b in zip(inputs, before)):
+            fail(self.unchanged.format(name=self.name), "changed-input")
+        return out
 
     def _call(self, fn: Callable, inputs: tuple) -> Any:
         try:
@@ -104,7 +108,6 @@ class Exercise:
     # --- judging one output ------------------------------------------------------------------------
     def judge(self, out: Any, expected: Any, inputs: tuple) -> None:
         """Pass silently if `out` is right; otherwise fail with the message that fits it best."""
-        self._unclear = False
         if self.returns is list:
             return self._judge_list(out, expected, inputs)
         if self.returns is not torch.Tensor:
@@ -112,23 +115,21 @@ class Exercise:
         where = self.where(*inputs)
         want = tuple(self.shape(*inputs))
         if not isinstance(out, torch.Tensor):
-            self._name_mistake(out, inputs, where, expected)
-            self._fail(f"{self.name} returned a {type(out).__name__}{where}; it must return a torch.Tensor"
-                 f"{self.meaning}.", "not-a-tensor")
+            _fail(f"{self.name} returned a {type(out).__name__}{where}; it must return a torch.Tensor{self.meaning}.",
+                  "not-a-tensor", self._name_mistake(out, inputs, where, expected))
         if tuple(out.shape) != want:
-            self._name_mistake(out, inputs, where, expected)
-            self._fail(f"{self.name} returned shape {tuple(out.shape)}{where}; expected {want}{self.meaning}.",
-                 "wrong-shape")
+            _fail(f"{self.name} returned shape {tuple(out.shape)}{where}; expected {want}{self.meaning}.",
+                  "wrong-shape", self._name_mistake(out, inputs, where, expected))
         if not self._right_dtype(out):
-            self._name_mistake(out, inputs, where, expected)
+            unclear = self._name_mistake(out, inputs, where, expected)
             wanted = self.dtype if self.dtype is not None else "a floating-point dtype"
             hint = " Your values are right; convert the result." if _same(out, expected, self.atol, kind=False) else ""
-            self._fail(self.dtype_message.format(name=self.name, got=out.dtype, where=where, wanted=wanted) + hint,
-                 "wrong-dtype")
+            _fail(self.dtype_message.format(name=self.name, got=out.dtype, where=where, wanted=wanted) + hint,
+                  "wrong-dtype", unclear)
         if _same(out, expected, self.atol):
             return
-        self._name_mistake(out, inputs, where, expected)
-        self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}.")
+        self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}.",
+                           self._name_mistake(out, inputs, where, expected))
 
     def _judge_number(self, out: Any, expected: Any, inputs: tuple) -> None:
         """A Python int or float: its type first, then its value (and the mistakes') as a 0-d float64."""
@@ -147,10 +148,8 @@ class Exercise:
         if abs(float(out) - float(expected)) <= self.atol:
             return
         table = [replace(m, output=lambda *a, f=m.output: number(f(*a))) for m in self.mistakes]
-        numbers = replace(self, mistakes=table)
-        numbers._name_mistake(number(out), inputs, where, number(expected))
-        self._unclear = numbers._unclear
-        self._wrong_values(out, expected, inputs, f"{self.name} returned {out}{where}; expected {expected}.")
+        unclear = replace(self, mistakes=table)._name_mistake(number(out), inputs, where, number(expected))
+        self._wrong_values(out, expected, inputs, f"{self.name} returned {out}{where}; expected {expected}.", unclear)
 
     def _judge_list(self, out: Any, expected: Any, inputs: tuple) -> None:
         """A list of ints: its form first, then its values (and the mistakes') as a long tensor."""
@@ -169,20 +168,15 @@ class Exercise:
         as_tensors = replace(self, mistakes=table, returns=torch.Tensor, dtype=torch.long)
         as_tensors.judge(as_long(out), as_long(expected), inputs)
 
-    def _wrong_values(self, out: Any, expected: Any, inputs: tuple, default: str) -> None:
-        self._fail(self.explain(out, expected, *inputs) if self.explain is not None else default, "wrong-values")
-
-    def _fail(self, message: str, key: str) -> None:
-        """The generic failure after no mistake was named: Unclear if two of them fitted."""
-        unclear, self._unclear = self._unclear, False
-        raise (Unclear if unclear else CheckFailed)(message, key)
+    def _wrong_values(self, out: Any, expected: Any, inputs: tuple, default: str, unclear: bool) -> None:
+        _fail(self.explain(out, expected, *inputs) if self.explain is not None else default, "wrong-values", unclear)
 
     def _right_dtype(self, out: torch.Tensor) -> bool:
         return out.dtype == self.dtype if self.dtype is not None else out.is_floating_point()
 
-    def _name_mistake(self, out: Any, inputs: tuple, where: str, expected: Any = None) -> None:
-        """Fail with the mistake whose output on these inputs equals `out`; if two different mistakes
-        give that output, name neither (the caller's generic message becomes `Unclear`)."""
+    def _name_mistake(self, out: Any, inputs: tuple, where: str, expected: Any = None) -> bool:
+        """Fail with the mistake whose output on these inputs equals `out`. Returns whether two different
+        mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
         found = []
         for mistake in self.mistakes:
             try:
@@ -193,8 +187,7 @@ class Exercise:
             if wrong is not None and _same(out, wrong, self.atol) and not _same(wrong, expected, self.atol):
                 found.append(mistake)
         if len({m.key for m in found}) > 1:
-            self._unclear = True
-            return
+            return True
         for mistake in found[:1]:
                 out, shown = (self.returns(out.item()), self.returns(expected.item())) if self.returns in (int, float) \
                     else (out, show(expected))
@@ -203,6 +196,12 @@ class Exercise:
                 names = {"name": self.name, "where": where, "out": out if self.returns in (int, float) else show(out),
                          "expected": shown, **self.fields(*inputs)}
                 fail(mistake.message.format(**names), mistake.key)
+        return False
+
+
+def _fail(message: str, key: str, unclear: bool) -> None:
+    """The generic failure after no mistake was named: `Unclear` if two of them fitted."""
+    raise (Unclear if unclear else CheckFailed)(message, key)
 
 
 def _kind(x: torch.Tensor) -> str:

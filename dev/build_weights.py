@@ -1,7 +1,7 @@
 """Rebuild the pre-trained weights shipped in headlab/weights/ from scratch.
 
-    python dev/build_weights.py            # writes headlab/weights/{encoder,decoder}.pt
-    python dev/build_weights.py --out DIR  # writes somewhere else (the rebuild test uses this)
+    python -m dev.build_weights                    # writes headlab/weights/{encoder,decoder}.pt
+    python -m dev.build_weights --out DIR --check  # rebuilds elsewhere and compares (about 3 minutes)
 
 Deterministic on one machine: seeded data, seeded models, one thread. The encoder is pre-trained
 with lesson 01's recipe: 15 % of the non-special tokens chosen, of those 80 % replaced by [MASK],
@@ -33,6 +33,7 @@ DECODER_STEPS = 1000
 BATCH = 64
 LR = 2e-3
 CORPUS_SIZE = 8000
+TRACE_STEPS = 40  # losses kept in each file: what the quick rebuild test compares
 
 
 class PretrainingMLMHead(nn.Module):
@@ -77,8 +78,7 @@ def build_encoder(texts, tok, steps=ENCODER_STEPS):
         logits = head(model(inputs, batch.attention_mask))  # (B, n, V)
         return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
 
-    params = {id(p): p for p in [*model.parameters(), *head.parameters()]}.values()
-    history = fit(params, loss, steps, lr=LR, desc="encoder (MLM, 80/10/10)", modules=[model, head])
+    history = fit([model, head], loss, steps, lr=LR, desc="encoder (MLM, 80/10/10)")  # the tied embedding trains once
     extra = {"mlm_head": {k: v for k, v in head.state_dict().items() if not k.startswith("embedding.")}}
     return model, history, extra
 
@@ -94,12 +94,16 @@ def build_decoder(texts, tok, steps=DECODER_STEPS):
         target = batch.ids[:, 1:].masked_fill(~batch.attention_mask[:, 1:], -100)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
-    history = fit(model.parameters(), loss, steps, lr=LR, desc="decoder (next word)", modules=[model])
+    history = fit(model, loss, steps, lr=LR, desc="decoder (next word)")
     return model, history, {}
 
 
 def build(out_dir: Path, steps: dict[str, int] | None = None) -> dict[str, float]:
-    """Pre-train both models and save them in `out_dir`; `steps` overrides {kind: steps}."""
+    """Pre-train both models and save them in `out_dir`; `steps` overrides {kind: steps}.
+
+    Each file also keeps the number of steps and the losses of the first `TRACE_STEPS`: a shorter
+    rebuild that reproduces those losses runs the same recipe (data, seeds, initialisation, masking,
+    optimiser at a constant learning rate), so it would reach the same weights in as many steps."""
     torch.set_num_threads(1)
     tok = course_tokenizer()
     texts = corpus(CORPUS_SIZE, seed=0)
@@ -110,13 +114,50 @@ def build(out_dir: Path, steps: dict[str, int] | None = None) -> dict[str, float
         model, history, extra = builder(texts, tok, **({"steps": steps[kind]} if steps else {}))
         final[kind] = history.smoothed()[-1]
         torch.save({"config": model.config_dict(), "state_dict": model.state_dict(),
-                    "vocabulary": tok.itos, "final_loss": final[kind], **extra}, out_dir / f"{kind}.pt")
+                    "vocabulary": tok.itos, "final_loss": final[kind], "steps": len(history.losses),
+                    "first_losses": history.losses[:TRACE_STEPS], **extra}, out_dir / f"{kind}.pt")
         print(f"{kind}: final loss {final[kind]:.3f} in {time.perf_counter() - start:.1f} s")
     return final
+
+
+def differences(shipped_dir: Path, rebuilt_dir: Path, full: bool) -> list[str]:
+    """What differs between the shipped weights and a rebuild: the losses of the first steps always;
+    with `full` (a rebuild of every step) the weights and the final loss too. Empty when they agree."""
+    found = []
+    for kind, steps in (("encoder", ENCODER_STEPS), ("decoder", DECODER_STEPS)):
+        shipped = torch.load(shipped_dir / f"{kind}.pt", weights_only=True)
+        rebuilt = torch.load(rebuilt_dir / f"{kind}.pt", weights_only=True)
+        if shipped["config"] != rebuilt["config"] or shipped["vocabulary"] != rebuilt["vocabulary"]:
+            found.append(f"{kind}: another configuration or vocabulary")
+        if shipped["steps"] != steps:
+            found.append(f"{kind}: shipped after {shipped['steps']} steps, the recipe says {steps}")
+        # Bit-identical on the machine that built them; the tolerances allow other CPUs' rounding.
+        first = zip(shipped["first_losses"], rebuilt["first_losses"])
+        for step, (a, b) in enumerate(first):
+            if abs(a - b) > 1e-3 * max(1.0, abs(a)):
+                found.append(f"{kind}: loss at step {step} is {b:.5f}, shipped {a:.5f}")
+                break
+        if len(rebuilt["first_losses"]) < len(shipped["first_losses"]):
+            found.append(f"{kind}: the rebuild ran fewer than {len(shipped['first_losses'])} steps")
+        if full:
+            for name, tensor in shipped["state_dict"].items():
+                if not torch.allclose(tensor, rebuilt["state_dict"][name], atol=1e-3):
+                    found.append(f"{kind}.{name} differs")
+            if abs(shipped["final_loss"] - rebuilt["final_loss"]) > 0.05:
+                found.append(f"{kind}: final loss {rebuilt['final_loss']:.3f}, shipped {shipped['final_loss']:.3f}")
+    return found
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR)
+    parser.add_argument("--check", action="store_true",
+                        help="rebuild every step into --out (not the shipped folder) and compare with the shipped weights")
     args = parser.parse_args()
+    if args.check and args.out.resolve() == WEIGHTS_DIR.resolve():
+        parser.error("--check needs --out DIR, a folder other than the shipped weights")
     build(args.out)
+    if args.check:
+        problems = differences(WEIGHTS_DIR, args.out, full=True)
+        print("\n".join(problems) or "the rebuild matches the shipped weights")
+        raise SystemExit(1 if problems else 0)

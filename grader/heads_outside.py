@@ -23,17 +23,27 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import fcntl
+import importlib.util
 import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer, Unicode
 
-from headlab import grading
+if TYPE_CHECKING:
+    from headlab.grading import Verdict
 
-HEADLAB = Path(grading.__file__).resolve().parent
+HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
+
+
+def _grading():
+    """headlab.grading, imported when a step uses it: it imports torch (2-3 s), which nbgrader's
+    other commands (generate_assignment, generate_feedback, export) load this module without needing."""
+    from headlab import grading
+    return grading
 RESPOND = ("# Graded outside this notebook: your answers run on the grader's inputs, and the grader compares.\n"
            "__import__('headlab.grading', fromlist=['respond']).respond({grade_id!r}, globals())\n")
 _STATE = "heads_outside"
@@ -74,6 +84,7 @@ class RunAnswersOnly(NbGraderPreprocessor):
         source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) \
             / f"{info['notebook']}.ipynb"
         book = self.recording(source)
+        grading = _grading()
         folder = Path(resources["metadata"]["path"]) / grading.FOLDER
         for name in (grading.FOLDER, grading.ANSWERS):   # whatever the submission brought there
             _remove(folder.parent / name)
@@ -109,6 +120,7 @@ def record_solution(source: Path, timeout: int) -> dict:
     """Run the solution notebook with every test cell's checks recorded; the recording."""
     from nbclient import NotebookClient
 
+    grading = _grading()
     nb = nbformat.read(source, as_version=4)
     for grade_id, cell in _grade_cells(nb):
         cell.source = grading.recorded_source(grade_id, cell.source)
@@ -137,6 +149,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         state = resources.pop(_STATE, None)
         if state is None:
             return nb, resources
+        grading = _grading()
         workdir = Path(resources["metadata"]["path"])
         answers = workdir / grading.ANSWERS
         verdicts = {}
@@ -163,7 +176,8 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         tmp.write_text(json.dumps(verdicts, indent=1))
         os.replace(tmp, target)
 
-    def judge(self, folder: Path, grade_id: str, entries: list) -> grading.Verdict:
+    def judge(self, folder: Path, grade_id: str, entries: list) -> Verdict:
+        grading = _grading()
         if not entries:   # a test cell that runs no check would give everyone full marks
             self.log.error("Test cell %s ran no check on the solution: nothing to grade it by", grade_id)
             return grading.Verdict(False, error="GraderError", message=(
@@ -201,7 +215,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         return answers
 
 
-def _output(verdict: grading.Verdict) -> NotebookNode:
+def _output(verdict: Verdict) -> NotebookNode:
     if verdict.passed:
         return NotebookNode(output_type="stream", name="stdout",
                             text=f"{verdict.printed}(graded outside your notebook)\n")

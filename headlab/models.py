@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 
+from .qa import QABatch
+from .tokenizer import Batch
+
 
 @dataclass
 class TinyConfig:
@@ -88,9 +91,20 @@ class TinyTransformer(nn.Module):
         # A query always sees itself, so a row made only of padding stays finite instead of NaN.
         return allowed | torch.eye(n, dtype=torch.bool, device=allowed.device)
 
-    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                positions: torch.Tensor | None = None) -> torch.Tensor:
-        # ids: (B, n) long; attention_mask: (B, n), True/1 on real tokens; returns H: (B, n, d)
+    def forward(self, ids: torch.Tensor | Batch | QABatch, attention_mask: torch.Tensor | None = None,
+                positions: torch.Tensor | None = None, output_hidden_states: bool = False):
+        """ids (B, n) long and attention_mask (B, n), True/1 on real tokens → H (B, n, d).
+
+        `model(batch)` with a padded batch (tokenizer `Batch` or `QABatch`) is `model(batch.ids,
+        batch.attention_mask)`. With `output_hidden_states=True` it returns `(H, hidden_states)`, a tuple
+        of n_layers + 1 tensors (B, n, d): the embedding output first, then each block's output, the
+        last one after the final LayerNorm, so `hidden_states[-1]` is H (as Hugging Face's GPT-2 does).
+        """
+        if isinstance(ids, (Batch, QABatch)):
+            if attention_mask is not None:
+                raise TypeError("model(batch) reads the attention mask from the batch: call model(batch) "
+                                "or model(ids, attention_mask), not model(batch, attention_mask)")
+            ids, attention_mask = ids.ids, ids.attention_mask
         B, n = ids.shape
         if n > self.cfg.max_len:
             raise ValueError(f"sequence of {n} positions is longer than max_len={self.cfg.max_len}")
@@ -100,9 +114,14 @@ class TinyTransformer(nn.Module):
             positions = torch.arange(n, device=ids.device).expand(B, n)
         x = self.drop(self.tok_emb(ids) + self.pos_emb(positions))  # (B, n, d)
         allowed = self.attention_pattern(attention_mask)
+        hidden_states = [x]
         for block in self.blocks:
             x = block(x, allowed)
-        return self.ln_f(x)
+            hidden_states.append(x)
+        H = self.ln_f(x)
+        if output_hidden_states:
+            return H, (*hidden_states[:-1], H)
+        return H
 
     def next_token_logits(self, H: torch.Tensor) -> torch.Tensor:
         """(…, d) → (…, V) with the token embedding as the output matrix (used to pre-train the decoder)."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import torch
 from tqdm.auto import tqdm
@@ -26,7 +26,7 @@ class History:
 
 
 def fit(
-    params: Iterable[torch.nn.Parameter],
+    modules: torch.nn.Module | list[torch.nn.Module] | tuple[torch.nn.Module, ...],
     loss_fn: Callable[[int], torch.Tensor],
     steps: int,
     lr: float = 3e-3,
@@ -35,15 +35,16 @@ def fit(
     eval_every: int = 0,
     desc: str = "training",
     progress: bool = True,
-    modules: Iterable[torch.nn.Module] = (),
 ) -> History:
-    """Minimise `loss_fn(step)` with AdamW for `steps` steps.
+    """Train `modules` (a module or a list of them): minimise `loss_fn(step)` with AdamW for `steps` steps.
 
-    `modules` are switched to train mode while stepping and back to eval mode at the end, so dropout
-    is never left on by accident; `evaluate` callbacks run in eval mode every `eval_every` steps.
+    The optimiser gets the modules' parameters that have `requires_grad`, each Parameter once (a tied
+    embedding shared by two modules is one Parameter, so it gets one update per step, not two). The same
+    modules are in train mode while stepping and back in eval mode at the end, so dropout is never left
+    on by accident; `evaluate` callbacks run in eval mode every `eval_every` steps.
     """
-    params = [p for p in params if p.requires_grad]
-    modules = list(modules)
+    modules = _as_modules(modules)
+    params = _trainable_parameters(modules)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     history = History(evals={k: [] for k in (evaluate or {})})
     bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
@@ -63,6 +64,23 @@ def fit(
             bar.set_postfix(loss=f"{history.smoothed(10)[-1]:.3f}")
     _set_mode(modules, train=False)
     return history
+
+
+def _trainable_parameters(modules: list[torch.nn.Module]) -> list[torch.nn.Parameter]:
+    """The modules' parameters with `requires_grad`, each Parameter object once, in first-seen order."""
+    unique = {id(p): p for m in modules for p in m.parameters() if p.requires_grad}
+    return list(unique.values())
+
+
+def _as_modules(modules) -> list[torch.nn.Module]:
+    # The modules are what fit trains and switches between train and eval mode; parameters alone would
+    # leave no module to switch, which is how a model once trained with dropout left on.
+    listed = [modules] if isinstance(modules, torch.nn.Module) else modules
+    if not isinstance(listed, (list, tuple)) or not all(isinstance(m, torch.nn.Module) for m in listed):
+        raise TypeError(f"fit takes a module or a list of modules, e.g. fit([encoder, head], loss_fn, steps); "
+                        f"got {type(modules).__name__}. Not their .parameters(): fit needs the modules "
+                        "to switch them between train and eval mode")
+    return list(listed)
 
 
 def _set_mode(modules: list[torch.nn.Module], train: bool) -> None:

@@ -2,8 +2,9 @@ import pytest
 import torch
 
 from headlab import count_parameters, tiny_decoder, tiny_encoder
-from headlab.data import course_tokenizer
+from headlab.data import course_tokenizer, qa_set
 from headlab.pretrained import pretrained_decoder, pretrained_encoder
+from headlab.qa import qa_batch
 
 torch.set_num_threads(1)
 TOK = course_tokenizer()
@@ -18,6 +19,31 @@ def model(request):
 def test_hidden_states_have_shape_b_n_d(model):
     b = TOK.batch(TEXTS)
     assert model(b.ids, b.attention_mask).shape == (3, 8, model.d)
+
+
+def test_a_batch_is_its_ids_and_attention_mask(model):
+    b = TOK.batch(TEXTS, padding_side="left")
+    qa = qa_batch(TOK, qa_set(3, seed=0))
+    with torch.no_grad():
+        assert torch.equal(model(b), model(b.ids, b.attention_mask))
+        assert torch.equal(model(qa), model(qa.ids, qa.attention_mask))
+    with pytest.raises(TypeError, match="attention mask from the batch"):
+        model(b, b.attention_mask)
+
+
+def test_output_hidden_states_embeddings_first_then_every_block(model):
+    b = TOK.batch(TEXTS)
+    with torch.no_grad():
+        H, hidden = model(b, output_hidden_states=True)
+        x = model.tok_emb(b.ids) + model.pos_emb(torch.arange(b.ids.shape[1]).expand_as(b.ids))
+        allowed = model.attention_pattern(b.attention_mask)
+        by_hand = [x]
+        for block in model.blocks:
+            by_hand.append(block(by_hand[-1], allowed))
+        by_hand[-1] = model.ln_f(by_hand[-1])   # the last one after the final LayerNorm, like GPT-2's
+        assert torch.equal(H, model(b))
+    assert len(hidden) == model.cfg.n_layers + 1 and hidden[-1] is H
+    assert all(torch.equal(h, r) for h, r in zip(hidden, by_hand))
 
 
 def test_same_seed_same_weights():

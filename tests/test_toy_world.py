@@ -74,8 +74,7 @@ def test_fine_tuning_beats_the_frozen_probe():
         logits = head((H * real).sum(1) / real.sum(1))
         return F.cross_entropy(logits, torch.tensor([e.label for e in chosen]))
 
-    fit([*encoder.parameters(), *head.parameters()], loss, 150, lr=1e-3, progress=False,
-        modules=[encoder, head])
+    fit([encoder, head], loss, 150, lr=1e-3, progress=False)
     batch = tok.batch([e.text for e in TEST], add_special_tokens=True)
     with torch.no_grad():
         H = encoder(batch.ids, batch.attention_mask)

@@ -381,7 +381,7 @@ _loss_values = Exercise(
     read=lambda case: ((torch.tensor(case[0], dtype=torch.float32), torch.tensor(case[1], dtype=torch.long)),
                        torch.tensor(case[2], dtype=torch.float64)),
     shape=lambda logits, labels: (), where=_loss_where,
-    meaning=" (a 0-dimensional loss that still carries the graph: do not call .item(), so that loss.backward() "
+    meaning=" (a 0-dimensional loss that still carries the graph: do not call .item(), so that `loss.backward()` "
             "works)",
     unchanged="mlm_loss changed the logits or labels it was given; leave them as they are.",
     explain=lambda out, expected, *inputs: (

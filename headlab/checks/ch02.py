@@ -27,14 +27,14 @@ cls_pool = Exercise(
     fields=lambda H: dict(zip("Bnd", H.shape)),
     unchanged="cls_pool changed the H it was given; pooling must only read H.",
     mistakes=[
-        Mistake("first-sequence", lambda H: H[0], "cls_pool returned H[0], shape ({n}, {d}){where}: that is the first "
+        Mistake("first-sequence", lambda H: H[0], "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first "
                 "sequence of the batch with all its positions. [CLS] is position 0 of every sequence: index the "
-                "position axis, H[:, 0]."),
+                "position axis, `H[:, 0]`."),
         Mistake("keeps-position-axis", lambda H: H[:, :1], "cls_pool returned shape ({B}, 1, {d}){where}: it kept "
                 "the position axis. Index position 0 so that the result is (B, d) = ({B}, {d})."),
-        Mistake("feature-axis", lambda H: H[:, :, 0], "cls_pool indexed the feature axis, H[:, :, 0]{where}: that is "
-                "feature 0 of every position, not the vector at position 0. H is (B, n, d); position 0 is H[:, 0]."),
-        Mistake("last-position", lambda H: H[:, -1], "cls_pool took the last position, H[:, -1]{where}. [CLS] is the "
+        Mistake("feature-axis", lambda H: H[:, :, 0], "cls_pool indexed the feature axis, `H[:, :, 0]`{where}: that is "
+                "feature 0 of every position, not the vector at position 0. H is (B, n, d); position 0 is `H[:, 0]`."),
+        Mistake("last-position", lambda H: H[:, -1], "cls_pool took the last position, `H[:, -1]`{where}. [CLS] is the "
                 "first token: position 0. (In a padded batch the last position is usually padding.)"),
         *[Mistake("later-position", lambda H, i=i: H[:, i] if i < H.shape[1] - 1 else None, f"cls_pool took position "
                   f"{i}{{where}}; [CLS] sits at position 0 (counting starts at 0).") for i in (1, 2)],
@@ -161,12 +161,12 @@ def _raised(name, err, H, mask):
     sizes = tuple(map(int, clash.groups())) if clash and len({B, n, d}) == 3 else ()   # sizes that say which axis
     for key, found, fix in [
         ("bool-mask-only", mask.dtype != torch.bool, "It worked with a bool mask; a mask may be bool or 0/1 numbers: "
-         "turn it into what you need first, e.g. mask.bool() or mask.to(H.dtype)."),
+         "turn it into what you need first, e.g. `mask.bool()` or `mask.to(H.dtype)`."),
         ("count-without-keepdim", sizes == (d, B), f"A value with one entry per row, shape (B,) = ({B},), met the "
-         f"d = {d} features: keep the axis of a per-row count, mask.sum(dim=1, keepdim=True), shape (B, 1), so "
+         f"d = {d} features: keep the axis of a per-row count, `mask.sum(dim=1, keepdim=True)`, shape (B, 1), so "
          "that it divides each row."),
         ("mask-on-feature-axis", set(sizes) == {n, d}, f"The mask's n = {n} positions met H's d = {d} features: a "
-         "(B, n) mask must be lined up with H's position axis. mask[:, :, None] has shape (B, n, 1) and broadcasts "
+         "(B, n) mask must be lined up with H's position axis. `mask[:, :, None]` has shape (B, n, 1) and broadcasts "
          "over the d features.")]:
         if found:
             fail(f"{name} raised {type(err).__name__} ({err}){_where(H, mask)}. {fix}", key)
@@ -176,8 +176,8 @@ class _MaxPool(Exercise):
     def judge(self, out, expected, inputs) -> None:
         # H.max(dim=1) returns a pair; the engine compares tensors only.
         if isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out):
-            fail(f"max_pool returned a pair (values, indices){_where(*inputs)}: H.max(dim=1) gives both. Return only "
-                 "the values: .values (or use H.amax(dim=1)).", "values-and-indices")
+            fail(f"max_pool returned a pair (values, indices){_where(*inputs)}: `H.max(dim=1)` gives both. Return only "
+                 "the values: .values (or use `H.amax(dim=1)`).", "values-and-indices")
         super().judge(out, expected, inputs)
 
 
@@ -219,7 +219,7 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
     Mistake("padding-included", lambda H, m: H.mean(1), "mean_pool averaged over every position, padding included"
             "{where}. Only real tokens count: sum H over the positions where mask is True and divide by their number."),
     Mistake("divides-by-n", lambda H, m: (H * _w(H, m)).sum(1) / H.shape[1], "mean_pool divided by n = {n}, the "
-            "padded length{where}. Divide each row by its own number of real tokens, mask.sum(dim=1, keepdim=True)."),
+            "padded length{where}. Divide each row by its own number of real tokens, `mask.sum(dim=1, keepdim=True)`."),
     Mistake("sum-not-mean", lambda H, m: (H * _w(H, m)).sum(1), "mean_pool summed the real tokens but did not divide"
             "{where}: a mean divides by the number of real tokens of the row."),
     Mistake("sums-padding", lambda H, m: H.sum(1) / _w(H, m).sum(1), "mean_pool divided by the number of real tokens "
@@ -235,7 +235,7 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
             "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d})."),
     Mistake("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1), "max_pool filled the padding with zeros{where}. When "
             "every real value of a feature is negative, the 0 of a padding position wins the max. Fill padding with "
-            "-inf (or torch.finfo(H.dtype).min) before taking the max."),
+            "-inf (or `torch.finfo(H.dtype).min`) before taking the max."),
     Mistake("padding-included", lambda H, m: H.amax(1), "max_pool took the max over every position, padding included"
             "{where}; padding positions must never win. Fill them with -inf before the max."),
     Mistake("inverted-mask", lambda H, m: H.masked_fill(m.bool()[:, :, None], -torch.inf).amax(1), "max_pool filled "

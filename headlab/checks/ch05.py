@@ -158,7 +158,7 @@ SPAN_LOSS = Exercise(
     read=lambda case: ((*(torch.as_tensor(x, dtype=torch.float32).detach().clone() for x in case[:2]),
                         *(torch.as_tensor(x, dtype=torch.long) for x in case[2:4])),
                        torch.tensor((float(case[4]) + float(case[5])) / 2)),
-    meaning=" (one number for the batch, a 0-dim tensor that still carries the graph so that loss.backward() "
+    meaning=" (one number for the batch, a 0-dim tensor that still carries the graph so that `loss.backward()` "
             "can train the head: do not call .item())",
     unchanged="span_loss changed a tensor it was given; compute the loss without modifying the inputs.",
     explain=lambda out, expected, *inputs: (f"span_loss gave {float(out.detach()):.4f}; expected "
@@ -179,7 +179,7 @@ SPAN_LOSS = Exercise(
             "that is {B} × the expected value: you summed over the {B} examples; average them.")),
         Mistake("softmax-over-batch-axis", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2, _loss(
             "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's softmax runs over "
-            "its own positions, as in F.cross_entropy(start_logits, start) with logits (B, n) and targets (B,).")),
+            "its own positions, as in `F.cross_entropy(start_logits, start)` with logits (B, n) and targets (B,).")),
     ],
 )
 

@@ -33,7 +33,7 @@ def _pool_row(out, expected, H, lengths) -> str:
     row, pos = hits[0]
     if row != b:
         return (f"{said}; you returned a vector from row {row} (position {pos}). Each sequence must get a vector "
-                "from its own row: index the batch with torch.arange(H.shape[0]).")
+                "from its own row: index the batch with `torch.arange(H.shape[0])`.")
     return f"{said}; you pooled position {pos}, {'padding' if pos >= length else 'a real token but not the last'}."
 
 
@@ -64,12 +64,12 @@ last_token_pool = Exercise(
     mistakes=[
         Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1],
                 "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position "
-                "from every row. Pair each row with its own position: H[torch.arange(H.shape[0]), lengths - 1]."),
+                "from every row. Pair each row with its own position: `H[torch.arange(H.shape[0]), lengths - 1]`."),
         Mistake("last-tensor-position", lambda H, lengths: H[:, -1],
-                "last_token_pool pooled the last tensor position (H[:, -1]){where}: padding for every row shorter "
+                "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter "
                 "than n. With right padding, pick each row's own position ℓ_b − 1."),
         Mistake("first-token", lambda H, lengths: H[:, 0],
-                "last_token_pool pooled the first token (H[:, 0]){where}. In a causal model it has seen only "
+                "last_token_pool pooled the first token (`H[:, 0]`){where}. In a causal model it has seen only "
                 "itself, so it knows nothing about the rest of the text. Use the last real token, ℓ_b − 1."),
         Mistake("mean-pooling", lambda H, lengths: torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths)]),
                 _MEAN),
@@ -94,7 +94,7 @@ def _index_row(out, expected, mask) -> str:
 def _bool_first(err, mask) -> str:
     return "" if mask.dtype == torch.bool else (
         f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers. Turn it into bool first "
-        "(attention_mask.bool()) if your code needs True/False.")
+        "(`attention_mask.bool()`) if your code needs True/False.")
 
 
 def _usual(m) -> dict:
@@ -140,11 +140,11 @@ last_real_index = Exercise(
     explain=_index_row,
     unchanged="last_real_index changed the mask it was given; compute a new tensor instead.",
     mistakes=[Mistake(key, lambda m, key=key: _usual(m)[key], message) for key, message in {
-        "counted-across-a-hole": "last_real_index counted the real tokens (attention_mask.sum(1) - 1, or first "
+        "counted-across-a-hole": "last_real_index counted the real tokens (`attention_mask.sum(1) - 1`, or first "
         "True + count − 1){where}, which assumes they sit side by side. This mask has a hole, a False inside the "
         "text: the pad id also occurs in the text and the mask was built as ids != pad_id. Find the last True.",
         "count-assumes-right-padding": "last_real_index returned the number of real tokens minus one "
-        "(attention_mask.sum(1) - 1){where}: the last index only when the text starts at position 0. A row here "
+        "(`attention_mask.sum(1) - 1`){where}: the last index only when the text starts at position 0. A row here "
         "starts with padding, so its text ends further right: find the position of the last True, do not count.",
         "first-true": "last_real_index returned the first True of each row{where}: argmax returns the FIRST position "
         "of the maximum, and every True is a maximum. Look for the last True: e.g. weight each position by its "
@@ -153,11 +153,11 @@ last_real_index = Exercise(
         "under left padding that is where the text starts, the first real token, not where it ends.",
         "flipped-not-mapped-back": "last_real_index returned how far each row's last True is from the end of the row"
         "{where}, as argmax gives it on the flipped mask. Map it back to a position from the start: n − 1 − i, "
-        "where n = attention_mask.shape[1].",
-        "count-as-index": "last_real_index returned the number of real tokens of each row (attention_mask.sum(1))"
+        "where `n = attention_mask.shape[1]`.",
+        "count-as-index": "last_real_index returned the number of real tokens of each row (`attention_mask.sum(1)`)"
         "{where}: a count, not a position. Positions count from 0, and a count does not say where a text ends.",
         "flip-off-by-one": "last_real_index returned one past each row's last True{where}: off by one. Positions "
-        "count from 0, so index i counted from the end is position n − 1 − i, where n = attention_mask.shape[1].",
+        "count from 0, so index i counted from the end is position n − 1 − i, where `n = attention_mask.shape[1]`.",
         "stopped-at-first-false": "last_real_index returned the position before each row's first False{where}: the "
         "last real token only if the text starts at position 0 and has no gap, and here a row starts with padding "
         "or has a False inside its text. Take the last True instead.",

@@ -198,7 +198,7 @@ restrict_to_labels = Exercise(
                 "restrict_to_labels returned the label tokens' logits{where}, not probabilities. Apply a softmax "
                 "over the C selected logits."),
         Mistake("vocabulary-order", lambda z, ids: z[:, sorted(_ids(ids))].softmax(-1),
-                "the columns are in the wrong order{where}: column c must be the probability of label_token_ids[c] "
+                "the columns are in the wrong order{where}: column c must be the probability of `label_token_ids[c]` "
                 "(here token {first} first), in the order the caller gave. Sorting the ids, or selecting them with "
                 "a boolean mask over the vocabulary, returns them in vocabulary order instead."),
         Mistake("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].softmax(0),

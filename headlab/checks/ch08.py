@@ -50,9 +50,9 @@ def _padded(H, mask) -> dict:
 def _mask_hint(err, H, mask) -> str | None:
     if mask.dtype != torch.bool:
         return (f"The mask was a {_kind(mask)} tensor, as a tokenizer returns it. A mask may be bool or 0/1 "
-                "numbers: convert it first, e.g. mask.bool() or mask.to(H.dtype).")
+                "numbers: convert it first, e.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
     if "size of tensor" in str(err) or "shape" in str(err):
-        return ("Line the (B, n) mask up with H's position axis: mask[:, :, None] has shape (B, n, 1) and "
+        return ("Line the (B, n) mask up with H's position axis: `attention_mask[:, :, None]` has shape (B, n, 1) and "
                 "broadcasts over the d features.")
     return None
 
@@ -61,7 +61,7 @@ def _embedding_values(out, expected, H, mask) -> str:
     where, norms = _embedding_where(H, mask), out.norm(dim=-1)
     said = "" if mask.dtype == torch.bool else (
         f"Your function is right with a bool mask but not with a {_kind(mask)} mask, which is what a tokenizer "
-        "returns: convert it first, mask.bool(), or mask.to(H.dtype) to multiply. ")
+        "returns: convert it first, `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply. ")
     if not torch.allclose(norms, torch.ones_like(norms), atol=1e-3):
         return f"{said}sentence_embedding is not L2-normalised: row 0 has length {norms[0]:.4g}, not 1{where}."
     b = int((out - expected).abs().amax(-1).argmax())   # the row furthest from its expected value
@@ -69,11 +69,12 @@ def _embedding_values(out, expected, H, mask) -> str:
             f"its real vectors is {[round(v, 4) for v in expected[b].tolist()]}{where}.")
 
 
-NOT_NORMALISED = ("sentence_embedding is not L2-normalised{where}; the direction is right: divide each row by its L2 "
-                  "norm (z / z.norm(dim=-1, keepdim=True), or F.normalize(z, dim=-1)), so that a dot product of two "
-                  "embeddings is their cosine.")
+NOT_NORMALISED = ("sentence_embedding is not L2-normalised{where}; the direction is right: divide each row of the "
+                  "mean z, (B, d), by its L2 norm (`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`), "
+                  "so that a dot product of two embeddings is their cosine.")
 PADDING = ("sentence_embedding: {padded}: padding positions were averaged in{where}. Only real tokens count: "
-           "multiply H by the mask, sum over positions and divide by mask.sum(1), then normalise.")
+           "multiply H by the mask, `attention_mask[:, :, None]`, sum over positions and divide by the number of real "
+           "tokens, `attention_mask.sum(dim=1, keepdim=True)`, then normalise.")
 OVER_BATCH = ("sentence_embedding normalised over the batch axis (dim=0){where}: each column has length 1, not each "
               "sentence. Normalise every row: dim=-1.")
 
@@ -112,9 +113,9 @@ _embedding = Exercise(
               "masked_fill_); compute new tensors instead, the caller still needs H.",
     mistakes=[
         Mistake("integer-mask-indexes", lambda H, m: _unit(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))])),
-                "sentence_embedding indexed H with the 0/1 integer mask{where}: H[b][mask[b]] then takes the rows "
-                "numbered 0 and 1 instead of selecting the real tokens. A tokenizer returns such a mask; convert it "
-                "first: mask.bool(), or mask.to(H.dtype) to multiply."),
+                "sentence_embedding indexed H with the 0/1 integer mask{where}: `H[b][attention_mask[b]]` (row b) then "
+                "takes the rows numbered 0 and 1 instead of selecting the real tokens. A tokenizer returns such a "
+                "mask; convert it first: `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply."),
         Mistake("one-vector-per-token", lambda H, m: _unit(H * _real(H, m)),
                 "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over "
                 "the positions (dim=1) first, then normalise."),
@@ -126,11 +127,11 @@ _embedding = Exercise(
         *_pooled("padding-in-mean", lambda H, m: H.mean(1), PADDING),
         *_pooled("padding-in-mean", lambda H, m: H.sum(1) / _real(H, m).sum(1), PADDING),
         *_pooled("cls-instead-of-mean", lambda H, m: H[:, 0],
-                 "sentence_embedding returned the [CLS] vector H[:, 0] (the first position){where}. This model was "
+                 "sentence_embedding returned the [CLS] vector `H[:, 0]` (the first position){where}. This model was "
                  "trained with mean pooling: average the real tokens, then normalise."),
         Mistake("l1-norm", lambda H, m: F.normalize(_mean(H, m), p=1, dim=-1),
                 "sentence_embedding divided by the L1 norm (the sum of absolute values){where}. Use the L2 norm, "
-                "sqrt(sum of squares): F.normalize(z, dim=-1) (p=2)."),
+                "sqrt(sum of squares), on the mean z: `F.normalize(z, dim=-1)` (p=2)."),
         Mistake("normalised-over-batch", lambda H, m: _unit(_mean(H, m), dim=0), OVER_BATCH),
         Mistake("normalised-over-batch", lambda H, m: _unit(H.mean(1), dim=0), OVER_BATCH),
         *_pooled("normalised-tokens-before-mean", lambda H, m: _mean(_unit(H), m),
@@ -175,8 +176,8 @@ def _align_values(out, expected, word_ids, word_labels) -> str:
     out, expected = out.tolist(), expected.tolist()
     i = next(i for i, (a, b) in enumerate(zip(out, expected)) if a != b)
     w = word_ids[i]
-    what = (f"a special token or padding (word_ids[{i}] is None): it gets -100 so the loss ignores it" if w is None
-            else f"the first piece of word {w}: it carries word_labels[{w}] = {expected[i]}" if expected[i] != IGNORE
+    what = (f"a special token or padding (`word_ids[{i}] is None`): it gets -100 so the loss ignores it" if w is None
+            else f"the first piece of word {w}: it carries `word_labels[{w}]` = {expected[i]}" if expected[i] != IGNORE
             else f"a continuation piece of word {w}: only the first piece is labelled, the others get -100 (the other "
                  "convention, B- on the first piece and I- on the rest, is shown in the lesson; it is not this "
                  "function's contract)")
@@ -208,8 +209,8 @@ align_labels = Exercise(
             if "NoneType" in str(err) else None),
            (IndexError, lambda err, word_ids, word_labels: (
                 f"word_labels has one label per WORD ({len(word_labels)}), word_ids one entry per TOKEN "
-                f"({len(word_ids)}). Look a token's label up by its word id, word_labels[word_ids[i]], not by the "
-                "token position i.", "label-by-token-position") if "list index" in str(err) else None)],
+                f"({len(word_ids)}). Look a token's label up by its word id, `word_labels[word_ids[i]]`, not by "
+                "the token position i.", "label-by-token-position") if "list index" in str(err) else None)],
     explain=_align_values,
     mistakes=[
         Mistake("one-label-per-word", lambda w, l: list(l),
@@ -226,8 +227,9 @@ align_labels = Exercise(
                 "align_labels put each word's label on its LAST piece{where}: word {word} is tokens {at}, and the "
                 "label belongs on the first one, with -100 on the rest."),
         Mistake("word-0-taken-for-special", lambda w, l: _label(w, l, skip_word_0=True),
-                "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. A test like `if not "
-                "word_id` or `if word_id:` is false for word 0 as well as for None: test `word_id is None`."),
+                "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. Looping `for word_id in "
+                "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None: "
+                "test `word_id is None`."),
     ],
 )
 

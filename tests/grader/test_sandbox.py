@@ -1,10 +1,11 @@
 """Student code is untrusted: `nbgrader autograde` with the course configuration runs it sandboxed.
 
-Each attacker's answer cell first tries one attack; its `padding_mask` is correct only if the attack
-failed, so an attacker scores 4/4 exactly when the sandbox stopped it (and 2/4 when it got through).
-The same class is graded twice by plain `nbgrader autograde`: with the course configuration (the
-sandbox on) and with HEADS_SANDBOX=off, the control that shows every attack would otherwise work.
-An honest student in the same batch gets full marks: grading works inside the sandbox.
+One attacker's answer cell tries every attack in turn and prints the ones that worked; its
+`padding_mask` is correct only if none did, so the attacker scores 4/4 exactly when the sandbox stopped
+them all (and 2/4 when one got through). The same class is graded twice by plain `nbgrader autograde`:
+with the course configuration (the sandbox on) and with HEADS_SANDBOX=off, the control that shows
+every attack would otherwise work. An honest student in the same batch gets full marks: grading
+works inside the sandbox.
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import shutil
 import socket
 import subprocess
 import sys
-import textwrap
 import threading
 
+import nbformat
 import pytest
 
 from course import LESSON, REPO, fill, make_course, release_nb, scores, solution_answers, submit
@@ -44,19 +45,29 @@ def attacks(root, port) -> dict[str, str]:
     }
 
 
-def attacker(attack: str) -> str:
-    body = textwrap.indent(attack, "    ")
+def attacker(attacks: dict[str, str]) -> str:
+    """An answer cell that runs every attack, prints the names of those that worked, and answers
+    `padding_mask` wrongly if any did."""
     wrong_if_leaked = SOL["padding_mask"].replace(
         "    positions =", "    if _LEAKED:\n        return None\n    positions =")
-    return f"import os, socket\ndef _attack():\n{body}\ntry:\n    _attack()\n    _LEAKED = True\n" \
-           f"except Exception:\n    _LEAKED = False\n\n{wrong_if_leaked}"
+    return (f"import os, socket\n_LEAKED = []\nfor _name, _code in {attacks!r}.items():\n"
+            "    try:\n        exec(_code)\n        _LEAKED.append(_name)\n    except Exception:\n        pass\n"
+            f"print('leaked:', *_LEAKED)\n\n{wrong_if_leaked}")
 
 
 def build_class(root, port):
     rel = release_nb(root)
     submit(root, "honest", fill(rel, SOL))
-    for name, attack in attacks(root, port).items():
-        submit(root, name, fill(rel, {**SOL, "padding_mask": attacker(attack)}))
+    submit(root, "attacker", fill(rel, {**SOL, "padding_mask": attacker(attacks(root, port))}))
+
+
+def leaked(root) -> set[str]:
+    """The attacks the attacker's kernel says worked (its answer cell's output, autograded notebook)."""
+    nb = nbformat.read(root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "padding_mask")
+    said = [line for o in cell.outputs for line in o.get("text", "").splitlines() if line.startswith("leaked:")]
+    assert said, f"the attacker's cell printed no report: {cell.outputs}"
+    return set(said[-1].split()[1:])
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +123,15 @@ def test_grading_works_inside_the_sandbox(graded):
     assert got["honest"]["score"] == 4, (got["honest"], log[-3000:])
 
 
+def test_the_attacker_is_graded_in_full_only_when_every_attack_fails(graded):
+    assert graded["on"][1]["attacker"]["score"] == 4, graded["on"][1]["attacker"]
+    assert graded["off"][1]["attacker"]["score"] == 2, graded["off"][1]["attacker"]
+
+
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_attack_is_blocked(graded, attack):
     root, got, log = graded["on"]
-    assert got[attack]["score"] == 4, f"{attack} got through the sandbox: {got[attack]}"
+    assert attack not in leaked(root), f"{attack} got through the sandbox"
     assert not (root / "pwned.txt").exists()
     assert not (root / "submitted" / "honest" / LESSON / "pwned.txt").exists()
 
@@ -124,7 +140,7 @@ def test_attack_is_blocked(graded, attack):
 def test_attack_works_without_the_sandbox(graded, attack):
     """The control: each attack does succeed when the sandbox is off, so the test above can fail."""
     root, got, log = graded["off"]
-    assert got[attack]["score"] == 2, (attack, got[attack])
+    assert attack in leaked(root), f"{attack} failed even without the sandbox: the test above proves nothing"
     assert got["honest"]["score"] == 4
 
 

@@ -229,8 +229,11 @@ class LessonGrading:
     """A lesson's grading tests, written once: a lesson's file subclasses it with `lesson`, `wrong` (each
     named by its mistake's key) and `alternatives`.
 
-    Every case is judged by the grader's replay in-process (test_replay_*). End to end, nbgrader grades two
-    students: the solution and the "mixed" student (Plan)."""
+    Every case, and the solution, is judged by the grader's replay in-process (test_replay_*). End to end,
+    nbgrader grades one student, the "mixed" one (Plan): every test cell then runs through the kernel, the
+    answers' transport and the judge outside it, half of them with a correct answer that must get full
+    marks and half with a wrong one that must show the replay's message. (The solution of lesson 00 is
+    graded end to end in tests/grader/, lesson 03's through a Colab copy.)"""
 
     lesson: str = ""
     wrong: list = []
@@ -258,8 +261,7 @@ class LessonGrading:
     def graded(self, tmp_path_factory) -> GradedClass:
         solution = self.plan().solution
         mixed = {**solution, **{c.exercise: c.answer(solution) for c in self.plan().mixed}}
-        return grade_class(self.lesson, {"solution": dict(solution), "mixed": mixed},
-                           tmp_path_factory.mktemp(f"grade-{self.lesson}"))
+        return grade_class(self.lesson, {"mixed": mixed}, tmp_path_factory.mktemp(f"grade-{self.lesson}"))
 
     def replayed(self, case) -> grading.Verdict:
         namespace = replay.namespace_with(self.lesson, {case.exercise: case.answer(self.plan().solution)})
@@ -309,9 +311,11 @@ class LessonGrading:
         assert verdict.passed, f"{case.name} fails test_{case.exercise}:\n{verdict.text()}"
 
     # --- end to end: nbgrader ---------------------------------------------------------------------
-    def test_solution_gets_full_marks(self, graded):
+    def test_every_test_cell_is_graded(self, graded):
         assert graded.max_score > 0
-        assert graded.scores["solution"] == graded.max_score, graded.cell_scores["solution"]
+        assert set(graded.cell_scores["mixed"]) == {f"test_{x}" for x in exercises(self.plan().source_nb)}
+        assert {case.exercise for case in self.plan().mixed} == set(exercises(self.plan().source_nb)), (
+            "the mixed student leaves an exercise out: add a case that fits beside the others")
 
     def test_wrong_implementation_loses_points(self, graded, case):
         test_cell = f"test_{case.exercise}"

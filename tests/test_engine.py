@@ -26,7 +26,7 @@ import torch
 import headlab.checks
 from headlab.checks import ch02
 from headlab.checks.core import CheckFailed, NotWritten
-from headlab.checks.engine import Exercise, _same
+from headlab.checks.engine import Exercise, same
 from lessons import lesson
 
 
@@ -164,7 +164,7 @@ def test_no_function_in_the_package_returns_the_answer(ex):
             except Exception:
                 continue
             if isinstance(expected, torch.Tensor):
-                answers = _same(out, expected, ex.atol)
+                answers = same(out, expected, ex.atol)
             else:
                 answers = isinstance(out, (int, float)) and abs(float(out) - float(expected)) <= ex.atol
             assert not answers, f"headlab's {f.__module__}.{f.__name__} answers {ex.name}"

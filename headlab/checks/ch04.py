@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .core import CheckFailed, call, drive, fail, passed, require_function
-from .engine import Exercise, Mistake, show
+from .engine import Exercise, Mistake, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
 HEAD_CASES = [(8, 5, 2, 6), (16, 3, 3, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
@@ -27,21 +27,21 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
         out, where = ran["logits"], _logits.where(H, W, b)
         if not torch.equal(ran["H_after"], H):
             fail("TokenClassifier.forward changed the H it was given; build new tensors instead.", "changed-input")
-        if _close(out, right, math.inf) and not _close(ran["again"], out, 0):
+        if same(out, right, math.inf) and not same(ran["again"], out, 0):
             fail("In eval mode your head gave different logits on two calls with the same H: dropout is left on at "
                  "eval. Use nn.Dropout, which .eval() switches off, or pass training=self.training to F.dropout.",
                  "dropout-at-eval")
-        moved = [i for i, o in enumerate(ran["per_position"]) if not _close(o, out[:, i:i + 1], 1e-6)]
+        moved = [i for i, o in enumerate(ran["per_position"]) if not same(o, out[:, i:i + 1], 1e-6)]
         if moved:
             fail(f"Fed alone, position {moved[0]} got other logits than inside H{where}: the logits of one position "
                  "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions")
         _logits.judge(out, right, (H, W, b))
         train, bias = drive(drive_dropout, cls, d, L, H.clone(), W, b, 400 + k), b.expand(B, n, L)
-        said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", _close(train, bias, math.inf)
-        if _close(train, 0 * bias, 1e-6):
+        said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)
+        if same(train, 0 * bias, 1e-6):
             fail(f"{said} returned all zeros: dropout comes after the Linear layer. The order is dropout → Linear, "
                  "so a dropped input leaves only the bias.", "dropout-after-linear")
-        if not _close(train, bias, 1e-6):
+        if not same(train, bias, 1e-6):
             fail(f"{said} should drop every feature of H, leaving logits equal to the bias {show(b)} at every "
                  f"position; yours gave {show(train[0, 0] if shaped else train)}{' at [0, 0]' * shaped}. Pass the "
                  "dropout argument on to nn.Dropout(dropout) and apply it to H before the Linear layer.",
@@ -93,10 +93,6 @@ def _forward(head, H):
             fail(f"{err}\nnn.Linear acts on the last axis of its input, which must hold the d = {d} features: apply "
                  "it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")
         raise
-
-
-def _close(a, b: torch.Tensor, atol: float) -> bool:
-    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a.double(), b.double(), 0, atol)
 
 
 def _head_mistake(key: str, change: Callable, message: str) -> Mistake:

@@ -10,7 +10,7 @@ from torch import nn
 
 from ..grading import GraderError
 from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function
-from .engine import Exercise, Mistake, Unclear, show
+from .engine import Exercise, Mistake, Unclear, same, show
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -258,7 +258,7 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _close(got: tuple, want: tuple) -> bool:
-    return all(a.shape == b.shape and torch.allclose(a.float(), b.float(), 1e-4, 1e-4) for a, b in zip(got, want))
+    return all(same(a, b, 1e-4, rtol=1e-4, kind=False) for a, b in zip(got, want))
 
 
 def _judge_head(ran: dict, H: torch.Tensor, d: int) -> None:

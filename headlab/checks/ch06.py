@@ -98,20 +98,18 @@ def _bool_first(err, mask) -> str:
 
 
 def _usual(m) -> dict:
-    """What each usual mistake returns on the mask m; None where that is the right answer (counting is
-    wrong only with a hole, a row whose Trues come in more than one stretch, or a row starting with
-    padding), or where two mistakes give the same numbers (under right padding n − ℓ is the flipped index,
-    and the count is one past the last True)."""
+    """What each usual mistake returns on the mask m. Counting is blamed only where it is what went wrong:
+    with a hole (a row whose Trues come in more than one stretch) or a row starting with padding; where
+    two others give the same numbers, the engine names neither and looks at the next case."""
     r, n = m.bool().long(), m.shape[1]
     count, first = r.sum(1), r.argmax(1)
     hole = bool(((r.diff(dim=1, prepend=0 * r[:, :1]) == 1).sum(1) > 1).any())
     left = bool((r[:, 0] == 0).any())
     flipped = r.flip(1).argmax(1)
-    alike = {"first-true": first, "n-minus-length": n - count, "flipped-not-mapped-back": flipped,
-             "count-as-index": count, "flip-off-by-one": n - flipped}
     return {"counted-across-a-hole": first + count - 1 if hole else None,
             "count-assumes-right-padding": count - 1 if left else None,
-            **{k: None if sum(torch.equal(v, w) for w in alike.values()) > 1 else v for k, v in alike.items()},
+            "first-true": first, "n-minus-length": n - count, "flipped-not-mapped-back": flipped,
+            "count-as-index": count, "flip-off-by-one": n - flipped,
             "stopped-at-first-false": (1 - r).argmax(1) - 1 if hole or left else None,
             "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1)}
 

@@ -123,10 +123,10 @@ class Exercise:
         if not self._right_dtype(out):
             unclear = self._name_mistake(out, inputs, where, expected)
             wanted = self.dtype if self.dtype is not None else "a floating-point dtype"
-            hint = " Your values are right; convert the result." if _same(out, expected, self.atol, kind=False) else ""
+            hint = " Your values are right; convert the result." if same(out, expected, self.atol, kind=False) else ""
             _fail(self.dtype_message.format(name=self.name, got=out.dtype, where=where, wanted=wanted) + hint,
                   "wrong-dtype", unclear)
-        if _same(out, expected, self.atol):
+        if same(out, expected, self.atol):
             return
         self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}.",
                            self._name_mistake(out, inputs, where, expected))
@@ -184,7 +184,7 @@ class Exercise:
             except Exception:  # the mistake does not apply to this case
                 continue
             # a mistake that gives the right answer on this input is no mistake here
-            if wrong is not None and _same(out, wrong, self.atol) and not _same(wrong, expected, self.atol):
+            if wrong is not None and same(out, wrong, self.atol) and not same(wrong, expected, self.atol):
                 found.append(mistake)
         if len({m.key for m in found}) > 1:
             return True
@@ -208,14 +208,15 @@ def _kind(x: torch.Tensor) -> str:
     return "bool" if x.dtype == torch.bool else "float" if x.is_floating_point() else "int"
 
 
-def _same(a: Any, b: Any, atol: float, kind: bool = True) -> bool:
-    """Equal shapes and values within `atol`; with `kind`, also the same kind of dtype (bool, int, float)."""
+def same(a: Any, b: Any, atol: float, rtol: float = 0.0, kind: bool = True) -> bool:
+    """Equal shapes and values within `atol` + `rtol`·|b| (NaN equals NaN); with `kind`, also the same kind
+    of dtype (bool, int, float). Values that are not tensors must be equal and of one type."""
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         return not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) and type(a) is type(b) and a == b
     if a.shape != b.shape or (kind and _kind(a) != _kind(b)) or a.is_complex() or b.is_complex():
         return False
     a, b = a.detach().double(), b.detach().double()
-    return bool(torch.allclose(a, b, atol=atol, rtol=0, equal_nan=True))
+    return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
 
 
 def show(x: Any) -> str:

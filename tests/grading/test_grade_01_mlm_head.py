@@ -101,15 +101,9 @@ WRONG = [
     Wrong.edit("mlm_loss-summed", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")', "summed"),
     Wrong.edit("mlm_loss-returns-float", "mlm_loss", LOSS, f"{LOSS}.item()", "not-a-tensor"),
     Wrong.edit("mlm_loss-detached", "mlm_loss", LOSS, f"{LOSS}.detach()", "no-gradient"),
-    Wrong("mlm_loss-nll-on-logits", "mlm_loss", """
-        def mlm_loss(logits, labels):
-            keep = labels != -100
-            return F.nll_loss(logits[keep], labels[keep])
-        """, mistake="nll-on-logits"),
-    Wrong("mlm_loss-classes-not-flattened", "mlm_loss", """
-        def mlm_loss(logits, labels):
-            return F.cross_entropy(logits, labels)
-        """, mistake="raised-RuntimeError"),
+    Wrong.edit("mlm_loss-nll-on-logits", "mlm_loss", "F.cross_entropy(", "F.nll_loss(", "nll-on-logits"),
+    Wrong.edit("mlm_loss-classes-not-flattened", "mlm_loss", "logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)",
+               "logits, labels", "raised-RuntimeError"),
     Wrong.edit("tying_savings-both-matrices", "tying_savings", "int(V) * int(d)", "2 * V * d", "both-matrices"),
     Wrong.edit("tying_savings-bias-counted", "tying_savings", "int(V) * int(d)", "V * d + V", "bias-counted"),
     Wrong.edit("tying_savings-sizes-added", "tying_savings", "int(V) * int(d)", "V + d", "sizes-added"),

@@ -59,30 +59,12 @@ WRONG = [
             conf, pred = probs.max(dim=-1)
             return float(((pred == labels).float().mean() - conf.mean()).abs())
         """, mistake="single-global-gap"),
-    Wrong("ece-ten-bins-always", "expected_calibration_error", """
-        def expected_calibration_error(probs, labels, n_bins=10):
-            conf, pred = probs.max(dim=-1)
-            correct = (pred == labels).float()
-            bins = (torch.ceil(conf * 10) - 1).long().clamp(0, 9)
-            total = 0.0
-            for k in range(10):
-                inside = bins == k
-                if inside.any():
-                    total += inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
-            return float(total)
-        """, mistake="fixed-ten-bins"),
-    Wrong("ece-returns-a-tensor", "expected_calibration_error", """
-        def expected_calibration_error(probs, labels, n_bins=10):
-            conf, pred = probs.max(dim=-1)
-            correct = (pred == labels).float()
-            bins = (torch.ceil(conf * n_bins) - 1).long().clamp(0, n_bins - 1)
-            total = torch.tensor(0.0)
-            for k in range(n_bins):
-                inside = bins == k
-                if inside.any():
-                    total = total + inside.float().mean() * (correct[inside].mean() - conf[inside].mean()).abs()
-            return total
-        """, mistake="returned-a-tensor"),
+    Wrong.edit("ece-ten-bins-always", "expected_calibration_error",
+               "(torch.ceil(confidence * n_bins) - 1).long().clamp(0, n_bins - 1)\n    ece = 0.0\n    for k in range(n_bins):",
+               "(torch.ceil(confidence * 10) - 1).long().clamp(0, 9)\n    ece = 0.0\n    for k in range(10):",
+               "fixed-ten-bins"),
+    Wrong.edit("ece-returns-a-tensor", "expected_calibration_error", "return float(ece)", "return torch.tensor(ece)",
+               "returned-a-tensor"),
     Wrong.edit("ece-nan-from-empty-bins", "expected_calibration_error",
                "        if count == 0:\n            continue\n", "", "nan-from-empty-bins"),
     # --- restrict_to_labels -----------------------------------------------------------------------

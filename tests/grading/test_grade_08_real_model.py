@@ -41,30 +41,10 @@ WRONG = [
                 labels.append(-100 if w is None or following == w else word_labels[w])
             return labels
         """, mistake="label-on-last-piece"),
-    Wrong("align_labels-specials-labelled-O", "align_labels", """
-        def align_labels(word_ids, word_labels):
-            labels, previous = [], None
-            for w in word_ids:
-                if w is None:
-                    labels.append(0)
-                elif w != previous:
-                    labels.append(word_labels[w])
-                else:
-                    labels.append(-100)
-                previous = w
-            return labels
-        """, mistake="labels-special-tokens"),
-    Wrong("align_labels-if-not-word-id-skips-word-0", "align_labels", """
-        def align_labels(word_ids, word_labels):
-            labels, previous = [], None
-            for w in word_ids:
-                if not w or w == previous:
-                    labels.append(-100)
-                else:
-                    labels.append(word_labels[w])
-                previous = w
-            return labels
-        """, mistake="word-0-taken-for-special"),
+    Wrong.edit("align_labels-specials-labelled-O", "align_labels", "labels.append(-100)\n        elif",
+               "labels.append(0)\n        elif", "labels-special-tokens"),
+    Wrong.edit("align_labels-if-not-word-id-skips-word-0", "align_labels", "if word_id is None:", "if not word_id:",
+               "word-0-taken-for-special"),
     Wrong("align_labels-crashes-on-special-tokens", "align_labels", """
         def align_labels(word_ids, word_labels):
             labels, previous = [], None

@@ -90,7 +90,7 @@ def build_decoder(texts, tok, steps=DECODER_STEPS):
     def loss(step):
         batch = _texts_batch(tok, texts, next(batches), add_special_tokens=False)
         H = model(batch.ids, batch.attention_mask)
-        logits = model.next_token_logits(H[:, :-1])  # predict token t+1 from positions ≤ t
+        logits = model.vocab_logits(H[:, :-1])  # predict token t+1 from positions ≤ t
         target = batch.ids[:, 1:].masked_fill(~batch.attention_mask[:, 1:], -100)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 

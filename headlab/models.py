@@ -123,9 +123,13 @@ class TinyTransformer(nn.Module):
             return H, (*hidden_states[:-1], H)
         return H
 
-    def next_token_logits(self, H: torch.Tensor) -> torch.Tensor:
-        """(…, d) → (…, V) with the token embedding as the output matrix (used to pre-train the decoder)."""
-        return H @ self.tok_emb.weight.T
+    def vocab_logits(self, H: torch.Tensor) -> torch.Tensor:
+        """Scores over the vocabulary through the tied token embedding: (…, d) → (…, V), H @ E^T.
+
+        The token embedding E (V, d) doubles as the output matrix. What the scores predict depends on the
+        position they are read at: the decoder was pre-trained to read the next token from them.
+        """
+        return H @ self.tok_emb.weight.T  # (…, V)
 
     def config_dict(self) -> dict:
         return asdict(self.cfg)

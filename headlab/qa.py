@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 
 from .data import QAExample
-from .tokenizer import CLS, PAD, SEP, WordTokenizer
+from .tokenizer import CLS, PAD, SEP, WordTokenizer, pad
 
 
 @dataclass
@@ -95,10 +95,9 @@ def qa_batch(tok: WordTokenizer, examples: Sequence[QAExample], pad_to: int | No
             raise ValueError(f"answer {ex.answer!r} is not at words {ex.answer_start}…{ex.answer_end} "
                              f"of {ex.passage!r}")
         rows.append([CLS, *q, SEP, *p, SEP])
-    n = max([len(r) for r in rows] + [pad_to or 0])
-    B = len(rows)
-    ids = torch.full((B, n), tok.pad_id, dtype=torch.long)
-    attention_mask = torch.zeros(B, n, dtype=torch.bool)
+    ids, attention_mask = pad([[tok.stoi.get(w, tok.unk_id) for w in row] for row in rows], tok.pad_id,
+                              pad_to=pad_to)  # (B, n) each, right-padded
+    B, n = ids.shape
     allowed = torch.zeros(B, n, dtype=torch.bool)
     start = torch.empty(B, dtype=torch.long)
     end = torch.empty(B, dtype=torch.long)
@@ -107,8 +106,6 @@ def qa_batch(tok: WordTokenizer, examples: Sequence[QAExample], pad_to: int | No
     for b, (ex, row) in enumerate(zip(examples, rows)):
         offset = len(ex.question.split()) + 2  # [CLS] question [SEP]
         n_passage = len(ex.passage.split())
-        ids[b, :len(row)] = torch.tensor([tok.stoi.get(w, tok.unk_id) for w in row], dtype=torch.long)
-        attention_mask[b, :len(row)] = True
         allowed[b, offset:offset + n_passage] = True
         start[b] = offset + ex.answer_start
         end[b] = offset + ex.answer_end

@@ -93,16 +93,36 @@ class WordTokenizer:
         rows = [self.encode(t, add_special_tokens) for t in texts]
         if max_len is not None:
             rows = [_truncate(r, max_len, truncation_side, add_special_tokens) for r in rows]
-        n = max([len(r) for r in rows] + [pad_to or 0, 1])
-        ids = torch.full((len(rows), n), self.pad_id, dtype=torch.long)
-        real = torch.zeros((len(rows), n), dtype=torch.bool)
-        for b, r in enumerate(rows):
-            span = slice(0, len(r)) if padding_side == "right" else slice(n - len(r), n)
-            ids[b, span] = torch.tensor(r, dtype=torch.long)
-            real[b, span] = True
+        ids, real = pad(rows, self.pad_id, side=padding_side, pad_to=pad_to)  # (B, n) each
         special = ~real | (ids == self.cls_id) | (ids == self.sep_id)
         lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
         return Batch(ids, real, lengths, special, padding_side)
+
+    def batch_with_labels(self, examples: Sequence, **options) -> tuple[Batch, torch.Tensor]:
+        """Labelled examples (a `.text` and an integer `.label` each, as `data.ClassificationExample`)
+        → (`self.batch` of their texts with `options`, labels (B,) long)."""
+        batch = self.batch([e.text for e in examples], **options)
+        return batch, torch.tensor([e.label for e in examples], dtype=torch.long)
+
+
+def pad(rows: Sequence[Sequence[int]], pad_id: int, side: str = "right",
+        pad_to: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of token ids of different lengths → one rectangle and its attention mask.
+
+    Every row is padded with `pad_id` on `side` ("right" or "left") to the longest row's length, or to
+    `pad_to` when that is longer (at least one position). Returns `ids` (B, n) long and
+    `attention_mask` (B, n) bool, True on the rows' own ids and False on the padding.
+    """
+    if side not in ("right", "left"):
+        raise ValueError(f"side must be 'right' or 'left', got {side!r}")
+    n = max([len(r) for r in rows] + [pad_to or 0, 1])
+    ids = torch.full((len(rows), n), pad_id, dtype=torch.long)  # (B, n)
+    attention_mask = torch.zeros((len(rows), n), dtype=torch.bool)  # (B, n)
+    for b, r in enumerate(rows):
+        span = slice(0, len(r)) if side == "right" else slice(n - len(r), n)
+        ids[b, span] = torch.as_tensor(r, dtype=torch.long)
+        attention_mask[b, span] = True
+    return ids, attention_mask
 
 
 def _truncate(ids: list[int], max_len: int, side: str, has_specials: bool) -> list[int]:

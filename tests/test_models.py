@@ -110,6 +110,6 @@ def test_pretrained_decoder_predicts_the_toy_language():
     dec = pretrained_decoder()
     b = TOK.batch(["the robot moved the"])
     with torch.no_grad():
-        probs = dec.next_token_logits(dec(b.ids)[0, -1]).softmax(-1)
+        probs = dec.vocab_logits(dec(b.ids)[0, -1]).softmax(-1)
     top = {TOK.itos[i] for i in probs.topk(5).indices.tolist()}
     assert top & {"box", "ball", "bread", "crate", "toy", "loaf", "hat", "cap"}

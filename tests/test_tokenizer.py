@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from headlab.data import corpus, course_tokenizer
-from headlab.tokenizer import SPECIAL_TOKENS, WordTokenizer
+from headlab.data import classification_set, corpus, course_tokenizer
+from headlab.tokenizer import SPECIAL_TOKENS, WordTokenizer, pad
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +73,27 @@ def test_truncation_keeps_the_chosen_end(side, kept):
 def test_bad_padding_side_is_a_clear_error(tok):
     with pytest.raises(ValueError, match="padding_side"):
         tok.batch(["a"], padding_side="middle")
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pad_puts_each_row_on_its_side_and_masks_the_rest(side):
+    ids, mask = pad([[5, 6, 7], [8], []], pad_id=0, side=side, pad_to=4)
+    assert ids.dtype == torch.long and mask.dtype == torch.bool and ids.shape == mask.shape == (3, 4)
+    if side == "right":
+        assert ids.tolist() == [[5, 6, 7, 0], [8, 0, 0, 0], [0, 0, 0, 0]]
+    else:
+        assert ids.tolist() == [[0, 5, 6, 7], [0, 0, 0, 8], [0, 0, 0, 0]]
+    assert mask.sum(1).tolist() == [3, 1, 0] and torch.equal(mask, ids != 0)
+    assert pad([[1, 2], [3]], pad_id=9)[0].tolist() == [[1, 2], [3, 9]]  # pad_to=None: the longest row
+    with pytest.raises(ValueError, match="side"):
+        pad([[1]], 0, side="middle")
+
+
+def test_batch_with_labels_is_the_batch_of_the_texts_and_the_labels(tok):
+    examples = classification_set(20, seed=4)
+    batch, labels = tok.batch_with_labels(examples, add_special_tokens=True, pad_to=30)
+    same = tok.batch([e.text for e in examples], add_special_tokens=True, pad_to=30)
+    assert torch.equal(batch.ids, same.ids) and torch.equal(batch.attention_mask, same.attention_mask)
+    assert labels.dtype == torch.long and labels.tolist() == [e.label for e in examples]
+    _, none = tok.batch_with_labels([])
+    assert none.dtype == torch.long and none.shape == (0,)

@@ -68,19 +68,19 @@ def test_fine_tuning_beats_the_frozen_probe():
 
     def loss(step):
         chosen = [TRAIN[i] for i in next(batches).tolist()]
-        batch = tok.batch([e.text for e in chosen], add_special_tokens=True)
+        batch, labels = tok.batch_with_labels(chosen, add_special_tokens=True)
         H = encoder(batch.ids, batch.attention_mask)
         real = batch.attention_mask.float()[..., None]
         logits = head((H * real).sum(1) / real.sum(1))
-        return F.cross_entropy(logits, torch.tensor([e.label for e in chosen]))
+        return F.cross_entropy(logits, labels)
 
     fit([encoder, head], loss, 150, lr=1e-3, progress=False)
-    batch = tok.batch([e.text for e in TEST], add_special_tokens=True)
+    batch, labels = tok.batch_with_labels(TEST, add_special_tokens=True)
     with torch.no_grad():
         H = encoder(batch.ids, batch.attention_mask)
         real = batch.attention_mask.float()[..., None]
         pred = head((H * real).sum(1) / real.sum(1)).argmax(-1)
-    tuned = balanced_accuracy(pred, torch.tensor([e.label for e in TEST]))
+    tuned = balanced_accuracy(pred, labels)
     assert tuned >= 0.95
     assert tuned > probe("encoder", "mean")
 

@@ -134,49 +134,38 @@ LOSS_CASES = [
      [[X, 0, 2, X], [X, 1, X, X]], (L2 + L3 + L5) / 3),   # [CLS] w w [SEP]; [CLS] w [SEP] [PAD]
 ]
 GRAD_LABELS = [[X, 1, 2, X], [X, 0, X, X]]
-NO_GRAPH = ("token_loss returned a loss that loss.backward() cannot carry to the logits: compute it from the logits "
+NO_GRAPH = ("token_loss returned a loss that `loss.backward()` cannot carry to the logits: compute it from the logits "
             "with torch operations, without .item(), .detach() or torch.no_grad().")
 
 
-def token_loss(fn: Callable, cases: Sequence | None = None) -> None:
-    require_function(fn, "token_loss")
-    cases = LOSS_CASES if cases is None else cases
-    last = (torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)), GRAD_LABELS, None)
-    for logits, labels, expected in [*cases, last]:   # the last: no gradient may reach a -100 position
-        logits = torch.as_tensor(logits, dtype=torch.float32).detach().clone().requires_grad_()
-        labels = torch.as_tensor(labels, dtype=torch.long)
-        before = labels.clone()
-        try:
-            out = call(fn, "token_loss", logits, labels)
-        except CheckFailed as err:
-            _crash(err, *logits.shape)
-        if not torch.equal(labels, before):
-            fail("token_loss changed the labels tensor it was given (for example by writing 0 over the -100 "
-                 "entries). Leave the labels as they are; the -100 entries must be ignored.", "changed-input")
-        if expected is not None:
-            _loss.judge(out, torch.tensor(float(expected)), (logits, labels))
-        if not (isinstance(out, torch.Tensor) and out.requires_grad):
-            fail(NO_GRAPH, "no-gradient")
+def _carries_the_graph(fn: Callable) -> None:
+    """After the values: the loss carries the graph, and no gradient reaches a position labelled -100."""
+    logits = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_()
+    labels = torch.tensor(GRAD_LABELS)
+    out = call(fn, "token_loss", logits, labels)
+    if not (isinstance(out, torch.Tensor) and out.requires_grad):
+        fail(NO_GRAPH, "no-gradient")
     out.sum().backward()   # replayed, the loss carries the gradients the learner's function really had
     if logits.grad is None:
         fail(NO_GRAPH, "no-gradient")
     if bool((logits.grad[labels == X] != 0).any()):
-        fail(f"unlabelled positions must get no gradient from token_loss: with labels {GRAD_LABELS}, loss.backward() "
-             "gave the logits of positions labelled -100 ([CLS], [SEP], padding) a nonzero gradient, so training "
-             "would still push them. Leave them out of the computation itself (ignore_index=-100, or select the "
-             "labelled positions), not only out of the value.", "gradient-reaches-unlabelled")
-    passed("token_loss", len(cases))
+        fail(f"unlabelled positions must get no gradient from token_loss: with labels {GRAD_LABELS}, "
+             "`loss.backward()` gave the logits of positions labelled -100 ([CLS], [SEP], padding) a nonzero "
+             "gradient, so training would still push them. Leave them out of the computation itself "
+             "(ignore_index=-100, or select the labelled positions), not only out of the value.",
+             "gradient-reaches-unlabelled")
 
 
-def _crash(err: CheckFailed, B: int, n: int, L: int) -> None:
+def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> tuple[str, str] | None:
+    B, n, L = logits.shape
     if "Expected target size" in str(err):
-        fail(f"{err}\nF.cross_entropy reads the classes from dim 1, so on logits of shape (B, n, L) = {(B, n, L)} it "
-             f"took the sequence axis n = {n} for the classes. Flatten to (B·n, L) and (B·n,), or move L to dim 1 "
-             "with logits.transpose(1, 2).", "classes-on-sequence-axis")
+        return (f"F.cross_entropy reads the classes from dim 1, so on logits of shape (B, n, L) = {(B, n, L)} it "
+                f"took the sequence axis n = {n} for the classes. Flatten to (B·n, L) and (B·n,), or move L to "
+                "dim 1 with `logits.transpose(1, 2)`.", "classes-on-sequence-axis")
     if "-100 is out of bounds" in str(err):
-        fail(f"{err}\nThe label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
-             "out of the loss (ignore_index=-100, or a mask).", "minus-100-used-as-class")
-    raise err
+        return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
+                "out of the loss (ignore_index=-100, or a mask).", "minus-100-used-as-class")
+    return None
 
 
 def _ce(logits, labels, reduction="mean"):
@@ -185,15 +174,22 @@ def _ce(logits, labels, reduction="mean"):
 
 def _loss_mistake(key: str, output: Callable, why: str) -> Mistake:
     return Mistake(key, output, lambda out, logits, labels: f"token_loss gave {out.item():.4f}"
-                   f"{_loss.where(logits, labels)}: " + why.format(all=labels.numel(), kept=int((labels != X).sum())))
+                   f"{token_loss.where(logits, labels)}: " + why.format(all=labels.numel(), kept=int((labels != X).sum())))
 
 
-_loss = Exercise(
-    "token_loss", cases=(), read=None, shape=lambda logits, labels: (),   # judged only, by token_loss
-    meaning=" (0-d, still carrying the graph so that loss.backward() works; do not call .item())",
+token_loss = Exercise(
+    "token_loss", LOSS_CASES,
+    read=lambda case: ((torch.as_tensor(case[0], dtype=torch.float32).detach().clone().requires_grad_(),
+                        torch.as_tensor(case[1], dtype=torch.long)), torch.tensor(float(case[2]))),
+    shape=lambda logits, labels: (),
+    unchanged="token_loss changed the labels tensor it was given (for example by writing 0 over the -100 entries). "
+              "Leave the labels as they are; the -100 entries must be ignored.",
+    hints=[(Exception, _crash_hint)],
+    then=_carries_the_graph,
+    meaning=" (0-d, still carrying the graph so that `loss.backward()` works; do not call .item())",
     where=lambda logits, labels: f" for labels {labels.tolist()}",
     explain=lambda out, right, logits, labels: (
-        f"token_loss gave {out.item():.4f}{_loss.where(logits, labels)}; the mean cross-entropy over the positions "
+        f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}; the mean cross-entropy over the positions "
         f"whose label is not -100 is {float(right):.4f}."),
     mistakes=[
         _loss_mistake("minus-100-as-class-0", lambda lo, la: _ce(lo, la.clamp(min=0)),
@@ -219,7 +215,7 @@ _loss = Exercise(
                       "cross_entropy takes raw logits."),
         _loss_mistake("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la),
                       "F.cross_entropy read the classes from dim 1, the sequence axis (here of size L, so nothing "
-                      "crashed). Flatten to (B·n, L) and (B·n,), or move L to dim 1: logits.transpose(1, 2)."),
+                      "crashed). Flatten to (B·n, L) and (B·n,), or move L to dim 1: `logits.transpose(1, 2)`."),
     ],
 )
 

@@ -63,6 +63,7 @@ class Exercise:
     explain: Callable[..., str] | None = None  # (out, expected, *inputs) → the message when no mistake fits
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
+    then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
 
     def __call__(self, fn: Callable, cases: Sequence | None = None) -> None:
         require_function(fn, self.name)
@@ -77,6 +78,8 @@ class Exercise:
                 unclear = unclear or err
         if unclear is not None:
             raise unclear
+        if self.then is not None:
+            self.then(fn)
         passed(self.name, len(cases))
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:

@@ -68,6 +68,8 @@ WRONG = [
         """, mistake="mean-per-sentence"),
     Wrong.edit("token_loss-returns-python-float", "token_loss", "ignore_index=-100)", "ignore_index=-100).item()",
                "not-a-tensor"),
+    Wrong.edit("token_loss-detached", "token_loss", "ignore_index=-100)", "ignore_index=-100).detach()",
+               "no-gradient"),
     Wrong.edit("token_loss-softmax-before-cross-entropy", "token_loss", "logits.reshape(-1, L)",
                "logits.softmax(dim=-1).reshape(-1, L)", "softmax-before-cross-entropy"),
     Wrong("token_loss-gradient-leaks-to-unlabelled-positions", "token_loss", """

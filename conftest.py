@@ -29,6 +29,13 @@ SLOW = [ROOT / "tests" / "grading", ROOT / "tests" / "grader", ROOT / "solutions
 LESSONS = Path(__file__).parent / "lessons"
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: three workers per two cores. The slow tier spends much of its time waiting on other
+    processes (kernels starting, nbgrader, browsers), so one worker per core leaves cores idle."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores * 3 // 2)
+
+
 def _nbgrader_meta(item) -> dict:
     cell = getattr(item, "cell", None)
     return (cell.get("metadata", {}).get("nbgrader", {}) if cell is not None else {})

@@ -29,6 +29,7 @@ SLOW = [ROOT / "tests" / "grading", ROOT / "tests" / "grader", ROOT / "solutions
 LESSONS = Path(__file__).parent / "lessons"
 
 
+@pytest.hookimpl(optionalhook=True)   # a hook of pytest-xdist, which the ipywidgets 7 pass runs without
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto`: three workers per two cores. The slow tier spends much of its time waiting on other
     processes (kernels starting, nbgrader, browsers), so one worker per core leaves cores idle."""

@@ -120,30 +120,6 @@ def drive(driver: Callable, answer: Any, *args) -> Any:
     return driver(answer, *args)
 
 
-def require_tensor(out: Any, name: str, shape: tuple, dtype: torch.dtype | None = None,
-                   meaning: str = "") -> torch.Tensor:
-    if not isinstance(out, torch.Tensor):
-        fail(f"{name} returned a {type(out).__name__}; it must return a torch.Tensor{meaning}.")
-    if tuple(out.shape) != tuple(shape):
-        fail(f"{name} returned shape {tuple(out.shape)}; expected {tuple(shape)}{meaning}.")
-    if dtype is not None and out.dtype != dtype:
-        fail(f"{name} returned dtype {out.dtype}; expected {dtype}{meaning}.")
-    return out
-
-
-def require_loss(out: Any, name: str, meaning: str) -> float:
-    """A loss is a 0-d tensor that still carries the graph, so loss.backward() reaches the model.
-    Returns its value."""
-    if not isinstance(out, torch.Tensor):
-        fail(f"{name} returned a {type(out).__name__}; return the loss as a 0-dimensional torch tensor "
-             "that still carries the graph (do not call .item()), so that loss.backward() works.")
-    require_tensor(out, name, (), meaning=meaning)
-    if not out.requires_grad:
-        fail(f"{name} returned a tensor with no gradient: loss.backward() would fail. Compute it from "
-             "the logits with torch operations, without .item(), .detach() or torch.no_grad().")
-    return float(out.detach())
-
-
 def positions(row: torch.Tensor) -> list[int]:
     """Indices where a 1-D bool tensor is True, as a plain list for messages."""
     return torch.nonzero(row, as_tuple=False).flatten().tolist()

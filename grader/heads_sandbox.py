@@ -199,6 +199,9 @@ class SandboxKernelManager(AsyncKernelManager):
     stop_stray_processes = Bool(
         True, help="After every cell, kill the processes the cell started and left running."
     ).tag(config=True)
+    stray_wait_seconds = Float(
+        5.0, help="How long, after a cell, to keep killing the processes it left until none is alive."
+    ).tag(config=True)
 
     limit_reason: str | None = None
 
@@ -291,7 +294,10 @@ class SandboxKernelManager(AsyncKernelManager):
         if not self.stop_stray_processes or process is None:
             return 0
         killed = set()
-        for _ in range(5):  # a process may fork while the others are killed
+        # Until none is left: a process may fork while the others are killed, and a killed fork of
+        # the kernel takes a while to free its memory and die under load.
+        deadline = time.monotonic() + self.stray_wait_seconds
+        while True:
             tree = process_tree()
             if getattr(self, "_private", None):
                 # bwrap -> its init (PID 1 inside) -> the kernel, its oldest child; orphans are
@@ -303,7 +309,7 @@ class SandboxKernelManager(AsyncKernelManager):
                 strays = [p for p in descendants(tree, init[1]) if p != kernel[1]]
             else:
                 strays = descendants(tree, process.pid)
-            if not strays:
+            if not strays or time.monotonic() > deadline:
                 break
             for pid in strays:
                 try:

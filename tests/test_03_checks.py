@@ -76,8 +76,8 @@ def test_a_wrong_default_rate_is_named():
 def test_misuse_is_explained():
     with pytest.raises(CheckFailed, match="takes your class SequenceClassifier") as excinfo:
         ch03.sequence_classifier(make_head()(4, 2))
-    assert "not a head built from it" in str(excinfo.value) and excinfo.value.mistake == "not-the-class"
-    assert mistake_of(ch03.sequence_classifier, lambda d, K, dropout=0.1: None) == "not-the-class"
+    assert "not a head built from it" in str(excinfo.value) and excinfo.value.mistake == "instance-not-class"
+    assert mistake_of(ch03.sequence_classifier, lambda d, K, dropout=0.1: None) == "not-a-module"
     with pytest.raises(CheckFailed, match="takes your function head_param_count itself"):
         ch03.head_param_count(130)
 

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..grading import GraderError
-from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function
+from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
@@ -296,9 +296,7 @@ def _close(a, b) -> bool:
 
 def mlm_head(cls, cases: Sequence | None = None) -> None:
     """Build `cls(embedding)` and compare it with LN(GELU(Linear(h))) @ E.T + bias."""
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        fail(f"this check takes your class itself, e.g. check.mlm_head(MLMHead); you passed a {type(cls).__name__}. "
-             "MLMHead must be an nn.Module subclass.", "not-a-module-class")
+    require_module_class(cls, "MLMHead", "mlm_head")
     cases = HEAD_CASES if cases is None else cases
     for V, d, seed in cases:
         _check_head(cls, V, d, seed)

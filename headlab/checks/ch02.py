@@ -7,7 +7,7 @@ from functools import partial
 import torch
 import torch.nn as nn
 
-from .core import CheckFailed, call, drive, fail, passed, require_function
+from .core import CheckFailed, call, drive, fail, passed, require_module_class
 from .engine import Exercise, Mistake, inputs_as, show
 
 T, F = True, False
@@ -79,12 +79,7 @@ _pooler = Exercise(
 
 def Pooler(cls, cases=None) -> None:
     """Build `cls(d)`, load known weights into it and name the mistake if `forward(c)` is wrong."""
-    if isinstance(cls, nn.Module):
-        fail("this check takes your class Pooler itself, e.g. check.Pooler(Pooler); you passed an instance (a "
-             "built module).", "instance-not-class")
-    require_function(cls, "Pooler")
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        fail("Pooler must be a class that subclasses nn.Module: `class Pooler(nn.Module): ...`.", "not-a-module")
+    require_module_class(cls, "Pooler", "Pooler")
     cases = POOLER_CASES if cases is None else cases
     for case in cases:
         (d, W, b, c), expected = _pooler.read(case)

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, drive, fail, passed
+from .core import CheckFailed, call, drive, fail, passed, require_module_class
 from .engine import Exercise, Mistake, inputs_as, show
 
 
@@ -79,10 +79,7 @@ _eval = Exercise(
 
 def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
     """Run heads `cls(d, K, dropout=...)` in eval mode on `cases` (d, K, batch) and in train mode; name any mistake."""
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        fail("this check takes your class SequenceClassifier(nn.Module) itself: check.sequence_classifier("
-             "SequenceClassifier), " + ("not a head built from it." if isinstance(cls, nn.Module) else "a subclass "
-             "of nn.Module." if isinstance(cls, type) else f"not a {type(cls).__name__}."), "not-the-class")
+    require_module_class(cls, "SequenceClassifier", "sequence_classifier")
     g = torch.Generator().manual_seed(seed)
     for d, K, B in [(6, 3, 5), (4, 2, 7), (5, 1, 4)] if cases is None else cases:
         x, W = torch.randn(B, d, generator=g) * 3, torch.randn(K, d, generator=g) / math.sqrt(d)

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, drive, fail, passed, require_function
+from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
@@ -17,7 +17,7 @@ HEAD_CASES = [(8, 5, 2, 6), (16, 3, 3, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠
 
 
 def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
-    require_function(cls, "TokenClassifier")
+    require_module_class(cls, "TokenClassifier", "TokenClassifier")
     cases = HEAD_CASES if cases is None else cases
     for k, (d, L, B, n) in enumerate(cases):
         g = torch.Generator().manual_seed(100 + k)
@@ -70,9 +70,6 @@ def drive_dropout(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torc
 def _build(cls, d: int, L: int, W: torch.Tensor, b: torch.Tensor, **kwargs) -> nn.Module:
     """cls(d, L, ...) with W and b copied into its one weight, (L, d) or stored as (d, L), and its one bias."""
     head, where = call(cls, "TokenClassifier", d, L, **kwargs), f"TokenClassifier({d}, {L})"
-    if not isinstance(head, nn.Module):
-        fail(f"{where} made a {type(head).__name__}; the head must be an nn.Module (class TokenClassifier(nn.Module) "
-             "with super().__init__()).", "not-a-module")
     shapes = sorted((tuple(p.shape) for p in head.parameters()), key=len)
     if shapes not in ([(L,), (L, d)], [(L,), (d, L)]):
         fail(f"{where} has parameters of shapes {shapes}; a token head is one nn.Linear({d}, {L}) with its bias: a "

@@ -6,10 +6,9 @@ import math
 from typing import Callable, Sequence
 
 import torch
-from torch import nn
 
 from ..grading import GraderError
-from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function
+from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, Unclear, same, show
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
@@ -207,9 +206,7 @@ HEAD_SIZES = [(8, 2, 5), (64, 3, 7)]  # (d, B, n)
 
 def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
     """Build `cls(d)` and judge what it returns, also under weights the grader sets, whatever their layout."""
-    if not isinstance(cls, type):
-        fail(f"this check takes your class SpanHead itself, e.g. check.span_head(SpanHead); you passed a "
-             f"{type(cls).__name__}.")
+    require_module_class(cls, "SpanHead", "span_head")
     sizes, g = HEAD_SIZES if sizes is None else sizes, torch.Generator().manual_seed(seed)
     for d, B, n in sizes:
         H = torch.randn(B, n, d, generator=g)
@@ -222,9 +219,6 @@ def drive_span_head(cls, d: int, seed: int, H: torch.Tensor) -> dict:
     with the grader's weights (drawn from `seed`) in its trainable parameters, and on H with all of them zero."""
     torch.manual_seed(seed)
     head = call(cls, "SpanHead", d)
-    if not isinstance(head, nn.Module):
-        fail(f"SpanHead({d}) is a {type(head).__name__}; make SpanHead a subclass of nn.Module "
-             "(class SpanHead(nn.Module): … with super().__init__() first).", "not-a-module")
     head.eval()
     run = lambda X: _logits(call(head, "SpanHead.forward", X), X.shape)  # noqa: E731
     start, end = run(H)

@@ -48,6 +48,18 @@ def require_function(fn: Any, name: str) -> None:
              f"you passed a {kind}.")
 
 
+def require_module_class(cls: Any, name: str, check: str) -> None:
+    """The class checks build heads themselves: they take the learner's nn.Module subclass, not a head."""
+    if isinstance(cls, torch.nn.Module):
+        fail(f"this check takes your class {name} itself, e.g. check.{check}({name}), not a head built from it "
+             f"(you passed a {type(cls).__name__} instance).", "instance-not-class")
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        fail(f"this check takes your class {name} itself, e.g. check.{check}({name}); you passed a "
+             f"{'class' if isinstance(cls, type) else type(cls).__name__} that is not one. {name} must be a class "
+             f"that subclasses nn.Module: `class {name}(nn.Module):`, with `super().__init__()` first in its "
+             "__init__.", "not-a-module")
+
+
 def call(fn: Callable, name: str, *args, **kwargs) -> Any:
     """Call the learner's function; a stub or a crash becomes a message that says so.
 

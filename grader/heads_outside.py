@@ -99,13 +99,9 @@ class RunAnswersOnly(NbGraderPreprocessor):
 
     def recording(self, source: Path) -> dict:
         """The checks of `source`'s test cells, recorded on the solution (cached)."""
-        key = hashlib.sha256(source.read_bytes())
-        for path in sorted([HEADLAB / "grading.py", *(HEADLAB / "checks").glob("*.py")]):
-            key.update(path.name.encode() + path.read_bytes())
-        cache = Path(self.recordings)
-        cache.mkdir(parents=True, exist_ok=True)
-        target = cache / f"{source.stem}-{key.hexdigest()[:20]}.json"
-        with open(cache / f"{source.stem}.lock", "w") as lock:
+        target = cached_recording(Path(self.recordings), source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / f"{source.stem}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)    # parallel autograde processes record a lesson once
             if not target.exists():
                 self.log.info("Recording the checks of %s on its solution", source)
@@ -114,6 +110,15 @@ class RunAnswersOnly(NbGraderPreprocessor):
                 tmp.write_text(json.dumps(book))
                 os.replace(tmp, target)
         return json.loads(target.read_text())
+
+
+def cached_recording(recordings: Path, source: Path) -> Path:
+    """Where the recording of `source` is kept in `recordings`: named by the solution notebook and the
+    checks it was recorded with, so that a change to either records again."""
+    key = hashlib.sha256(source.read_bytes())
+    for path in sorted([HEADLAB / "grading.py", *(HEADLAB / "checks").glob("*.py")]):
+        key.update(path.name.encode() + path.read_bytes())
+    return recordings / f"{source.stem}-{key.hexdigest()[:20]}.json"
 
 
 def record_solution(source: Path, timeout: int) -> dict:

@@ -62,6 +62,14 @@ def submit(root: Path, student: str, nb, lesson: str = LESSON, name: str | None 
     return target
 
 
+def looping(padding_mask: str) -> str:
+    """Lesson 00's `padding_mask` answer made to never return. It sleeps rather than spins: the grader
+    interrupts both alike (test_execute_limits.py spins), and a spinning loop would take a core from the
+    tests running beside it for the cell time limit, in every cell that calls it."""
+    return padding_mask.replace("    positions =", "    import time\n    while True:\n        time.sleep(0.1)\n"
+                                                   "    positions =")
+
+
 def colab_saved(nb, lesson: str = LESSON) -> dict:
     """`nb` as Colab's "Download .ipynb" writes it: nbformat 4.0 (no cell ids), Colab's notebook
     metadata (its name "Copy of …" from "Save a copy in Drive"), an id in every cell's metadata."""
@@ -94,5 +102,5 @@ def feedback(root: Path, student: str, lesson: str = LESSON) -> str:
     return feedback_text(root / "feedback" / student / lesson / f"{lesson}.html")
 
 
-__all__ = ["LESSON", "REPO", "fill", "make_course", "nbgrader", "grade_py", "release_nb",
+__all__ = ["LESSON", "REPO", "fill", "looping", "make_course", "nbgrader", "grade_py", "release_nb",
            "solution_answers", "submit", "colab_saved", "scores", "feedback"]

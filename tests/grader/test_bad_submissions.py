@@ -14,8 +14,8 @@ import json
 import nbformat
 import pytest
 
-from course import (LESSON, colab_saved, feedback, fill, grade_py, make_course, release_nb, scores,
-                    solution_answers, submit)
+from course import (LESSON, colab_saved, feedback, fill, grade_py, looping, make_course, release_nb,
+                    scores, solution_answers, submit)
 
 CELL_TIMEOUT = 15  # the setup cell imports torch: seconds on a loaded 2-core machine
 SOL = solution_answers()
@@ -41,8 +41,7 @@ def build(root):
 
     add("ok-solution", fill(rel, answers()), 4)
     add("ok-untouched", rel, 0, "not written yet")
-    add("loop-in-function", fill(rel, answers(padding_mask=PADDING_OK.replace(
-        "    positions =", "    while True:\n        pass\n    positions ="))), 2, "an infinite loop?")
+    add("loop-in-function", fill(rel, answers(padding_mask=looping(PADDING_OK))), 2, "an infinite loop?")
     add("kernel-exit", fill(rel, answers(causal_mask=CAUSAL_OK.replace(
         "    i = torch", "    import os; os._exit(3)\n    i = torch"))), 2, "the kernel died")
     add("kernel-segfault", fill(rel, answers(causal_mask=CAUSAL_OK.replace(

@@ -1,17 +1,20 @@
 """A self-learner's Colab submission, end to end: the lesson filled in on Colab, downloaded the way
 Colab saves it ("Copy of …", nbformat 4.0, no cell ids, Colab metadata), handed in through an LMS zip,
-collected, autograded in the sandbox and given feedback: full marks."""
+collected, autograded in the sandbox and given feedback: full marks. (The grader takes the recording of
+the lesson's checks made in this process, as the lessons' grading tests do.)"""
 import zipfile
 
 import nbformat
 
 from course import colab_saved, fill, grade_py, make_course, release_nb, scores, solution_answers
+from harness import recorded_here
 
 LESSON = "03_sequence_head"
 
 
 def test_a_colab_copy_filled_with_the_solution_gets_full_marks(tmp_path):
-    root = make_course(tmp_path / "course", lessons=(LESSON,))
+    root = tmp_path / "course"
+    make_course(root, lessons=(LESSON,), extra_config=recorded_here(root, [LESSON]))
     filled = fill(release_nb(root, LESSON), solution_answers(LESSON))
     saved = colab_saved(filled, LESSON)
     assert "id" not in saved["cells"][0] and saved["nbformat_minor"] == 0

@@ -21,7 +21,7 @@ from collections import Counter
 
 import pytest
 
-from course import LESSON, REPO, fill, grade_py, make_course, release_nb, solution_answers, submit
+from course import LESSON, REPO, fill, grade_py, looping, make_course, release_nb, solution_answers, submit
 from heads_report import (APART, FLAGGED, MISTAKE, NO_VERDICT, counts, read_class, render, tally, write_csv,
                           write_report)
 
@@ -168,8 +168,7 @@ def generated_class() -> dict[str, dict | None]:
         "mixed": answers("padding_mask-left-padding", "causal_mask-bidirectional"),
         "solution": answers(),
         "untouched": None,
-        "loop": answers(padding_mask=SOL["padding_mask"].replace(
-            "    positions =", "    while True:\n        pass\n    positions =")),
+        "loop": answers(padding_mask=looping(SOL["padding_mask"])),
         # the most frequent mistake again, but the submission is flagged: counted apart
         "flagged": answers("padding_mask-less-or-equal", padding_mask="import subprocess\n" +
                            wrong["padding_mask-less-or-equal"].answer(SOL)),

@@ -7,17 +7,19 @@ process (test_replay_*, milliseconds each once the solution has been recorded): 
 must fail with its mistake's key, each alternative pass, the solution pass every test cell and the
 untouched lesson fail every one with "not written yet".
 
-End to end, nbgrader with the course's `grader/nbgrader_config.py` grades two students: the solution,
-which gets full marks, and a "mixed" student whose answers alternate between a wrong implementation and a
-correct alternative, exercise by exercise (never two whose test cells name each other's function). Each
-wrong case loses its exercise's points with the message the replay gives, on the autograded notebook and
-the feedback page; each alternative keeps its points; no feedback shows a hidden test. (The untouched
-release is graded by nbgrader in tests/grader/test_report.py.)
+End to end, nbgrader with the course's `grader/nbgrader_config.py` grades one student, a "mixed" one
+whose answers alternate between a wrong implementation and a correct alternative, exercise by exercise
+(never two whose test cells name each other's function). Each wrong case loses its exercise's points
+with the message the replay gives, on the autograded notebook and the feedback page; each alternative
+keeps its points; no feedback shows a hidden test. nbgrader is given the recording this process made
+(tests/grader/test_recording.py shows it is the one a kernel makes). (The solution and the untouched
+release of lesson 00 are graded by nbgrader in tests/grader/.)
 """
 from __future__ import annotations
 
 import ast
 import html
+import json
 import re
 import shutil
 import subprocess
@@ -31,6 +33,7 @@ import pytest
 
 import replay
 from heads_feedback import hidden_test_lines   # one scanner for the grader and its tests
+from heads_outside import cached_recording
 from headlab import grading
 from lessons import LESSONS, fill, graded_cells, lesson as lesson_named, write_course
 
@@ -168,10 +171,23 @@ def run_nbgrader(root: Path, *args: str) -> str:
     return out
 
 
+def recorded_here(root: Path, lessons) -> str:
+    """nbgrader configuration that gives the grader of the course in `root`, for each of `lessons`, the
+    recording of its checks this process made (`replay.record_lesson`) instead of running the solution in
+    a kernel again: the two are the same bytes (tests/grader/test_recording.py)."""
+    folder = root / "recordings"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in lessons:
+        book, _ = replay.record_lesson(name)
+        cached_recording(folder, lesson_named(name).path()).write_text(json.dumps(book))
+    return f"c.RunAnswersOnly.recordings = {str(folder)!r}\n"
+
+
 def grade_class(lesson: str, submissions: dict[str, dict[str, str] | None], root: Path) -> GradedClass:
     """Release `lesson`, submit one notebook per student (answers typed in, or None for untouched),
-    autograde and generate feedback for all of them with nbgrader."""
-    write_course(root)
+    autograde and generate feedback for all of them with nbgrader, which takes the recording of the
+    solution this process made for the replay tests."""
+    write_course(root, recorded_here(root, [lesson]))
     log = run_nbgrader(root, "generate_assignment", lesson, "--force")
     release_path = lesson_named(lesson).path(root / "release")
     release_nb = nbformat.read(release_path, as_version=4)

@@ -88,7 +88,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
                **({} if p is None else {"p": p}))
     for name, now, was in (("ids", ids, before[0]), ("special_mask", special, before[1])):
         if not torch.equal(now, was):
-            fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy ({name}.clone()) and "
+            fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy (`{name}.clone()`) and "
                  "return new tensors: the caller still needs it.", "changed-input")
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         fail(f"mask_tokens must return a pair (inputs, labels); it returned a {type(out).__name__}.", "not-a-pair")
@@ -101,7 +101,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
                  f"{tuple(ids.shape)}.", key)
         if x.data_ptr() == ids.data_ptr():
             fail(f"mask_tokens returned the caller's `ids` tensor itself as `{what}`; return a new tensor "
-                 "(ids.clone()), so that corrupting the inputs never modifies the caller's tensor in place.",
+                 "(`ids.clone()`), so that corrupting the inputs never modifies the caller's tensor in place.",
                  "returns-ids")
     inputs, labels = out
     chosen, changed = labels != -100, inputs != ids
@@ -167,7 +167,7 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
     again = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
     if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):
         fail("two calls with generators in the same state gave different results: every random draw (choice, "
-             "split and random words) must use the `generator` argument (torch.rand(..., generator=generator)), "
+             "split and random words) must use the `generator` argument (`torch.rand(..., generator=generator)`), "
              "not the global random state.", "ignores-generator")
 
 
@@ -263,7 +263,7 @@ HEAD_MISTAKES = [Mistake(key, output, "MLMHead's logits are wrong{where}: " + te
     ("relu-not-gelu", lambda h, z, norm, E, b: norm(torch.relu(z)) @ E.T + b,
      "you used ReLU where the transform has GELU"),
     ("tanh-gelu", lambda h, z, norm, E, b: norm(F.gelu(z, approximate="tanh")) @ E.T + b,
-     "you used the tanh approximation of GELU; use the exact GELU (nn.GELU())"),
+     "you used the tanh approximation of GELU; use the exact GELU (`nn.GELU()`)"),
     ("no-transform", lambda h, z, norm, E, b: h @ E.T + b,
      "you skipped the transform: logits must come from LN(GELU(Linear(h)))"),
     ("returns-probabilities", lambda h, z, norm, E, b: (norm(F.gelu(z)) @ E.T).softmax(-1),
@@ -312,13 +312,13 @@ def _check_head(cls, V: int, d: int, seed: int) -> None:
          "given; it must reuse them as they are."),
         ("cloned-projection", not got["tied"] and got["copy"], "your output projection is a copy (clone) of "
          "embedding.weight, not tied to it: a copy drifts apart as soon as training updates one of them. Use the "
-         "same Parameter object, e.g. self.decoder.weight = embedding.weight, or keep the embedding and use its "
+         "same Parameter object, e.g. `self.decoder.weight = embedding.weight`, or keep the embedding and use its "
          "weight."),
         ("not-tied", not got["tied"], "no parameter of MLMHead is embedding.weight itself: the projection to the "
          "vocabulary must be tied to the embedding (the same Parameter object, not a copy or a new matrix)."),
-        ("linears-not-one", got["linears"] != 1, f"MLMHead should hold exactly one nn.Linear(d, d), the "
+        ("linears-not-one", got["linears"] != 1, f"MLMHead should hold exactly one `nn.Linear(d, d)`, the "
          f"transform's dense layer; found {got['linears']}{where}."),
-        ("norms-not-one", got["norms"] != 1, f"MLMHead should hold exactly one nn.LayerNorm(d); found "
+        ("norms-not-one", got["norms"] != 1, f"MLMHead should hold exactly one `nn.LayerNorm(d)`; found "
          f"{got['norms']}{where}."),
         ("no-output-bias", not got["biases"], f"MLMHead has no output bias: it needs its own parameter of shape "
          f"(V,) = ({V},), added to the logits (the tied embedding gives the weight, not the bias)."),
@@ -414,8 +414,8 @@ def mlm_loss(fn: Callable, cases: Sequence | None = None) -> None:
     except Exception:          # a crash or a stub: the values' check says so
         out = None
     if isinstance(out, torch.Tensor) and out.dim() == 0 and not out.requires_grad:
-        fail("mlm_loss returned a tensor with no gradient: loss.backward() would fail. Compute it from the logits "
-             "with torch operations, without .item(), .detach() or torch.no_grad().", "no-gradient")
+        fail("mlm_loss returned a tensor with no gradient: `loss.backward()` would fail. Compute it from the logits "
+             "with torch operations, without .item(), .detach() or `torch.no_grad()`.", "no-gradient")
     _loss_values(fn, cases)
 
 

@@ -103,7 +103,7 @@ def drive_pooler(cls, d: int, W: torch.Tensor, b: torch.Tensor, c: torch.Tensor)
              f"the dense layer its bias, {d}·{d} + {d} = {d * d + d} parameters.", "no-bias")
     if sorted(shapes) != [(d,), (d, d)]:
         fail(f"Pooler({d}) has {total} parameters {shapes}; a pooler is one dense layer d → d with a bias: a ({d}, "
-             f"{d}) weight and a ({d},) bias, {d * d + d} parameters (nn.Linear(d, d)).", "wrong-parameters")
+             f"{d}) weight and a ({d},) bias, {d * d + d} parameters (`nn.Linear(d, d)`).", "wrong-parameters")
     if not all(p.requires_grad for p in params):
         fail("the pooler's weight and bias must be trainable parameters (requires_grad=True).", "frozen-parameters")
     pooler.eval()

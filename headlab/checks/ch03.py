@@ -27,8 +27,8 @@ def drive_sequence_classifier(cls, d: int, K: int, dropout: float | None, train:
         lins = [m for m in head.modules() if isinstance(m, nn.Linear)]
         if [(m.in_features, m.out_features) for m in lins] != [(d, K)]:
             fail(f"SequenceClassifier({d}, {K}) holds " + (", ".join(
-                 f"nn.Linear({m.in_features}, {m.out_features})" for m in lins) or "no nn.Linear") + "; the "
-                 f"head is dropout then ONE nn.Linear(d, num_classes) = nn.Linear({d}, {K}).", "wrong-linear")
+                 f"`nn.Linear({m.in_features}, {m.out_features})`" for m in lins) or "no nn.Linear") + "; the "
+                 f"head is dropout then ONE `nn.Linear(d, num_classes)` = `nn.Linear({d}, {K})`.", "wrong-linear")
         if lins[0].bias is None:
             fail(f"the Linear layer of SequenceClassifier({d}, {K}) has no bias (bias=False): a head computes "
                  "W c + b, with K·d weights and K biases.", "linear-without-bias")
@@ -86,8 +86,8 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         (out, again), b = _run(cls, d, K, 0.5, False, x, W, g)
         if isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again):
             fail(f"in eval mode two passes on the same input gave different outputs{_eval.where(x, W, b)}: "
-                 "dropout is still on in eval mode. Use nn.Dropout (it follows head.train()/head.eval()) or "
-                 "F.dropout with training=self.training, never training=True.", "dropout-on-at-eval")
+                 "dropout is still on in eval mode. Use nn.Dropout (it follows `head.train()` and `head.eval()`) or "
+                 "F.dropout with `training=self.training`, never `training=True`.", "dropout-on-at-eval")
         _eval.judge(out, _logits(x, W, b), (x, W, b))
     for d, K, p in [(4, 9, 0.5), (3, 6, 0.25), (4, 9, None)]:
         _check_train(cls, d, K, p, g)
@@ -130,8 +130,8 @@ def _check_train(cls, d: int, K: int, p: float | None, g: torch.Generator) -> No
         fail(f"in train mode {head} zeroed {frac:.2f} of the input features; " + (
             "without a dropout argument the default is dropout=0.1: about 0.10 zeroed." if p is None else
             f"with dropout={p} about {p:.2f} should be zeroed" + (
-                ". 0.1 is the default: use the dropout argument, nn.Dropout(dropout), not a fixed rate."
-                if fixed else ", once, by nn.Dropout(dropout) on the pooled vector.")),
+                ". 0.1 is the default: use the dropout argument, `nn.Dropout(dropout)`, not a fixed rate."
+                if fixed else ", once, by `nn.Dropout(dropout)` on the pooled vector.")),
             "wrong-default-dropout" if p is None else "fixed-dropout-rate" if fixed else "wrong-dropout-rate")
     scale, unscaled = scales.mean().item(), abs(scales.mean().item() - 1) < 1e-3
     if abs(scale - 1 / (1 - want)) > 1e-3:

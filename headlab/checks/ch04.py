@@ -44,7 +44,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
         if not same(train, bias, 1e-6):
             fail(f"{said} should drop every feature of H, leaving logits equal to the bias {show(b)} at every "
                  f"position; yours gave {show(train[0, 0] if shaped else train)}{' at [0, 0]' * shaped}. Pass the "
-                 "dropout argument on to nn.Dropout(dropout) and apply it to H before the Linear layer.",
+                 "dropout argument on to `nn.Dropout(dropout)` and apply it to H before the Linear layer.",
                  "dropout-argument-ignored" if shaped else "wrong-shape")
     passed("TokenClassifier", len(cases))
 
@@ -72,7 +72,7 @@ def _build(cls, d: int, L: int, W: torch.Tensor, b: torch.Tensor, **kwargs) -> n
     head, where = call(cls, "TokenClassifier", d, L, **kwargs), f"TokenClassifier({d}, {L})"
     shapes = sorted((tuple(p.shape) for p in head.parameters()), key=len)
     if shapes not in ([(L,), (L, d)], [(L,), (d, L)]):
-        fail(f"{where} has parameters of shapes {shapes}; a token head is one nn.Linear({d}, {L}) with its bias: a "
+        fail(f"{where} has parameters of shapes {shapes}; a token head is one `nn.Linear({d}, {L})` with its bias: a "
              f"weight ({L}, {d}) and a bias ({L},), L·d + L = {L * d + L} numbers.",
              "no-bias" if shapes in ([(L, d)], [(d, L)]) else "wrong-parameters")
     bias, weight = sorted(head.parameters(), key=lambda p: p.dim())
@@ -103,7 +103,7 @@ _logits = Exercise(
     where=lambda H, W, b: f" for H of shape {tuple(H.shape)} and num_labels = {len(b)}",
     fields=lambda H, W, b: {"got": (H.shape[0], len(b), H.shape[1]), "want": (*H.shape[:2], len(b))},
     explain=lambda out, right, H, W, b: (
-        f"In eval mode the head must apply its Linear layer to every position: logits[b, i] = W H[b, i] + bias"
+        f"In eval mode the head must apply its Linear layer to every position: `logits[:, i] == H[:, i] @ W.T + bias`"
         f"{_logits.where(H, W, b)}. At [0, 0] you returned {show(out[0, 0])}; the Linear layer gives "
         f"{show(right[0, 0])}."),
     mistakes=[
@@ -132,7 +132,7 @@ LOSS_CASES = [
 ]
 GRAD_LABELS = [[X, 1, 2, X], [X, 0, X, X]]
 NO_GRAPH = ("token_loss returned a loss that `loss.backward()` cannot carry to the logits: compute it from the logits "
-            "with torch operations, without .item(), .detach() or torch.no_grad().")
+            "with torch operations, without .item(), .detach() or `torch.no_grad()`.")
 
 
 def _carries_the_graph(fn: Callable) -> None:
@@ -275,7 +275,7 @@ SPAN_MISTAKES = [
             lambda tags, spans: "The type is the tag without its B-/I- prefix: 'PER', not 'B-PER'."),
     Mistake("inclusive-ends", lambda tags, spans: [(t, s, e - 1) for t, s, e in spans],
             lambda tags, spans: "Your ends are inclusive (the index of the last word); the end is exclusive, one "
-                                "past the last word, so that tags[start:end] is the entity."),
+                                "past the last word, so that `tags[start:end]` is the entity."),
     Mistake("drops-orphan-inside-tag", lambda tags, spans: [sp for sp in spans if tags[sp[1]][:2] != "I-"],
             lambda tags, spans: _at(tags, spans, "I-", False, "The {tag} at position {p} comes after {after}: there "
                                     "is no open {new} entity to continue, so it starts a new one. You dropped it; an "

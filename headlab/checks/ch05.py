@@ -264,8 +264,8 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int) -> None:
                      "The softmax over the allowed positions belongs in best_span and in the loss.", "probabilities")
     if not (ran["n_params"] and ran["connected"]):
         fail(f"SpanHead's logits are connected to no trainable parameter (it has {ran['n_params']}), so training "
-             "cannot learn them: create the parameters in __init__ (e.g. nn.Linear(d, 2)) and compute the logits with "
-             "them, in torch, without .detach() or torch.no_grad().", "not-connected" if ran["n_params"] else
+             "cannot learn them: create the parameters in __init__ (e.g. `nn.Linear(d, 2)`) and compute the logits with "
+             "them, in torch, without .detach() or `torch.no_grad()`.", "not-connected" if ran["n_params"] else
              "no-parameters")
     if torch.allclose(*ran["loaded"]):
         fail("With the grader's weights in its parameters, SpanHead's start_logits and end_logits are equal: it "

@@ -195,8 +195,8 @@ KC_VALUES = {
     ], "an untrained head gives every class about the same probability, and the loss is −ln of the probability "
        "of the true class (rounded to two decimals)."),
 }
-PLAIN = {"kc_positions": "a list of three ints (tensor.tolist())", "kc_head_params": "an int (int(tensor))",
-         "kc_initial_loss": "a float rounded to two decimals (round(tensor.item(), 2))"}
+PLAIN = {"kc_positions": "a list of three ints (`tensor.tolist()`)", "kc_head_params": "an int (`int(tensor)`)",
+         "kc_initial_loss": "a float rounded to two decimals (`round(tensor.item(), 2)`)"}
 
 
 def drive_knowledge_check(namespace: Mapping[str, Any]) -> dict:
@@ -208,7 +208,7 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     """Check the answers set in the notebook (pass `globals()`): without `expected`, only their form,
     which gives no value away; hidden tests pass the values."""
     if not isinstance(namespace, Mapping):
-        fail("this check reads your answers from the notebook: call it as check.knowledge_check(globals()).",
+        fail("this check reads your answers from the notebook: call it as `check.knowledge_check(globals())`.",
              "not-a-namespace")
     answers = drive(drive_knowledge_check, namespace)
     missing = [name for name in KC_NAMES if name not in answers]

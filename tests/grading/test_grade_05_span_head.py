@@ -2,6 +2,17 @@
 and correct alternatives."""
 from harness import Alternative, LessonGrading, Wrong
 
+TWO_LINEAR_LAYERS = """
+    class SpanHead(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.start = nn.Linear(d, 1)
+            self.end = nn.Linear(d, 1)
+
+        def forward(self, H):
+            return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
+    """
+
 WRONG = [
     # --- SpanHead ----------------------------------------------------------------------------------
     Wrong("SpanHead-one-shared-vector", "SpanHead", """
@@ -16,16 +27,8 @@ WRONG = [
         """, mistake="same-scorer"),
     Wrong.edit("SpanHead-returns-probabilities", "SpanHead", "return start_logits, end_logits",
                "return start_logits.softmax(-1), end_logits.softmax(-1)", "probabilities"),
-    Wrong("SpanHead-keeps-last-axis", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.start = nn.Linear(d, 1)
-                self.end = nn.Linear(d, 1)
-
-            def forward(self, H):
-                return self.start(H), self.end(H)
-        """, mistake="keeps-last-axis"),
+    Wrong("SpanHead-keeps-last-axis", "SpanHead", TWO_LINEAR_LAYERS.replace(".squeeze(-1)", ""),
+          mistake="keeps-last-axis"),
     Wrong.edit("SpanHead-one-tensor-not-a-pair", "SpanHead", "return start_logits, end_logits", "return logits",
                "one-tensor"),
     Wrong("SpanHead-extra-hidden-layer", "SpanHead", """
@@ -163,16 +166,7 @@ ALTERNATIVES = [
             def forward(self, H):
                 return H @ self.s, H @ self.e
         """),
-    Alternative("SpanHead-two-linear-layers", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.start = nn.Linear(d, 1)
-                self.end = nn.Linear(d, 1)
-
-            def forward(self, H):
-                return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
-        """),
+    Alternative("SpanHead-two-linear-layers", "SpanHead", TWO_LINEAR_LAYERS),
     Alternative("SpanHead-end-as-the-start-vector-plus-its-own", "SpanHead", """
         class SpanHead(nn.Module):                        # end = H·w + H·c: no usual layout, still linear
             def __init__(self, d):

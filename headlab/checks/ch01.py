@@ -15,9 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..grading import GraderError
-from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, same
+from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
+from .engine import Exercise, Mistake, backward_through, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -373,8 +372,7 @@ def _loss_mistake(key: str, loss: Callable, text: str) -> Mistake:
                    f"mlm_loss returned {float(out):.4f}{_loss_where(*inputs)}: {text}.")
 
 
-# The values; `mlm_loss` below also asks that the loss carry the graph.
-_loss_values = Exercise(
+mlm_loss = Exercise(
     "mlm_loss", LOSS_CASES,
     read=lambda case: ((torch.tensor(case[0], dtype=torch.float32), torch.tensor(case[1], dtype=torch.long)),
                        torch.tensor(case[2], dtype=torch.float64)),
@@ -385,6 +383,9 @@ _loss_values = Exercise(
     explain=lambda out, expected, *inputs: (
         f"mlm_loss returned {float(out):.4f}{_loss_where(*inputs)}; expected {float(expected):.4f}, the mean "
         "cross-entropy over the positions whose label is not −100."),
+    then=lambda fn: backward_through(
+        fn, "mlm_loss", torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(),
+        torch.tensor([[1, -100, 2], [-100, 0, -100]])),
     hints=[((RuntimeError, ValueError), lambda err, logits, labels: "F.cross_entropy wants the classes in "
             "dimension 1: flatten logits to (-1, V) and labels to (-1,)." if logits.dim() == 3 else None)],
     mistakes=[
@@ -402,21 +403,6 @@ _loss_values = Exercise(
     ],
 )
 
-
-def mlm_loss(fn: Callable, cases: Sequence | None = None) -> None:
-    """The loss carries the graph (loss.backward() reaches the logits), then `_loss_values`."""
-    require_function(fn, "mlm_loss")
-    (logits, labels), _ = _loss_values.read((LOSS_CASES if cases is None else cases)[0])
-    try:
-        out = call_raw(fn, "mlm_loss", logits.requires_grad_(), labels)
-    except GraderError:
-        raise
-    except Exception:          # a crash or a stub: the values' check says so
-        out = None
-    if isinstance(out, torch.Tensor) and out.dim() == 0 and not out.requires_grad:
-        fail("mlm_loss returned a tensor with no gradient: `loss.backward()` would fail. Compute it from the logits "
-             "with torch operations, without .item(), .detach() or `torch.no_grad()`.", "no-gradient")
-    _loss_values(fn, cases)
 
 
 # --- tying_savings ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, same, show
+from .engine import Exercise, Mistake, backward_through, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
 HEAD_CASES = [(8, 5, 2, 6), (16, 3, 3, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
@@ -131,20 +131,13 @@ LOSS_CASES = [
      [[X, 0, 2, X], [X, 1, X, X]], (L2 + L3 + L5) / 3),   # [CLS] w w [SEP]; [CLS] w [SEP] [PAD]
 ]
 GRAD_LABELS = [[X, 1, 2, X], [X, 0, X, X]]
-NO_GRAPH = ("token_loss returned a loss that `loss.backward()` cannot carry to the logits: compute it from the logits "
-            "with torch operations, without .item(), .detach() or `torch.no_grad()`.")
 
 
 def _carries_the_graph(fn: Callable) -> None:
     """After the values: the loss carries the graph, and no gradient reaches a position labelled -100."""
     logits = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_()
     labels = torch.tensor(GRAD_LABELS)
-    out = call(fn, "token_loss", logits, labels)
-    if not (isinstance(out, torch.Tensor) and out.requires_grad):
-        fail(NO_GRAPH, "no-gradient")
-    out.sum().backward()   # replayed, the loss carries the gradients the learner's function really had
-    if logits.grad is None:
-        fail(NO_GRAPH, "no-gradient")
+    backward_through(fn, "token_loss", logits, labels)
     if bool((logits.grad[labels == X] != 0).any()):
         fail(f"unlabelled positions must get no gradient from token_loss: with labels {GRAD_LABELS}, "
              "`loss.backward()` gave the logits of positions labelled -100 ([CLS], [SEP], padding) a nonzero "

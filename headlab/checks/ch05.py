@@ -9,7 +9,7 @@ import torch
 
 from ..grading import GraderError
 from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, Unclear, same, show
+from .engine import Exercise, Mistake, Unclear, backward_through, same, show
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -152,7 +152,7 @@ def _loss(text: str) -> Callable[..., str]:
     return lambda out, s, e, start, end: f"span_loss gave {float(out.detach()):.4f}: " + text.format(B=len(start))
 
 
-SPAN_LOSS = Exercise(
+span_loss = Exercise(
     "span_loss", SPAN_LOSS_CASES, shape=lambda *inputs: (),
     read=lambda case: ((*(torch.as_tensor(x, dtype=torch.float32).detach().clone() for x in case[:2]),
                         *(torch.as_tensor(x, dtype=torch.long) for x in case[2:4])),
@@ -160,6 +160,8 @@ SPAN_LOSS = Exercise(
     meaning=" (one number for the batch, a 0-dim tensor that still carries the graph so that `loss.backward()` "
             "can train the head: do not call .item())",
     unchanged="span_loss changed a tensor it was given; compute the loss without modifying the inputs.",
+    then=lambda fn: backward_through(fn, "span_loss", *(torch.tensor(x, requires_grad=True) for x in
+                                                        SPAN_LOSS_CASES[0][:2]), *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
     explain=lambda out, expected, *inputs: (f"span_loss gave {float(out.detach()):.4f}; expected "
                                             f"(CE(start) + CE(end)) / 2 = {float(expected):.4f}."),
     mistakes=[
@@ -181,23 +183,6 @@ SPAN_LOSS = Exercise(
             "its own positions, as in `F.cross_entropy(start_logits, start)` with logits (B, n) and targets (B,).")),
     ],
 )
-
-
-def span_loss(fn: Callable, cases: Sequence | None = None) -> None:
-    """Run `fn(start_logits, end_logits, start, end)` on each case; the loss must also train both logits."""
-    require_function(fn, "span_loss")
-    cases = SPAN_LOSS_CASES if cases is None else cases
-    for case in cases:
-        inputs, expected = SPAN_LOSS.read(case)
-        out = SPAN_LOSS.answer(fn, (inputs[0].requires_grad_(), inputs[1].requires_grad_(), *inputs[2:]))
-        SPAN_LOSS.judge(out, expected, inputs)
-        if out.requires_grad:
-            out.backward()
-        for name, logits in zip(("start_logits", "end_logits"), inputs):
-            if logits.grad is None or not bool(logits.grad.abs().sum() > 0):
-                fail(f"span_loss has the right value but no gradient reaches {name}: keep the computation in torch "
-                     "(no .item(), .detach() or Python floats).", "no-gradient")
-    passed("span_loss", len(cases))
 
 
 # --- SpanHead(d): H (B, n, d) → (start_logits, end_logits), each (B, n) ------------------------------

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..grading import GraderError
-from .core import CheckFailed, call_raw, explain, fail, passed, require_function
+from .core import CheckFailed, call, call_raw, explain, fail, passed, require_function
 
 
 class Unclear(CheckFailed):
@@ -231,6 +231,19 @@ def show(x: Any) -> str:
             return str([round(v, 4) for v in values] if x.dim() == 1 and x.is_floating_point() else values)
         return f"a tensor of shape {tuple(x.shape)}"
     return repr(x)
+
+
+def backward_through(fn: Callable, name: str, *inputs: Any) -> torch.Tensor:
+    """A loss's `then` step: `fn(*inputs)` must carry the graph, so that `loss.backward()` gives each of the
+    logits among the inputs (those that require grad) a gradient. Returns the loss, after its backward pass."""
+    out = call(fn, name, *inputs)
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        out.sum().backward()   # replayed, the loss carries the gradients the learner's function really had
+    if any(x.grad is None or not bool(x.grad.abs().sum() > 0)
+           for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad):
+        fail(f"{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from "
+             "the logits with torch operations, without .item(), .detach() or `torch.no_grad()`.", "no-gradient")
+    return out
 
 
 def inputs_as(*dtypes: torch.dtype | None) -> Callable[[Any], tuple[tuple, Any]]:

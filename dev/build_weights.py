@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from headlab.data import corpus, course_tokenizer
-from headlab.models import tiny_decoder, tiny_encoder
+from headlab.models import TinyConfig, TinyTransformer, tiny_decoder
 from headlab.pretrained import WEIGHTS_DIR
 from headlab.train import fit, minibatches
 
@@ -66,7 +66,10 @@ def _texts_batch(tok, texts, idx, add_special_tokens):
 
 
 def build_encoder(texts, tok, steps=ENCODER_STEPS):
-    model = tiny_encoder(tok.vocab_size, seed=0)
+    # One seeded stream for the encoder's initialisation, then the pre-training head's: the recipe the
+    # shipped weights were built with, before tiny_encoder left the global random state alone.
+    torch.manual_seed(0)
+    model = TinyTransformer(TinyConfig(vocab_size=tok.vocab_size, causal=False))
     head = PretrainingMLMHead(model.tok_emb)
     batches = minibatches(len(texts), BATCH, seed=1)
     g = torch.Generator().manual_seed(2)

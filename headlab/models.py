@@ -142,16 +142,21 @@ def _init_weights(module: nn.Module) -> None:
         nn.init.zeros_(module.bias)
 
 
+def _seeded(cfg: TinyConfig, seed: int) -> TinyTransformer:
+    """The model `cfg` describes, initialised from `seed` alone; the caller's random state is left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TinyTransformer(cfg)
+
+
 def tiny_encoder(vocab_size: int, seed: int = 0, **overrides) -> TinyTransformer:
     """A bidirectional encoder: every position attends to every real token."""
-    torch.manual_seed(seed)
-    return TinyTransformer(TinyConfig(vocab_size=vocab_size, causal=False, **overrides))
+    return _seeded(TinyConfig(vocab_size=vocab_size, causal=False, **overrides), seed)
 
 
 def tiny_decoder(vocab_size: int, seed: int = 0, **overrides) -> TinyTransformer:
     """A causal decoder: position i attends to real tokens at positions ≤ i."""
-    torch.manual_seed(seed)
-    return TinyTransformer(TinyConfig(vocab_size=vocab_size, causal=True, **overrides))
+    return _seeded(TinyConfig(vocab_size=vocab_size, causal=True, **overrides), seed)
 
 
 def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:

@@ -191,11 +191,12 @@ def _build_head(cls, seed: int, E: torch.Tensor, weights: dict) -> tuple:
     """Driver step: `cls(embedding)` on an embedding holding E, the facts of its structure, and (when the
     structure is right) `weights` loaded into it. Returns (embedding, head, facts)."""
     V, d = E.shape
-    torch.manual_seed(seed)                # the head's own initialisation, as in the notebook
-    emb = nn.Embedding(V, d)
-    with torch.no_grad():
-        emb.weight.copy_(E)
-    head = call(cls, "MLMHead", emb)
+    with torch.random.fork_rng(devices=[]):   # the head's own initialisation; the notebook's random state kept
+        torch.manual_seed(seed)
+        emb = nn.Embedding(V, d)
+        with torch.no_grad():
+            emb.weight.copy_(E)
+        head = call(cls, "MLMHead", emb)
     params = list(head.parameters())
     lins = [m for m in head.modules() if isinstance(m, nn.Linear) and (m.in_features, m.out_features) == (d, d)]
     norms = [m for m in head.modules() if isinstance(m, nn.LayerNorm) and tuple(m.normalized_shape) == (d,)]

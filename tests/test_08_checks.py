@@ -44,6 +44,8 @@ def test_right_answers_pass(capsys):
     (lambda H, m: F.normalize(H[torch.arange(len(H)), m.bool().sum(1) - 1], dim=-1), "last-real-token"),
     (lambda H, m: F.normalize(H.masked_fill(~m.bool()[:, :, None], -1e9).amax(1), dim=-1), "max-pooling"),
     (lambda H, m: F.normalize(masked(H, m) + 0.1, dim=-1), "wrong-values"),           # no table entry: shown
+    (lambda H, m: masked(H, m) / masked(H, m).norm(dim=-1), "norm-without-keepdim"),    # runs where B = d
+    (lambda H, m: F.normalize((H * m[:, :, None]).sum(1) / m.sum(1), dim=-1), "count-without-keepdim"),
 ])
 def test_wrong_embeddings_are_named(wrong, key):
     with pytest.raises(CheckFailed) as caught:
@@ -107,3 +109,14 @@ def test_spearman_matches_scipy_when_available():
         x = torch.randint(0, 6, (48,), generator=g).float()
         y = x + torch.randn(48, generator=g)
         assert spearman(x, y) == pytest.approx(stats.spearmanr(x.numpy(), y.numpy()).statistic, abs=1e-12)
+
+
+def test_a_mean_over_no_position_says_that_specials_count():
+    def without_specials(H, m):   # [CLS] and the last real token ([SEP]) left out: a 2-token row is empty
+        m = m.bool().clone()
+        m[:, 0] = False
+        m[torch.arange(len(m)), m.sum(1)] = False
+        return embedding(H, m)
+    with pytest.raises(CheckFailed, match=r"\[CLS\] and \[SEP\] included") as caught:
+        ch08.sentence_embedding(without_specials)
+    assert caught.value.mistake == "wrong-values"

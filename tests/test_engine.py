@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import headlab.checks
-from headlab.checks import ch02
+from headlab.checks import ch02, ch04
 from headlab.checks.core import CheckFailed, NotWritten
 from headlab.checks.engine import Exercise, same
 from lessons import lesson
@@ -443,3 +443,13 @@ def test_no_check_shows_code_outside_backticks(module):
 def test_the_snippet_test_finds_snippets():
     """The rule finds the messages' code: hundreds of snippet runs over the exercises (557 when written)."""
     assert sum(failed_snippets(*checked)[1] for checked in CHECKED) >= 300
+
+
+def test_a_module_without_super_init_is_told_to_call_it():
+    class Head(torch.nn.Module):
+        def __init__(self, d, num_labels, dropout=0.1):
+            self.linear = torch.nn.Linear(d, num_labels)   # before nn.Module.__init__: torch refuses
+
+    with pytest.raises(CheckFailed, match=r"Call `super\(\)\.__init__\(\)` first") as caught:
+        ch04.TokenClassifier(Head)
+    assert caught.value.mistake == "raised-AttributeError"

@@ -55,6 +55,10 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
         expected, chosen = torch.as_tensor(expected, dtype=torch.long), labels != -100
         where = f"your labels are {labels.tolist()} for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
         _first([
+            ("comparison-reversed", (p == 0.0 and bool(chosen[~special].all())) or (p == 1.0 and not chosen.any()),
+             f"with p={p} you chose {'every' if p == 0.0 else 'no'} non-special position, the opposite of what p "
+             f"asks ({where}). Is your comparison reversed? A position is chosen when its uniform draw is below p: "
+             "`torch.rand(ids.shape, generator=generator) < p`."),
             ("p-ignored", p == 0.0 and bool(chosen.any()), f"with p=0.0 nothing may be chosen, but {where}. Does "
              "your code use the argument p, or a fixed 0.15?"),
             ("not-all-chosen", p == 1.0 and not bool(chosen[expected != -100].all()), f"with p=1.0 every "
@@ -91,6 +95,9 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
                  "return new tensors: the caller still needs it.", "changed-input")
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         fail(f"mask_tokens must return a pair (inputs, labels); it returned a {type(out).__name__}.", "not-a-pair")
+    if isinstance(out[0], torch.Tensor) and bool((out[0] == -100).any()):
+        fail("the first tensor mask_tokens returned holds −100s, so it is the labels: return the pair in the order "
+             "(inputs, labels).", "pair-swapped")
     for x, what in zip(out, ("inputs", "labels")):
         key = ("not-a-tensor" if not isinstance(x, torch.Tensor) else "wrong-shape" if x.shape != ids.shape
                else "wrong-dtype" if x.dtype != torch.long else "")
@@ -145,7 +152,12 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
     split = f"[MASK] {masked:.1%}, random word {random:.1%}, unchanged {unchanged:.1%}"
     drawn = inputs[chosen & (inputs != mask_id) & (inputs != ids)]       # the random replacements
     kinds = drawn.unique().numel()
+    # With at least 12 draws per word id, a uniform draw misses one given end of the range with chance ~e^-12.
+    unseen = [x for x in (NUM_SPECIAL, vocab_size - 1) if not bool((drawn == x).any())]
     _first([
+        ("comparison-reversed", abs(target - 0.5) > 0.1 and abs(fraction - (1 - target)) < 0.025,
+         f"you chose {fraction:.1%} of the non-special positions {called}, about 1 − p: is your comparison "
+         "reversed? A position is chosen when its uniform draw is below p."),
         ("p-ignored", abs(fraction - target) > 0.025 and p is not None and abs(fraction - 0.15) < 0.025,
          f"you chose {fraction:.1%} of the non-special positions with p={p}: your code ignores the argument p "
          "(it looks like a fixed 0.15)."),
@@ -158,10 +170,16 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
         ("none-unchanged", unchanged < 0.03, f"no chosen token was left unchanged ({split}); 10 % of the chosen "
          "ones must keep their id."),
         ("wrong-split", abs(masked - 0.8) > 0.05 or abs(random - 0.1) > 0.04 or abs(unchanged - 0.1) > 0.04,
-         f"the split of the chosen positions is {split} {called}; it should be about 80 % / 10 % / 10 %."),
+         f"the split of the chosen positions is {split} {called}; it should be about 80 % / 10 % / 10 %. Decide it "
+         "with one uniform draw per position: below 0.8 → [MASK], from 0.8 to 0.9 → a random word, above → "
+         "unchanged (separate draws that overwrite one another skew the shares)."),
         ("few-random-words", drawn.numel() >= 100 and kinds < min(vocab_size - NUM_SPECIAL, 20) // 2,
          f"your random replacements use only {kinds} different ids; draw them uniformly from "
          f"[{NUM_SPECIAL}, vocab_size)."),
+        ("random-range-cut", drawn.numel() >= 12 * (vocab_size - NUM_SPECIAL) and bool(unseen), f"in "
+         f"{drawn.numel()} random replacements {called} the word id {unseen[0] if unseen else ''} never came up: "
+         f"random words are uniform over all of [{NUM_SPECIAL}, vocab_size), and `torch.randint(low, high, ...)` "
+         "never returns `high` itself, so `high` is vocab_size, not vocab_size − 1."),
     ])
     again = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
     if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):
@@ -204,7 +222,9 @@ def _build_head(cls, seed: int, E: torch.Tensor, weights: dict) -> tuple:
     facts = {"changed_embedding": not torch.equal(emb.weight.detach(), E),
              "tied": any(p is emb.weight for p in params),
              "copy": any(p is not emb.weight and p.shape == (V, d) and torch.equal(p.detach(), E) for p in params),
-             "linears": len(lins), "norms": len(norms), "biases": len(biases), "loaded": False}
+             "linears": len(lins), "norms": len(norms), "biases": len(biases), "loaded": False,
+             "plain_bias": any(isinstance(v, torch.Tensor) and not isinstance(v, nn.Parameter) and v.shape == (V,)
+                               for m in head.modules() for v in [*vars(m).values(), *m.buffers(recurse=False)])}
     if facts["changed_embedding"] or not facts["tied"] or len(lins) != 1 or len(norms) != 1 or not biases:
         return emb, head, facts
     with torch.no_grad():
@@ -223,17 +243,29 @@ def _plain(value):
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
+def _forward(head, h: torch.Tensor, shape: torch.Size):
+    try:
+        return call(head, "MLMHead.forward", h)
+    except CheckFailed as err:
+        V, d = shape
+        if f"and {V}x{d})" in str(err):   # torch's words for a matmul by the (V, d) weight itself
+            fail(f"{err}\nembedding.weight has shape (V, d) = ({V}, {d}): to score the d features against each of the "
+                 "V words, multiply by its transpose (`.T`), so that the logits come out (…, V).",
+                 "projection-not-transposed")
+        raise
+
+
 def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor, E2: torch.Tensor) -> dict:
     """Build the head on an embedding holding E, load `weights`, run it on h and on h[0]; then give the
     embedding the values E2 in place and run it on h again. Returns the structure's facts and the logits
     ("logits", "flat", "after_swap")."""
     emb, head, facts = _build_head(cls, seed, E.clone(), weights)
     if facts["loaded"]:
-        facts["logits"] = _plain(call(head, "MLMHead.forward", h.clone()))
-        facts["flat"] = _plain(call(head, "MLMHead.forward", h[0].clone()))
+        facts["logits"] = _plain(_forward(head, h.clone(), E.shape))
+        facts["flat"] = _plain(_forward(head, h[0].clone(), E.shape))
         with torch.no_grad():
             emb.weight.copy_(E2)
-            facts["after_swap"] = _plain(call(head, "MLMHead.forward", h.clone()))
+            facts["after_swap"] = _plain(_forward(head, h.clone(), E.shape))
     return facts
 
 
@@ -244,7 +276,7 @@ def drive_head_gradient(cls, seed: int, E: torch.Tensor, weights: dict, h: torch
     none did)."""
     emb, head, facts = _build_head(cls, seed, E.clone(), weights)
     if facts["loaded"]:
-        out = call(head, "MLMHead.forward", h.clone())
+        out = _forward(head, h.clone(), E.shape)
         if isinstance(out, torch.Tensor) and out.requires_grad:
             (out * up).sum().backward()
         facts["embedding_grad"] = _plain(emb.weight.grad)
@@ -320,6 +352,9 @@ def _check_head(cls, V: int, d: int, seed: int) -> None:
          f"transform's dense layer; found {got['linears']}{where}."),
         ("norms-not-one", got["norms"] != 1, f"MLMHead should hold exactly one `nn.LayerNorm(d)`; found "
          f"{got['norms']}{where}."),
+        ("bias-not-a-parameter", not got["biases"] and got["plain_bias"], "MLMHead's output bias is a plain tensor "
+         "(or a buffer), not a parameter: training would never update it. Wrap it in `nn.Parameter(...)`, e.g. "
+         "`nn.Parameter(torch.zeros(embedding.num_embeddings))`."),
         ("no-output-bias", not got["biases"], f"MLMHead has no output bias: it needs its own parameter of shape "
          f"(V,) = ({V},), added to the logits (the tied embedding gives the weight, not the bias)."),
     ])

@@ -53,7 +53,8 @@ def _logits(x, W, b):
 
 _eval = Exercise(
     "SequenceClassifier", cases=(), read=None, shape=lambda x, W, b: tuple(_logits(x, W, b).shape),
-    meaning=": (B, num_classes) logits, or (B,) when num_classes = 1", fields=lambda x, W, b: {"B": len(x)},
+    meaning=": (B, num_classes) logits, or (B,) when num_classes = 1",
+    fields=lambda x, W, b: {"B": len(x), "got": tuple(F.linear(x, W, b).squeeze().shape)},
     where=lambda x, W, b: f" for SequenceClassifier({x.shape[1]}, {len(W)}) on a batch of {len(x)}",
     explain=lambda out, want, *xWb: f"in eval mode SequenceClassifier must return its Linear layer applied to "
     f"the input (dropout does nothing at inference){_eval.where(*xWb)}; it returned {show(out)}, not {show(want)}.",
@@ -62,6 +63,10 @@ _eval = Exercise(
                 "the regression head (num_classes = 1) returned shape (B, 1) = ({B}, 1){where}; it must return "
                 "(B,) = ({B},), one number per example, to match targets of shape (B,): squeeze the last "
                 "dimension (a (B, 1) output against (B,) targets broadcasts to (B, B) in MSE)."),
+        Mistake("squeeze-drops-batch-axis", lambda x, W, b: F.linear(x, W, b).squeeze() if len(x) == 1 else None,
+                "{name} returned shape {got}{where}: `.squeeze()` without an axis drops the batch axis too when "
+                "the batch holds one example. Squeeze only the last axis, `.squeeze(-1)`, and only when "
+                "num_classes = 1."),
         Mistake("softmax-inside-head", lambda x, W, b: _logits(x, W, b).softmax(-1) if len(W) > 1 else None,
                 "{name} returned probabilities (each row sums to 1){where}: softmax inside the head. A head "
                 "returns raw logits (any real numbers, negative too); F.cross_entropy applies log-softmax "
@@ -77,11 +82,14 @@ _eval = Exercise(
 )
 
 
+DEFAULT_CASES = [(6, 3, 5), (4, 2, 7), (5, 1, 4), (3, 4, 1), (2, 1, 1)]   # (d, K, B): a batch of one too
+
+
 def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
     """Run heads `cls(d, K, dropout=...)` in eval mode on `cases` (d, K, batch) and in train mode; name any mistake."""
     require_module_class(cls, "SequenceClassifier", "sequence_classifier")
     g = torch.Generator().manual_seed(seed)
-    for d, K, B in [(6, 3, 5), (4, 2, 7), (5, 1, 4)] if cases is None else cases:
+    for d, K, B in DEFAULT_CASES if cases is None else cases:
         x, W = torch.randn(B, d, generator=g) * 3, torch.randn(K, d, generator=g) / math.sqrt(d)
         (out, again), b = _run(cls, d, K, 0.5, False, x, W, g)
         if isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again):
@@ -91,7 +99,7 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         _eval.judge(out, _logits(x, W, b), (x, W, b))
     for d, K, p in [(4, 9, 0.5), (3, 6, 0.25), (4, 9, None)]:
         _check_train(cls, d, K, p, g)
-    passed("SequenceClassifier", (3 if cases is None else len(cases)) + 3)
+    passed("SequenceClassifier", len(DEFAULT_CASES if cases is None else cases) + 3)
 
 
 def _run(cls, d, K, p, train, x, W, g):

@@ -36,7 +36,10 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
             fail(f"Fed alone, position {moved[0]} got other logits than inside H{where}: the logits of one position "
                  "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions")
         _logits.judge(out, right, (H, W, b))
-        train, bias = drive(drive_dropout, cls, d, L, H.clone(), W, b, 400 + k), b.expand(B, n, L)
+        (train, H_after), bias = drive(drive_dropout, cls, d, L, H.clone(), W, b, 400 + k), b.expand(B, n, L)
+        if not torch.equal(H_after, H):
+            fail("In train mode TokenClassifier.forward changed the H it was given (an in-place dropout, "
+                 "inplace=True?); the caller still needs H: leave it untouched.", "changed-input")
         said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)
         if same(train, 0 * bias, 1e-6):
             fail(f"{said} returned all zeros: dropout comes after the Linear layer. The order is dropout → Linear, "
@@ -61,10 +64,10 @@ def drive_head(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.T
 
 
 def drive_dropout(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int):
-    """cls(d, L, dropout=1.0) holding W and b: its logits on H in train mode."""
+    """cls(d, L, dropout=1.0) holding W and b: its logits on H in train mode, and H after the call."""
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
-        return _forward(_build(cls, d, L, W, b, dropout=1.0).train(), H)
+        return _forward(_build(cls, d, L, W, b, dropout=1.0).train(), H), H
 
 
 def _build(cls, d: int, L: int, W: torch.Tensor, b: torch.Tensor, **kwargs) -> nn.Module:
@@ -204,8 +207,13 @@ token_loss = Exercise(
                       "you applied softmax to the logits before cross_entropy, which applies log-softmax itself: "
                       "cross_entropy takes raw logits."),
         _loss_mistake("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la),
-                      "F.cross_entropy read the classes from dim 1, the sequence axis (here of size L, so nothing "
-                      "crashed). Flatten to (B·n, L) and (B·n,), or move L to dim 1: `logits.transpose(1, 2)`."),
+                      "F.cross_entropy read the classes from the sequence axis (here of size L, so nothing "
+                      "crashed). Either flatten the logits as they are, `logits.flatten(0, 1)` with "
+                      "`labels.flatten()` (no transpose before it), or keep the batch shape and move L to dim 1: "
+                      "`logits.transpose(1, 2)`, not flattened."),
+        _loss_mistake("nll-on-logits", lambda lo, la: F.nll_loss(lo.flatten(0, 1), la.flatten()),
+                      "you used nll_loss on raw logits; it expects log-probabilities: use F.cross_entropy, which "
+                      "applies log-softmax itself."),
     ],
 )
 

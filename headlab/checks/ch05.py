@@ -34,6 +34,10 @@ BEST_SPAN_CASES = [
     # argmaxes (7,6), which crosses, and a band one too short (7,7)=3.2.
     ("max_len 2, longer passage", [[0, 0, 0, 0, 3, 0, 0, 3.2, 0]], [[0, 0, 0, 0, 0, 0.5, 3, 0, 0]],
      [[F_, F_, F_, F_, T_, T_, T_, T_, F_]], 2, [[4, 5]]),
+    # Every passage logit negative: (4,5)=-2 is best; multiplied by the mask, the logits outside the passage
+    # become 0 and (0,0) wins; unmasked, the question's (1,2)=5 does.
+    ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, -2, -1, -3, 0]], [PASSAGE], 3,
+     [[4, 5]]),
 ]
 
 
@@ -71,7 +75,8 @@ BEST_SPAN = Exercise(
     # the longer passage tells them apart.
     mistakes=[
         Mistake("one-too-long", lambda s, e, allowed, m: _search(s, e, allowed, 0, m), _spans(
-            "a span is one token too long (off by one). A span may end at j ≤ i + max_len − 1, not i + max_len.")),
+            "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + max_len − 1 "
+            "(is your upper bound off by one, or missing?).")),
         Mistake("independent-argmax", lambda s, e, allowed, m: torch.stack(
             [x.masked_fill(~allowed, float("-inf")).argmax(-1) for x in (s, e)], dim=-1), _spans(
             "the best start and, on its own, the best end (two independent argmaxes). That can put the end before "
@@ -79,6 +84,11 @@ BEST_SPAN = Exercise(
         Mistake("outside-the-passage", lambda s, e, allowed, m: _search(s, e, torch.ones_like(allowed), 0, m - 1),
                 _spans("these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding "
                        "too. The answer lies inside the passage: mask where allowed is False before choosing.")),
+        Mistake("mask-multiplied", lambda s, e, allowed, m: _search(s * allowed, e * allowed,
+                                                                    torch.ones_like(allowed), 0, m - 1), _spans(
+            "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
+            "beats negative logits inside it. Exclude positions by setting their logits to −inf instead: "
+            "`start_logits.masked_fill(~allowed, float('-inf'))`.")),
         Mistake("one-too-short", lambda s, e, allowed, m: _search(s, e, allowed, 0, m - 2), _spans(
             "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
             "upper bound of your band.")),
@@ -174,6 +184,8 @@ span_loss = Exercise(
             "that is the end loss alone: the start logits get no training signal. Add the start loss, halve the sum.")),
         Mistake("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en), _loss(
             "you added the start and end losses without halving the sum.")),
+        Mistake("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2, _loss(
+            "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw logits.")),
         Mistake("targets-swapped", lambda s, e, st, en: (_ce(s, en) + _ce(e, st)) / 2, _loss(
             "you swapped the targets: score start logits against the start positions, end logits against the ends.")),
         Mistake("summed-over-batch", lambda s, e, st, en: (_ce(s, st, "sum") + _ce(e, en, "sum")) / 2, _loss(

@@ -62,6 +62,10 @@ def _embedding_values(out, expected, H, mask) -> str:
     said = "" if mask.dtype == torch.bool else (
         f"Your function is right with a bool mask but not with a {_kind(mask)} mask, which is what a tokenizer "
         "returns: convert it first, `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply. ")
+    empty = [b for b, row in enumerate(out) if bool(row.isnan().any()) or not bool(row.any())]
+    if empty:
+        return (f"{said}sentence_embedding row {empty[0]} is {[round(v, 4) for v in out[empty[0]].tolist()]}{where}: "
+                "a mean over no position. Every position where the mask is 1 counts, [CLS] and [SEP] included.")
     if not torch.allclose(norms, torch.ones_like(norms), atol=1e-3):
         return f"{said}sentence_embedding is not L2-normalised: row 0 has length {norms[0]:.4g}, not 1{where}."
     b = int((out - expected).abs().amax(-1).argmax())   # the row furthest from its expected value
@@ -122,6 +126,14 @@ _embedding = Exercise(
         Mistake("kept-position-axis", lambda H, m: _unit(_mean(H, m))[:, None],
                 "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
                 "sum over positions). The result is (B, d)."),
+        Mistake("norm-without-keepdim", lambda H, m: _mean(H, m) / _mean(H, m).norm(dim=-1),
+                "sentence_embedding divided the mean z, (B, d), by its (B,) row norms{where}: without keepdim=True "
+                "they line up with the feature axis, not with the rows (it only runs because B = d here). Keep the "
+                "axis: `z.norm(dim=-1, keepdim=True)`."),
+        Mistake("count-without-keepdim", lambda H, m: _unit((H * _real(H, m)).sum(1) / _real(H, m).sum((1, 2))),
+                "sentence_embedding divided the sums, (B, d), by the (B,) counts of real tokens{where}: without "
+                "keepdim=True they line up with the feature axis, not with the rows (it only runs because B = d "
+                "here). Keep the axis: `attention_mask.sum(dim=1, keepdim=True)`."),
         Mistake("not-normalised", _mean, NOT_NORMALISED),
         Mistake("not-normalised", lambda H, m: (H * _real(H, m)).sum(1), NOT_NORMALISED),
         *_pooled("padding-in-mean", lambda H, m: H.mean(1), PADDING),

@@ -102,6 +102,8 @@ _HINTS: list[tuple[type, str, str]] = [
                 "it takes: keep the parameters of the exercise's signature."),
     (TypeError, "not callable", "Something you call is not a function: did a variable take the name of "
                 "a function?"),
+    (AttributeError, "before Module.__init__() call", "Call `super().__init__()` first in your class's __init__, "
+                     "before it assigns any layer or parameter."),
     (AttributeError, "", "An object has no such attribute: print its type; the inputs are torch tensors."),
 ]
 

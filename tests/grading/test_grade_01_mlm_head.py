@@ -60,6 +60,15 @@ WRONG = [
     Wrong.edit("mask_tokens-none-left-unchanged", "mask_tokens", "(u < 0.9)", "(u <= 1.0)", "none-unchanged"),
     Wrong.edit("mask_tokens-no-random-words", "mask_tokens", "words, inputs)", "ids, inputs)", "no-random-words"),
     Wrong.edit("mask_tokens-half-masked", "mask_tokens", "(u < 0.8)", "(u < 0.5)", "wrong-split"),
+    Wrong.edit("mask_tokens-comparison-reversed", "mask_tokens", "< p)", "> p)", "comparison-reversed"),
+    Wrong.edit("mask_tokens-random-range-cut", "mask_tokens", "torch.randint(NUM_SPECIAL, vocab_size,",
+               "torch.randint(NUM_SPECIAL, vocab_size - 1,", "random-range-cut"),
+    Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", "return inputs, labels", "return labels, inputs",
+               "pair-swapped"),
+    Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))",
+               "self.bias = torch.zeros(V)", "bias-not-a-parameter"),
+    Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
+               "projection-not-transposed"),
     Wrong("MLMHead-cloned-projection", "MLMHead", """
         class MLMHead(nn.Module):
             def __init__(self, embedding):

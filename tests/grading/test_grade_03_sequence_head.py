@@ -12,6 +12,8 @@ WRONG = [
                "F.dropout(pooled, self.dropout.p, training=True)", "dropout-on-at-eval"),
     Wrong.edit("SequenceClassifier-regression-B-by-1", HEAD, "return logits.squeeze(-1)", "return logits",
                "regression-b-by-1"),
+    Wrong.edit("SequenceClassifier-squeeze-without-axis", HEAD, RETURN, RETURN + ".squeeze()",
+               "squeeze-drops-batch-axis"),
     Wrong.edit("SequenceClassifier-no-dropout-in-training", HEAD, LOGITS, "logits = self.linear(pooled)",
                "no-dropout-in-training"),
     Wrong.edit("SequenceClassifier-dropout-after-linear", HEAD, LOGITS, "logits = self.dropout(self.linear(pooled))",

@@ -32,6 +32,8 @@ WRONG = [
                "dropout-argument-ignored"),
     Wrong.edit("TokenClassifier-no-bias", "TokenClassifier", "nn.Linear(d, num_labels)",
                "nn.Linear(d, num_labels, bias=False)", "no-bias"),
+    Wrong.edit("TokenClassifier-in-place-dropout", "TokenClassifier", "nn.Dropout(dropout)",
+               "nn.Dropout(dropout, inplace=True)", "changed-input"),
     Wrong.edit("TokenClassifier-returns-label-ids", "TokenClassifier", HEAD, f"{HEAD}.argmax(dim=-1)",
                "returns-label-ids"),
     # "give every token the sentence's context"
@@ -59,6 +61,9 @@ WRONG = [
     Wrong.edit("token_loss-classes-on-the-sequence-axis", "token_loss", LOSS, "logits, labels",
                "classes-on-sequence-axis"),
     # "skip [CLS]": but the labels are already aligned to the token positions
+    Wrong.edit("token_loss-transposed-then-flattened", "token_loss", "logits.reshape(-1, L)",
+               "logits.transpose(1, 2).reshape(-1, L)", "classes-on-sequence-axis"),
+    Wrong.edit("token_loss-nll-on-logits", "token_loss", "F.cross_entropy(", "F.nll_loss(", "nll-on-logits"),
     Wrong.edit("token_loss-labels-shifted-past-cls", "token_loss", LOSS,
                "logits[:, 1:].reshape(-1, L), labels[:, :-1].reshape(-1)", "labels-shifted-left"),
     Wrong("token_loss-mean-per-sentence", "token_loss", """

@@ -88,6 +88,18 @@ WRONG = [
         """, mistake="outside-the-passage"),
     Wrong.edit("best_span-max_len-off-by-one", "best_span", "j <= i + max_len - 1", "j <= i + max_len",
                "one-too-long"),
+    Wrong.edit("best_span-no-length-cap", "best_span", "(i <= j) & (j <= i + max_len - 1)", "(i <= j)",
+               "one-too-long"),
+    Wrong("best_span-mask-multiplied", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            n = start_logits.shape[-1]
+            s, e = start_logits * allowed, end_logits * allowed      # 0 outside the passage
+            i = torch.arange(n)[:, None]
+            j = torch.arange(n)[None, :]
+            band = (i <= j) & (j <= i + max_len - 1)
+            flat = (s[:, :, None] + e[:, None, :]).masked_fill(~band, float("-inf")).flatten(1).argmax(-1)
+            return torch.stack([flat // n, flat % n], dim=-1)
+        """, mistake="mask-multiplied"),
     Wrong.edit("best_span-band-one-too-short", "best_span", "j <= i + max_len - 1", "j < i + max_len - 1",
                "one-too-short"),
     Wrong("best_span-softmax-over-batch-axis", "best_span", """
@@ -139,6 +151,11 @@ WRONG = [
             ce_end = -end_logits.log_softmax(dim=0)[rows, end].mean()
             return (ce_start + ce_end) / 2
         """, mistake="softmax-over-batch-axis"),
+    Wrong("span_loss-softmax-first", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            p_start, p_end = start_logits.softmax(-1), end_logits.softmax(-1)
+            return (F.cross_entropy(p_start, start) + F.cross_entropy(p_end, end)) / 2
+        """, mistake="softmax-first"),
     Wrong("span_loss-not-halved", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return F.cross_entropy(start_logits, start) + F.cross_entropy(end_logits, end)

@@ -1,4 +1,5 @@
 """The checks module: clear errors for misuse, honest verdicts for right and wrong answers."""
+import numpy as np
 import pytest
 import torch
 
@@ -61,3 +62,8 @@ def test_a_wrong_cell_is_located_when_no_known_mistake_matches():
 
     with pytest.raises(CheckFailed, match=r"causal_mask\[2, 0\] is False .* query 2 may see key 0"):
         ch00.causal_mask(odd)
+
+
+def test_messages_name_a_type_with_its_article():
+    from headlab.checks.core import a_type
+    assert [a_type(x) for x in (np.zeros(1), 3, (1,), None)] == ["an ndarray", "an int", "a tuple", "a NoneType"]

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
+from .core import CheckFailed, a_type, call, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, backward_through, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
@@ -94,7 +94,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
             fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy (`{name}.clone()`) and "
                  "return new tensors: the caller still needs it.", "changed-input")
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        fail(f"mask_tokens must return a pair (inputs, labels); it returned a {type(out).__name__}.", "not-a-pair")
+        fail(f"mask_tokens must return a pair (inputs, labels); it returned {a_type(out)}.", "not-a-pair")
     if isinstance(out[0], torch.Tensor) and bool((out[0] == -100).any()):
         fail("the first tensor mask_tokens returned holds −100s, so it is the labels: return the pair in the order "
              "(inputs, labels).", "pair-swapped")
@@ -102,7 +102,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
         key = ("not-a-tensor" if not isinstance(x, torch.Tensor) else "wrong-shape" if x.shape != ids.shape
                else "wrong-dtype" if x.dtype != torch.long else "")
         if key:
-            kind = f"as a {type(x).__name__}" if key == "not-a-tensor" else f"of shape {tuple(x.shape)}, {x.dtype}"
+            kind = f"as {a_type(x)}" if key == "not-a-tensor" else f"of shape {tuple(x.shape)}, {x.dtype}"
             fail(f"mask_tokens returned {what} {kind}; it must be a torch.int64 tensor of the shape of ids, "
                  f"{tuple(ids.shape)}.", key)
         if x.data_ptr() == ids.data_ptr():

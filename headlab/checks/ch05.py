@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..grading import GraderError
-from .core import CheckFailed, call, call_raw, drive, fail, passed, require_function, require_module_class
+from .core import CheckFailed, a_type, call, call_raw, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, Unclear, backward_through, same, show
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
@@ -36,6 +36,10 @@ BEST_SPAN_CASES = [
      [[F_, F_, F_, F_, T_, T_, T_, T_, F_]], 2, [[4, 5]]),
     # Every passage logit negative: (4,5)=-2 is best; multiplied by the mask, the logits outside the passage
     # become 0 and (0,0) wins; unmasked, the question's (1,2)=5 does.
+    # max_len 2: (7,7)=2.5 is best; a band one too long (or with no cap) takes (4,6)=4, an exclusive end (7,8),
+    # and two argmaxes cross at (7,6): here a missing or loose cap is told from an exclusive end.
+    ("max_len 2, long span best", [[0, 0, 0, 0, 2, 0, 0, 2.5, 0]], [[0, 0, 0, 0, 0, 0.3, 2, 0, 0]],
+     [[F_, F_, F_, F_, T_, T_, T_, T_, F_]], 2, [[7, 7]]),
     ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, -2, -1, -3, 0]], [PASSAGE], 3,
      [[4, 5]]),
 ]
@@ -71,8 +75,8 @@ BEST_SPAN = Exercise(
     dtype_message="{name} returned dtype {got}{where}; positions are indices, so return a long tensor (e.g. .long()).",
     unchanged="best_span changed a tensor it was given (an in-place masked_fill_ or similar); work on new "
               "tensors: masked_fill without the underscore returns a copy.",
-    # On "max_len 2" a band one token too long and two argmaxes agree: the engine names neither there, and
-    # the longer passage tells them apart.
+    # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
+    # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
     mistakes=[
         Mistake("one-too-long", lambda s, e, allowed, m: _search(s, e, allowed, 0, m), _spans(
             "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + max_len − 1 "
@@ -89,6 +93,9 @@ BEST_SPAN = Exercise(
             "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
             "beats negative logits inside it. Exclude positions by setting their logits to −inf instead: "
             "`start_logits.masked_fill(~allowed, float('-inf'))`.")),
+        Mistake("exclusive-end", lambda s, e, allowed, m: _search(s, e, allowed, 0, m - 1) + torch.tensor([0, 1]),
+                _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
+                       "best_span returns the last token itself, j, so that the answer is tokens i … j.")),
         Mistake("one-too-short", lambda s, e, allowed, m: _search(s, e, allowed, 0, m - 2), _spans(
             "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
             "upper bound of your band.")),
@@ -236,15 +243,20 @@ def drive_span_head(cls, d: int, seed: int, H: torch.Tensor) -> dict:
 def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
     B, n, d = shape
     if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
-        got = f"one tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else f"a {type(out).__name__}"
+        got = f"one tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else a_type(out)
         fail(f"SpanHead returned {got}; it must return a pair of tensors (start_logits, end_logits), each (B, n) = "
-             f"({B}, {n})" + (": split the last axis, e.g. .unbind(-1)." if got.endswith(", 2)") else "."),
+             f"({B}, {n})" + (": split the last axis, e.g. `.unbind(-1)`." if got.endswith(", 2)") else "."),
              "one-tensor" if isinstance(out, torch.Tensor) else "not-a-pair")
     for name, t in zip(("start_logits", "end_logits"), out):
-        if tuple(t.shape) != (B, n):
-            fail(f"SpanHead's {name} has shape {tuple(t.shape)} for H of shape ({B}, {n}, {d}); expected (B, n) = "
-                 f"({B}, {n})" + (": drop the last axis (.squeeze(-1))." if tuple(t.shape) == (B, n, 1) else "."),
-                 "keeps-last-axis" if tuple(t.shape) == (B, n, 1) else "wrong-shape")
+        shape = tuple(t.shape)
+        if shape != (B, n):
+            key = ("keeps-last-axis" if shape == (B, n, 1) else
+                   "squeeze-drops-batch-axis" if B == 1 and shape == (n,) else "wrong-shape")
+            fix = {"keeps-last-axis": ": drop the last axis (`.squeeze(-1)`).",
+                   "squeeze-drops-batch-axis": ": `.squeeze()` without an axis drops the batch axis too when B = 1; "
+                                               "squeeze only the last one, `.squeeze(-1)`."}.get(key, ".")
+            fail(f"SpanHead's {name} has shape {shape} for H of shape ({B}, {n}, {d}); expected (B, n) = ({B}, {n})"
+                 + fix, key)
     return out[0], out[1]
 
 

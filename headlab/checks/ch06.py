@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import torch
 
-from .core import CheckFailed, NotWritten, drive, fail, passed
+from .core import CheckFailed, NotWritten, a_type, drive, fail, passed
 from .engine import Exercise, Mistake
 
 T, F = True, False
@@ -241,7 +241,7 @@ def _form(positions, params, loss) -> None:
              "not-three-positions")
     for p in positions:
         if type(p) is not int:
-            fail(f"kc_positions must hold whole numbers (int), one position per row; {p!r} is a {type(p).__name__}.",
+            fail(f"kc_positions must hold whole numbers (int), one position per row; {p!r} is {a_type(p)}.",
                  "position-not-int")
     if any(not 0 <= p < KC_N for p in positions):
         fail(f"kc_positions = {list(positions)} is not made of positions of a batch padded to n = {KC_N}: "

@@ -41,6 +41,13 @@ def passed(name: str, n_cases: int) -> None:
     print(f"✓ {name}: {n_cases} case{'s' * (n_cases != 1)} passed")
 
 
+def a_type(x: Any) -> str:
+    """The type of `x` with its article, for messages: "a tuple", "an ndarray"."""
+    name = type(x).__name__
+    vowel_sound = name[0] in "aeiouAEIOU" or name == "ndarray"   # said "en-dee-array"
+    return f"{'an' if vowel_sound else 'a'} {name}"
+
+
 def require_function(fn: Any, name: str) -> None:
     if not callable(fn):
         kind = type(fn).__name__
@@ -52,7 +59,7 @@ def require_module_class(cls: Any, name: str, check: str) -> None:
     """The class checks build heads themselves: they take the learner's nn.Module subclass, not a head."""
     if isinstance(cls, torch.nn.Module):
         fail(f"this check takes your class {name} itself, e.g. check.{check}({name}), not a head built from it "
-             f"(you passed a {type(cls).__name__} instance).", "instance-not-class")
+             f"(you passed {a_type(cls)} instance).", "instance-not-class")
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
         fail(f"this check takes your class {name} itself, e.g. check.{check}({name}); you passed a "
              f"{'class' if isinstance(cls, type) else type(cls).__name__} that is not one. {name} must be a class "

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..grading import GraderError
-from .core import CheckFailed, call, call_raw, explain, fail, passed, require_function
+from .core import CheckFailed, a_type, call, call_raw, explain, fail, passed, require_function
 
 
 class Unclear(CheckFailed):
@@ -118,7 +118,7 @@ class Exercise:
         where = self.where(*inputs)
         want = tuple(self.shape(*inputs))
         if not isinstance(out, torch.Tensor):
-            _fail(f"{self.name} returned a {type(out).__name__}{where}; it must return a torch.Tensor{self.meaning}.",
+            _fail(f"{self.name} returned {a_type(out)}{where}; it must return a torch.Tensor{self.meaning}.",
                   "not-a-tensor", self._name_mistake(out, inputs, where, expected))
         if tuple(out.shape) != want:
             _fail(f"{self.name} returned shape {tuple(out.shape)}{where}; expected {want}{self.meaning}.",
@@ -144,7 +144,7 @@ class Exercise:
             except Exception:   # not a number at all
                 right = False
             tensor = isinstance(out, torch.Tensor)
-            fail(f"{self.name} returned a {type(out).__name__}{where}; it must return a Python {kind}." +
+            fail(f"{self.name} returned {a_type(out)}{where}; it must return a Python {kind}." +
                  (f" Your number is right: convert it with {kind}(...)" + (" or .item()." if tensor else ".")) * right,
                  "returned-a-tensor" if tensor else "not-an-int" if self.returns is int else "not-a-float")
         number = lambda x: None if x is None else torch.tensor(float(x), dtype=torch.float64)  # noqa: E731
@@ -161,10 +161,10 @@ class Exercise:
             fail(f"{self.name} returned a tensor{where}; return a plain list of ints (build it with append, or "
                  "call .tolist()).", "returned-a-tensor")
         if not isinstance(out, (list, tuple)):
-            fail(f"{self.name} returned a {type(out).__name__}{where}; return a list of ints.", "not-a-list")
+            fail(f"{self.name} returned {a_type(out)}{where}; return a list of ints.", "not-a-list")
         bad = [x for x in out if isinstance(x, bool) or not isinstance(x, int)]
         if bad:
-            fail(f"{self.name} returned {bad[0]!r} (a {type(bad[0]).__name__}) in its list{where}; every entry "
+            fail(f"{self.name} returned {bad[0]!r} ({a_type(bad[0])}) in its list{where}; every entry "
                  "must be a plain int.", "not-an-int")
         as_long = lambda x: None if x is None else torch.tensor(list(x), dtype=torch.long)  # noqa: E731
         table = [replace(m, output=lambda *a, f=m.output: as_long(f(*a))) for m in self.mistakes]

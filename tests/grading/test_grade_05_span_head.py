@@ -29,6 +29,8 @@ WRONG = [
                "return start_logits.softmax(-1), end_logits.softmax(-1)", "probabilities"),
     Wrong("SpanHead-keeps-last-axis", "SpanHead", TWO_LINEAR_LAYERS.replace(".squeeze(-1)", ""),
           mistake="keeps-last-axis"),
+    Wrong("SpanHead-squeeze-without-axis", "SpanHead", TWO_LINEAR_LAYERS.replace(".squeeze(-1)", ".squeeze()"),
+          mistake="squeeze-drops-batch-axis"),
     Wrong.edit("SpanHead-one-tensor-not-a-pair", "SpanHead", "return start_logits, end_logits", "return logits",
                "one-tensor"),
     Wrong("SpanHead-extra-hidden-layer", "SpanHead", """
@@ -100,6 +102,7 @@ WRONG = [
             flat = (s[:, :, None] + e[:, None, :]).masked_fill(~band, float("-inf")).flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="mask-multiplied"),
+    Wrong.edit("best_span-exclusive-end", "best_span", "flat % n]", "flat % n + 1]", "exclusive-end"),
     Wrong.edit("best_span-band-one-too-short", "best_span", "j <= i + max_len - 1", "j < i + max_len - 1",
                "one-too-short"),
     Wrong("best_span-softmax-over-batch-axis", "best_span", """

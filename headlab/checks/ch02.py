@@ -45,16 +45,21 @@ cls_pool = Exercise(
     ])
 
 # --- Pooler(d): forward(c) = tanh(W c + b) -----------------------------------------------------------
-# (d, W, b, c, expected). W is symmetric, so a layer that computes c @ W and one that computes W @ c agree.
+# (d, W, b, c, expected). W is symmetric, so a layer that computes c @ W and one that computes W @ c agree:
+# a raw (d, d) Parameter may be used either way round.
 POOLER_CASES = [
     (2, [[0.5, 1.0], [1.0, -0.5]], [0.25, -0.25], [[1.0, 0.0], [0.0, -1.0], [2.0, 1.0]],
      [[0.6351, 0.6351], [-0.6351, 0.2449], [0.9780, 0.8483]]),
     (3, [[2.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 0.5]], [0.0, 1.0, -1.0], [[0.5, 1.0, 2.0], [-1.0, 0.0, 4.0]],
      [[0.7616, 0.0, 0.0], [-0.9640, 0.7616, 0.7616]]),
 ]
+# nn.Linear fixes the layout: its weight is (out, in), used as c @ weight.T. A pooler built on one must get
+# tanh([1, 0]) and tanh([2, 1]) from this W, not their transposed map.
+LINEAR_LAYOUT_CASE = (2, [[1.0, 2.0], [0.0, 1.0]], [0.0, 0.0], [[1.0, 0.0], [0.0, 1.0]],
+                      [[0.7616, 0.0], [0.9640, 0.7616]])
 _dense = lambda d, W, b, c, act=lambda x: x: act(c @ W.T + b)   # noqa: E731  the pooler with `act` for tanh
 _pooler = Exercise(
-    "Pooler.forward", POOLER_CASES, read=inputs_as(None, *[torch.float32] * 4), shape=lambda d, W, b, c: (len(c), d),
+    "Pooler.forward", [*POOLER_CASES, LINEAR_LAYOUT_CASE], read=inputs_as(None, *[torch.float32] * 4), shape=lambda d, W, b, c: (len(c), d),
     meaning=" (B, d)", where=lambda d, W, b, c: f" for c of shape {tuple(c.shape)}",
     explain=lambda out, want, d, W, b, c: f"Pooler.forward returned {show(out.double().round(decimals=4))} for c of "
     f"shape {tuple(c.shape)}; with the weights loaded, tanh(W c + b) is {show(want.double().round(decimals=4))}.",
@@ -72,6 +77,9 @@ _pooler = Exercise(
                 "pooler is tanh(W c + b)."),
         Mistake("tanh-before-dense", lambda d, W, b, c: _dense(d, W, b, torch.tanh(c)), "Pooler.forward applies tanh "
                 "before the dense layer{where}; it comes after: tanh(W c + b)."),
+        Mistake("linear-weight-not-transposed", lambda d, W, b, c: torch.tanh(c @ W + b), "Pooler.forward "
+                "multiplies c by the nn.Linear's weight as it is stored{where}: nn.Linear keeps it as (out, in) and "
+                "computes c Wᵀ + b. Call the nn.Linear module itself on c rather than using its weight."),
         Mistake("no-dense-layer", lambda d, W, b, c: torch.tanh(c), "Pooler.forward returns tanh(c){where}: the dense "
                 "layer W c + b is missing."),
     ])
@@ -81,20 +89,28 @@ def Pooler(cls, cases=None) -> None:
     """Build `cls(d)`, load known weights into it and name the mistake if `forward(c)` is wrong."""
     require_module_class(cls, "Pooler", "Pooler")
     cases = POOLER_CASES if cases is None else cases
-    for case in cases:
-        (d, W, b, c), expected = _pooler.read(case)
-        before = c.clone()   # in a notebook the forward pass gets this very tensor
-        ran = drive(drive_pooler, cls, d, W, b, c)
-        _pooler.judge(ran["out"], expected, (d, W, b, before))
-        if not (isinstance(ran["c_after"], torch.Tensor) and ran["c_after"].shape == before.shape
-                and torch.equal(ran["c_after"], before)):
-            fail("Pooler.forward changed the c it was given; build a new tensor instead.", "changed-input")
-    passed("Pooler", len(cases))
+    holds_linear = any([_judge_pooler(cls, case) for case in cases])
+    if holds_linear:
+        _judge_pooler(cls, LINEAR_LAYOUT_CASE)
+    passed("Pooler", len(cases) + holds_linear)
+
+
+def _judge_pooler(cls, case) -> bool:
+    """Judge `cls` on one case; returns whether its weight belongs to an nn.Linear."""
+    (d, W, b, c), expected = _pooler.read(case)
+    before = c.clone()   # in a notebook the forward pass gets this very tensor
+    ran = drive(drive_pooler, cls, d, W, b, c)
+    _pooler.judge(ran["out"], expected, (d, W, b, before))
+    if not (isinstance(ran["c_after"], torch.Tensor) and ran["c_after"].shape == before.shape
+            and torch.equal(ran["c_after"], before)):
+        fail("Pooler.forward changed the c it was given; build a new tensor instead.", "changed-input")
+    return ran["holds_linear"]
 
 
 def drive_pooler(cls, d: int, W: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict:
     """Build `cls(d)`, load W and b into its (d, d) weight and (d,) bias, and run `forward(c)` in eval
-    mode without gradients. Returns {"out": the output, "c_after": c after the call}."""
+    mode without gradients. Returns {"out": the output, "c_after": c after the call, "holds_linear": whether
+    the weight belongs to an nn.Linear, whose layout is fixed}."""
     pooler = call(cls, "Pooler", d)
     params = list(pooler.parameters())
     total, shapes = sum(p.numel() for p in params), [tuple(p.shape) for p in params]
@@ -118,7 +134,7 @@ def drive_pooler(cls, d: int, W: torch.Tensor, b: torch.Tensor, c: torch.Tensor)
             fix = ": do not index it again; apply the dense layer to c itself." if again else "."
             fail(f"{err}\nPooler.forward receives c, the [CLS] vectors cls_pool already took, shape (B, d) = "
                  f"{tuple(c.shape)}{fix}", "indexes-c-again" if again else err.mistake)
-    return {"out": out, "c_after": c}
+    return {"out": out, "c_after": c, "holds_linear": any(isinstance(m, nn.Linear) for m in pooler.modules())}
 
 
 # --- mean_pool(H, mask) and max_pool(H, mask) → (B, d) -----------------------------------------------

@@ -34,7 +34,9 @@ predict_or_reject = Exercise(
             0.5, -1, [0, 1, -1, 2]),
            ([[0.75, 0.25], [0.375, 0.625], [0.0625, 0.9375], [0.25, 0.75], [0.5625, 0.4375]],  # =t <t >t =t <t
             0.75, 99, [0, 99, 1, 1, 99]),
-           ([[0.0, 1.0, 0.0], [0.125, 0.125, 0.75]], 1.0, -1, [1, -1])],                      # =t (certain) <t
+           ([[0.0, 1.0, 0.0], [0.125, 0.125, 0.75]], 1.0, -1, [1, -1]),                       # =t (certain) <t
+           # t < 0.5: several classes of a row reach it; the answer is still the row's argmax
+           ([[0.3125, 0.375, 0.3125, 0.0], [0.25, 0.25, 0.0, 0.5], [0.125, 0.125, 0.5, 0.25]], 0.25, -1, [1, 3, 2])],
     read=inputs_as(torch.float32, None, None, torch.long),
     shape=lambda probs, t, r: (probs.shape[0],),
     dtype=torch.long,
@@ -64,6 +66,10 @@ predict_or_reject = Exercise(
         Mistake("never-rejects", lambda p, t, r: p.argmax(-1),
                 "you never rejected anything{where}: rows {low} have top probabilities {tops}, below the threshold, "
                 "and must be answered with reject={r}."),
+        Mistake("first-over-threshold", lambda p, t, r: torch.where((p >= t).any(-1), (p >= t).long().argmax(-1), r),
+                "you answered with the first class whose probability reaches the threshold{where}; below 0.5 several "
+                "classes of a row can reach it. Answer with the row's argmax, the class of its top probability, "
+                "whenever that top probability is ≥ the threshold."),
         Mistake("rejects-the-confident", lambda p, t, r: _decide(p, lambda top: top < t, r),
                 "the rejection is the wrong way round{where}: you rejected the confident rows and kept the unsure "
                 "ones. Reject a row when its top probability is below the threshold."),

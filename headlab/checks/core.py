@@ -100,6 +100,8 @@ def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
 _HINTS: list[tuple[type, str, str]] = [
     (IndexError, "", "An index went past the end of an axis: print the shape of what you index, and "
                      "remember that positions count from 0 to n − 1."),
+    (RuntimeError, "does not support bool", "torch takes no argmax (or max) of a bool tensor: turn it into "
+                   "numbers first, e.g. with `.long()`."),
     (RuntimeError, "must match the size", "Two tensors' shapes do not line up: print their .shape. "
                    "A per-row value of shape (B,) needs [:, None] (or keepdim=True) to line up with (B, n) "
                    "or (B, d)."),

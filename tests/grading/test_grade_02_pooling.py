@@ -19,6 +19,8 @@ WRONG = [
     Wrong.edit("Pooler-no-bias", "Pooler", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)", "no-bias"),
     Wrong.edit("Pooler-takes-position-0-again", "Pooler", TANH, "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
     Wrong.edit("Pooler-tanh-before-dense", "Pooler", TANH, "self.dense(torch.tanh(c))", "tanh-before-dense"),
+    Wrong.edit("Pooler-linear-weight-not-transposed", "Pooler", TANH,
+               "torch.tanh(c @ self.dense.weight + self.dense.bias)", "linear-weight-not-transposed"),
     # --- mean_pool ---
     Wrong("mean_pool-over-every-position", "mean_pool", """
         def mean_pool(H, mask):

@@ -20,6 +20,11 @@ WRONG = [
     Wrong.edit("predict_or_reject-rejects-the-confident", "predict_or_reject",
                "prediction, torch.full_like(prediction, reject)", "torch.full_like(prediction, reject), prediction",
                "rejects-the-confident"),
+    Wrong("predict_or_reject-first-class-over-threshold", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            over = probs >= threshold
+            return torch.where(over.any(-1), over.long().argmax(-1), torch.full((len(probs),), reject))
+        """, mistake="first-over-threshold"),
     Wrong.edit("predict_or_reject-argmax-over-batch", "predict_or_reject", "probs.max(dim=-1)", "probs.max(dim=0)",
                "argmax-over-batch"),
     Wrong("predict_or_reject-returns-top-probability", "predict_or_reject", """

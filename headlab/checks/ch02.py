@@ -59,7 +59,8 @@ LINEAR_LAYOUT_CASE = (2, [[1.0, 2.0], [0.0, 1.0]], [0.0, 0.0], [[1.0, 0.0], [0.0
                       [[0.7616, 0.0], [0.9640, 0.7616]])
 _dense = lambda d, W, b, c, act=lambda x: x: act(c @ W.T + b)   # noqa: E731  the pooler with `act` for tanh
 _pooler = Exercise(
-    "Pooler.forward", [*POOLER_CASES, LINEAR_LAYOUT_CASE], read=inputs_as(None, *[torch.float32] * 4), shape=lambda d, W, b, c: (len(c), d),
+    "Pooler.forward", [*POOLER_CASES, LINEAR_LAYOUT_CASE], read=inputs_as(None, *[torch.float32] * 4),
+    shape=lambda d, W, b, c: (len(c), d),
     meaning=" (B, d)", where=lambda d, W, b, c: f" for c of shape {tuple(c.shape)}",
     explain=lambda out, want, d, W, b, c: f"Pooler.forward returned {show(out.double().round(decimals=4))} for c of "
     f"shape {tuple(c.shape)}; with the weights loaded, tanh(W c + b) is {show(want.double().round(decimals=4))}.",

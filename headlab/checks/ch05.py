@@ -177,8 +177,9 @@ span_loss = Exercise(
     meaning=" (one number for the batch, a 0-dim tensor that still carries the graph so that `loss.backward()` "
             "can train the head: do not call .item())",
     unchanged="span_loss changed a tensor it was given; compute the loss without modifying the inputs.",
-    then=lambda fn: backward_through(fn, "span_loss", *(torch.tensor(x, requires_grad=True) for x in
-                                                        SPAN_LOSS_CASES[0][:2]), *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
+    then=lambda fn: backward_through(fn, "span_loss",
+                                     *(torch.tensor(x, requires_grad=True) for x in SPAN_LOSS_CASES[0][:2]),
+                                     *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
     explain=lambda out, expected, *inputs: (f"span_loss gave {float(out.detach()):.4f}; expected "
                                             f"(CE(start) + CE(end)) / 2 = {float(expected):.4f}."),
     mistakes=[

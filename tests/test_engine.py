@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import headlab.checks
-from headlab.checks import ch02, ch04
+from headlab.checks import ch02, ch04, ch06
 from headlab.checks.core import CheckFailed, NotWritten
 from headlab.checks.engine import Exercise, same
 from lessons import lesson
@@ -432,8 +432,8 @@ def literal_texts(tree: ast.AST):
 def test_no_check_shows_code_outside_backticks(module):
     """Messages raised outside the engine (class checks, rules, drivers) are not rendered by the tests above;
     read from the source, their code must still be in backticks (an exercise's own name may lead)."""
-    source = inspect.getsource(importlib.import_module(f"headlab.checks.{module.name}"))
-    public = {name for name in dir(importlib.import_module(f"headlab.checks.{module.name}")) if not name.startswith("_")}
+    checks = importlib.import_module(f"headlab.checks.{module.name}")
+    source, public = inspect.getsource(checks), {name for name in dir(checks) if not name.startswith("_")}
     found = [f"{module.name}.py:{line}: {code}… outside backticks in: {text[:100]}"
              for line, text in literal_texts(ast.parse(source))
              for code in UNTICKED.findall(TICKED.sub("", text)) if code[:-1] not in public]
@@ -456,7 +456,6 @@ def test_a_module_without_super_init_is_told_to_call_it():
 
 
 def test_an_argmax_of_a_bool_mask_is_told_to_convert_it():
-    from headlab.checks import ch06
     with pytest.raises(CheckFailed, match=r"turn it into numbers first") as caught:
         ch06.last_real_index(lambda mask: mask.shape[1] - 1 - mask.bool().flip(1).argmax(1))
     assert caught.value.mistake == "raised-RuntimeError"

@@ -15,7 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, a_type, call, drive, fail, passed, require_function, require_module_class
+from .core import (CheckFailed, a_type, call, call_or_hint, drive, fail, passed, require_function,
+                   require_module_class)
 from .engine import Exercise, Mistake, backward_through, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
@@ -244,15 +245,11 @@ def _plain(value):
 
 
 def _forward(head, h: torch.Tensor, shape: torch.Size):
-    try:
-        return call(head, "MLMHead.forward", h)
-    except CheckFailed as err:
-        V, d = shape
-        if f"and {V}x{d})" in str(err):   # torch's words for a matmul by the (V, d) weight itself
-            fail(f"{err}\nembedding.weight has shape (V, d) = ({V}, {d}): to score the d features against each of the "
-                 "V words, multiply by its transpose (`.T`), so that the logits come out (…, V).",
-                 "projection-not-transposed")
-        raise
+    V, d = shape
+    return call_or_hint(   # torch's words for a matmul by the (V, d) weight itself
+        head, "MLMHead.forward", h, f"and {V}x{d})", f"embedding.weight has shape (V, d) = ({V}, {d}): to score the "
+        "d features against each of the V words, multiply by its transpose (`.T`), so that the logits come out "
+        "(…, V).", "projection-not-transposed")
 
 
 def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor, E2: torch.Tensor) -> dict:

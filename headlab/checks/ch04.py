@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
+from .core import CheckFailed, call, call_or_hint, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, backward_through, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
@@ -85,14 +85,11 @@ def _build(cls, d: int, L: int, W: torch.Tensor, b: torch.Tensor, **kwargs) -> n
 
 
 def _forward(head, H):
-    try:
-        return call(head, "TokenClassifier.forward", H)
-    except CheckFailed as err:
-        B, n, d = H.shape
-        if f"({B * d}x{n} and" in str(err):   # torch's words for a Linear fed (B, d, n)
-            fail(f"{err}\nnn.Linear acts on the last axis of its input, which must hold the d = {d} features: apply "
-                 "it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")
-        raise
+    B, n, d = H.shape
+    return call_or_hint(   # torch's words for a Linear fed (B, d, n)
+        head, "TokenClassifier.forward", H, f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, "
+        f"which must hold the d = {d} features: apply it to H of shape (B, n, d) as it is, not to a transposed H.",
+        "linear-on-wrong-axis")
 
 
 def _head_mistake(key: str, change: Callable, message: str) -> Mistake:

@@ -50,9 +50,8 @@ def a_type(x: Any) -> str:
 
 def require_function(fn: Any, name: str) -> None:
     if not callable(fn):
-        kind = type(fn).__name__
         fail(f"this check takes your function {name} itself, e.g. check.{name}({name}); "
-             f"you passed a {kind}.")
+             f"you passed {a_type(fn)}.")
 
 
 def require_module_class(cls: Any, name: str, check: str) -> None:
@@ -61,8 +60,8 @@ def require_module_class(cls: Any, name: str, check: str) -> None:
         fail(f"this check takes your class {name} itself, e.g. check.{check}({name}), not a head built from it "
              f"(you passed {a_type(cls)} instance).", "instance-not-class")
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
-        fail(f"this check takes your class {name} itself, e.g. check.{check}({name}); you passed a "
-             f"{'class' if isinstance(cls, type) else type(cls).__name__} that is not one. {name} must be a class "
+        fail(f"this check takes your class {name} itself, e.g. check.{check}({name}); you passed "
+             f"{'a class' if isinstance(cls, type) else a_type(cls)} that is not one. {name} must be a class "
              f"that subclasses nn.Module: `class {name}(nn.Module):`, with `super().__init__()` first in its "
              "__init__.", "not-a-module")
 
@@ -79,6 +78,17 @@ def call(fn: Callable, name: str, *args, **kwargs) -> Any:
         raise
     except Exception as err:
         explain(err, name, *args, **kwargs)
+
+
+def call_or_hint(fn: Callable, name: str, arg: Any, torch_says: str, hint: str, mistake: str) -> Any:
+    """`call` with one more hint: when the learner's crash message contains `torch_says` (torch's words
+    for a mistake this exercise invites), the failure adds `hint` and is named `mistake`."""
+    try:
+        return call(fn, name, arg)
+    except CheckFailed as err:
+        if torch_says in str(err):
+            fail(f"{err}\n{hint}", mistake)
+        raise
 
 
 def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:

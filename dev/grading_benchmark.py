@@ -22,14 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.lessons import REPO, all_lessons, fill, lesson as lesson_named, write_course
-
-
-def make_course(root: Path, lessons: list[str]) -> None:
-    write_course(root)
-    for lesson in lessons:
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lesson, "--force"],
-                       cwd=root, check=True, capture_output=True)
+from grader.lessons import REPO, all_lessons, fill, lesson as lesson_named, make_course
 
 
 def write_class(root: Path, lessons: list[str], n: int) -> dict[str, str]:

@@ -11,7 +11,12 @@ tests/ (pytest.ini's `pythonpath`), as `grader.lessons` by `python -m dev.<scrip
 """
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import logging
+import shutil
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,3 +116,52 @@ def write_course(root: Path, extra_config: str = "") -> Path:
         c.CourseDirectory.release_directory = {str(root / 'release')!r}
     """) + textwrap.dedent(extra_config))
     return root
+
+
+def make_course(root: Path, names=(), extra_config: str = "") -> Path:
+    """A temporary nbgrader course in `root` (write_course) with the lessons `names` released into it and
+    entered in its gradebook by nbgrader's own generate_assignment, run in this process as release.py runs
+    it (an `nbgrader` command costs 2 core-seconds of start-up)."""
+    write_course(root, extra_config)
+    shutil.copy(_empty_gradebook(), root / "gradebook.db")
+    generate_assignments(list(names), course_config(root))
+    return root
+
+
+def course_config(root: Path):
+    """The configuration nbgrader reads for the course in `root` (its nbgrader_config.py)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+
+
+def nbgrader_api(config):
+    """nbgrader's own API (what its commands and the formgrader run) on the course `config` describes."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    api = NbGraderAPI(CourseDirectory(config=config), config=config)
+    api.log.setLevel(logging.WARNING)
+    return api
+
+
+def generate_assignments(names: list[str], config) -> None:
+    """`nbgrader generate_assignment NAME --force` for each of `names`, in one process, with `config`."""
+    api = nbgrader_api(config)
+    for name in names:
+        result = api.generate_assignment(name, force=True)
+        if not result["success"]:
+            raise RuntimeError(f"generate_assignment {name} failed:\n{result['error']}\n{result['log']}")
+
+
+@functools.lru_cache(maxsize=None)
+def _empty_gradebook() -> Path:
+    """An empty gradebook made by nbgrader, once per process. A new gradebook runs the `alembic` command to
+    stamp its schema version (2 core-seconds); a course made here starts from a copy instead."""
+    from nbgrader.api import Gradebook
+
+    folder = Path(tempfile.mkdtemp(prefix="heads-gradebook-"))
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}"):
+        pass
+    atexit.register(shutil.rmtree, folder, True)
+    return folder / "gradebook.db"

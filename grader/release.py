@@ -10,14 +10,13 @@ with this folder's nbgrader_config.py; one process instead of one nbgrader start
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
 
 from traitlets.config.loader import PyFileConfigLoader
 
-from lessons import all_lessons
+from lessons import all_lessons, generate_assignments
 
 GRADER = Path(__file__).resolve().parent
 
@@ -36,20 +35,6 @@ def load_config(release_dir: Path | None = None, no_db: bool = False):
     return config
 
 
-def release(names: list[str], config, log_level=logging.WARNING) -> None:
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
-    coursedir = CourseDirectory(config=config)
-    api = NbGraderAPI(coursedir, config=config)
-    api.log.setLevel(log_level)
-    for name in names:
-        result = api.generate_assignment(name, force=True)
-        if not result["success"]:
-            raise SystemExit(f"generate_assignment {name} failed:\n{result['error']}\n{result['log']}")
-        print(f"released {name}")
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="lessons to release (default: all)")
@@ -61,7 +46,11 @@ def main(argv=None) -> None:
     if unknown:
         raise SystemExit(f"no such lesson in solutions/: {', '.join(unknown)}")
     os.chdir(GRADER)
-    release(names, load_config(args.to, args.no_db))
+    try:
+        generate_assignments(names, load_config(args.to, args.no_db))
+    except RuntimeError as err:
+        raise SystemExit(str(err))
+    print("released " + ", ".join(names))
 
 
 if __name__ == "__main__":

@@ -9,20 +9,18 @@ from pathlib import Path
 
 import nbformat
 
+import lessons
 from harness import feedback_text, fill
-from lessons import REPO, lesson, write_course
+from lessons import REPO, lesson
 
 GRADER = REPO / "grader"
 
 LESSON = "00_representations"  # the lesson the bad-submission cases are written against
 
 
-def make_course(root: Path, lessons=(LESSON,), extra_config: str = "") -> Path:
+def make_course(root: Path, names=(LESSON,), extra_config: str = "") -> Path:
     """A course in `root` that uses the course configuration, then `extra_config`; lessons released."""
-    write_course(root, extra_config)
-    for name in lessons:
-        nbgrader(root, "generate_assignment", name, "--force")
-    return root
+    return lessons.make_course(root, names, extra_config)
 
 
 def nbgrader(root: Path, *args: str, env=None, check=True) -> str:

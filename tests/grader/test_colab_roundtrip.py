@@ -14,7 +14,7 @@ LESSON = "03_sequence_head"
 
 def test_a_colab_copy_filled_with_the_solution_gets_full_marks(tmp_path):
     root = tmp_path / "course"
-    make_course(root, lessons=(LESSON,), extra_config=recorded_here(root, [LESSON]))
+    make_course(root, (LESSON,), extra_config=recorded_here(root, [LESSON]))
     filled = fill(release_nb(root, LESSON), solution_answers(LESSON))
     saved = colab_saved(filled, LESSON)
     assert "id" not in saved["cells"][0] and saved["nbformat_minor"] == 0

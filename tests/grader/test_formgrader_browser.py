@@ -23,7 +23,7 @@ require_chromium(module_level=True)
 def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("formgrader")
     (tmp / "exchange").mkdir()
-    root = make_course(tmp / "course", lessons=LESSONS,
+    root = make_course(tmp / "course", LESSONS,
                        extra_config=f"c.Exchange.root = {str(tmp / 'exchange')!r}\n")
     token = "heads-formgrader-test"
     with jupyter_lab(root, token, "--LabApp.news_url=", "--ServerApp.open_browser=False") as url:

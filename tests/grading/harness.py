@@ -35,7 +35,8 @@ import replay
 from heads_feedback import hidden_test_lines   # one scanner for the grader and its tests
 from heads_outside import cached_recording
 from headlab import grading
-from lessons import LESSONS, fill, graded_cells, lesson as lesson_named, write_course
+from lessons import (LESSONS, course_config, fill, graded_cells, lesson as lesson_named, make_course,
+                     nbgrader_api)
 
 NBGRADER = [sys.executable, "-m", "nbgrader"]
 
@@ -185,10 +186,9 @@ def recorded_here(root: Path, lessons) -> str:
 
 def grade_class(lesson: str, submissions: dict[str, dict[str, str] | None], root: Path) -> GradedClass:
     """Release `lesson`, submit one notebook per student (answers typed in, or None for untouched),
-    autograde and generate feedback for all of them with nbgrader, which takes the recording of the
-    solution this process made for the replay tests."""
-    write_course(root, recorded_here(root, [lesson]))
-    log = run_nbgrader(root, "generate_assignment", lesson, "--force")
+    autograde them with `nbgrader autograde`, which takes the recording of the solution this process made
+    for the replay tests, and generate their feedback with nbgrader's API in this process."""
+    make_course(root, [lesson], recorded_here(root, [lesson]))
     release_path = lesson_named(lesson).path(root / "release")
     release_nb = nbformat.read(release_path, as_version=4)
     for student, answers in submissions.items():
@@ -198,8 +198,10 @@ def grade_class(lesson: str, submissions: dict[str, dict[str, str] | None], root
             shutil.copy(release_path, target)
         else:
             nbformat.write(fill(release_nb, answers), target)
-    log += run_nbgrader(root, "autograde", lesson, "--force")
-    log += run_nbgrader(root, "generate_feedback", lesson, "--force")
+    log = run_nbgrader(root, "autograde", lesson, "--force")
+    feedback = nbgrader_api(course_config(root)).generate_feedback(lesson, force=True)
+    assert feedback["success"], f"generate_feedback failed:\n{feedback['error']}\n{feedback['log']}"
+    log += feedback["log"]
 
     from nbgrader.api import Gradebook
 

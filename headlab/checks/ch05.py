@@ -34,12 +34,12 @@ BEST_SPAN_CASES = [
     # argmaxes (7,6), which crosses, and a band one too short (7,7)=3.2.
     ("max_len 2, longer passage", [[0, 0, 0, 0, 3, 0, 0, 3.2, 0]], [[0, 0, 0, 0, 0, 0.5, 3, 0, 0]],
      [[F_, F_, F_, F_, T_, T_, T_, T_, F_]], 2, [[4, 5]]),
-    # Every passage logit negative: (4,5)=-2 is best; multiplied by the mask, the logits outside the passage
-    # become 0 and (0,0) wins; unmasked, the question's (1,2)=5 does.
     # max_len 2: (7,7)=2.5 is best; a band one too long (or with no cap) takes (4,6)=4, an exclusive end (7,8),
     # and two argmaxes cross at (7,6): here a missing or loose cap is told from an exclusive end.
     ("max_len 2, long span best", [[0, 0, 0, 0, 2, 0, 0, 2.5, 0]], [[0, 0, 0, 0, 0, 0.3, 2, 0, 0]],
      [[F_, F_, F_, F_, T_, T_, T_, T_, F_]], 2, [[7, 7]]),
+    # Every passage logit negative: (4,5)=-2 is best; multiplied by the mask, the logits outside the passage
+    # become 0 and (0,0) wins; unmasked, the question's (1,2)=5 does.
     ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, -2, -1, -3, 0]], [PASSAGE], 3,
      [[4, 5]]),
 ]

@@ -42,6 +42,17 @@ def run(nb, cwd: Path) -> tuple[float, float]:
     return wall, peak_kb / 1024
 
 
+def data_milliseconds() -> float:
+    """Milliseconds to generate every toy data set at the largest size a lesson asks for (COURSE.md:
+    "data generated in milliseconds")."""
+    from headlab import data
+
+    start = time.perf_counter()
+    data.classification_set(1500), data.tagging_set(400), data.qa_set(400)
+    data.similarity_pairs(400), data.retrieval_set(100), data.corpus(8000)
+    return 1000 * (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="lessons (default: all in solutions/)")
@@ -61,6 +72,7 @@ def main() -> None:
     for name, wall, peak in results:
         print(f"| {name} | {wall:.1f} | {wall / floor:.1f} | {peak:.0f} |")
     print(f"\ntotal {sum(r[1] for r in results[1:]):.1f} s for {len(results) - 1} notebooks")
+    print(f"every data set at its largest lesson size: {data_milliseconds():.0f} ms")
 
 
 if __name__ == "__main__":

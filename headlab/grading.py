@@ -274,7 +274,9 @@ def _replay_result(result: dict, args: tuple, kwargs: dict) -> Any:
     (tied to the inputs' graph by the gradients it had), or raise."""
     for path, after in result.get("changed", []):
         target = _at(args, kwargs, path)
-        if isinstance(target, torch.Tensor):
+        if type(target) is list and type(after) is list:
+            target[:] = decode(after)
+        elif isinstance(target, torch.Tensor):
             with torch.no_grad():
                 new = decode(after)
                 if new.shape == target.shape:
@@ -423,6 +425,7 @@ def _run(answer: Any, call: dict) -> dict:
             if call["kind"] == "drive":
                 return {"value": encode(_driver(call["name"])(answer, *args))}
             before = [(p, x.detach().clone()) for p, x in _tensors(args, kwargs)]
+            before += [(p, encode(x)) for p, x in _lists(args, kwargs)]
             value = answer(*args, **kwargs)
             return _result(value, args, kwargs, before)
     except NotImplementedError as err:
@@ -447,12 +450,21 @@ def _tensors(args: tuple, kwargs: dict):
     yield from ((k, a) for k, a in kwargs.items() if isinstance(a, torch.Tensor))
 
 
+def _lists(args: tuple, kwargs: dict):
+    """The plain-list inputs (a list of tags, of label ids): a check also sees whether they changed."""
+    yield from ((i, a) for i, a in enumerate(args) if type(a) is list)
+    yield from ((k, a) for k, a in kwargs.items() if type(a) is list)
+
+
 def _result(value: Any, args: tuple, kwargs: dict, before: list) -> dict:
     result: dict = {"value": encode(value)}
     changed = []
     for path, old in before:
         now = _at(args, kwargs, path)
-        if now.shape != old.shape or not torch.equal(now.detach(), old):
+        if isinstance(old, list):
+            if encode(now) != old:
+                changed.append([path, encode(now)])
+        elif now.shape != old.shape or not torch.equal(now.detach(), old):
             changed.append([path, encode(now.detach())])
     if changed:
         result["changed"] = changed

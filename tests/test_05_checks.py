@@ -133,3 +133,51 @@ def test_a_crash_reports_its_inputs():
     with pytest.raises(CheckFailed, match=r"best_span\(.*\) raised RuntimeError") as caught:
         ch05.best_span(lambda s, e, a, m: s.reshape(7, 7))
     assert caught.value.mistake == "raised-RuntimeError"
+
+
+def test_dropout_left_on_at_eval_is_named_before_linearity():
+    class DropoutAtEval(GoodHead):   # random at eval: the linearity probes would call it "not-linear"
+        def forward(self, H):
+            return super().forward(F.dropout(H, 0.1, training=True))
+
+    with pytest.raises(CheckFailed) as caught:
+        ch05.span_head(DropoutAtEval)
+    assert caught.value.mistake == "dropout-at-eval"
+
+
+def test_a_head_that_passes_no_gradient_to_H_is_named():
+    class DetachesH(GoodHead):   # trains the head alone: fine-tuning would leave the encoder frozen
+        def forward(self, H):
+            return super().forward(H.detach())
+
+    class DetachedLogits(GoodHead):   # the rule that says more comes first
+        def forward(self, H):
+            return tuple(t.detach() for t in super().forward(H))
+
+    for head, key in [(DetachesH, "input-detached"), (DetachedLogits, "not-connected")]:
+        with pytest.raises(CheckFailed) as caught:
+            ch05.span_head(head)
+        assert caught.value.mistake == key, head.__name__
+
+
+def test_allowed_positions_that_are_not_one_block_are_judged():
+    def gapped(row):
+        pos = [i for i, a in enumerate(row) if a]
+        return pos != list(range(pos[0], pos[-1] + 1))
+
+    assert any(gapped(row) for case in ch05.BEST_SPAN_CASES for row in case[3]), \
+        "a visible case must allow positions that are not one block"
+
+    def one_block(s, e, allowed, max_len):   # searches from the first allowed position to the last
+        block = (allowed.cumsum(-1) > 0) & (allowed.flip(-1).cumsum(-1).flip(-1) > 0)
+        return good_best_span(s, e, block, max_len)
+
+    with pytest.raises(CheckFailed) as caught:
+        ch05.best_span(one_block)
+    assert caught.value.mistake == "searches-between-allowed"
+
+
+def test_the_larger_of_the_two_losses_is_not_called_one_of_them():
+    with pytest.raises(CheckFailed) as caught:
+        ch05.span_loss(lambda s, e, start, end: torch.maximum(F.cross_entropy(s, start), F.cross_entropy(e, end)))
+    assert caught.value.mistake == "larger-of-the-two"

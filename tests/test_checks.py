@@ -28,7 +28,7 @@ def test_a_crash_reports_the_inputs_that_caused_it():
     def crashes(lengths, n):
         return lengths.reshape(7, 7)
 
-    with pytest.raises(CheckFailed, match=r"padding_mask\(tensor\(\[3, 1, 4\]\), 5\) raised RuntimeError"):
+    with pytest.raises(CheckFailed, match=r"padding_mask\(tensor\(\[3, 1, 4\]\), 6\) raised RuntimeError"):
         ch00.padding_mask(crashes)
 
 

@@ -4,7 +4,8 @@ For each `Exercise` of every lesson, with an answer that replays the expected va
 (so no test here computes a graded answer either):
 - the expected values pass, and the pass line is printed;
 - every mistake of the table is named by its own key when an answer returns what that mistake returns;
-- an output that matches no mistake is shown with its expected value, not given a mistake's name;
+- an output that matches no mistake is shown with its expected value, not given a mistake's name, and a
+  mistake that fits one case but not the others is not named;
 - a stub says "not written yet", a crash names its exception with a hint, a wrong shape and a wrong type are
   named, an answer that writes into its inputs is refused, and a failure shows no traceback in IPython;
 - every code snippet a message shows (in backticks) runs as written on the case it is shown for, with the learner's
@@ -27,7 +28,7 @@ import torch
 import headlab.checks
 from headlab.checks import ch02, ch04, ch06
 from headlab.checks.core import CheckFailed, NotWritten
-from headlab.checks.engine import Exercise, same
+from headlab.checks.engine import Exercise, Mistake, same
 from lessons import lesson
 
 
@@ -85,6 +86,14 @@ def test_every_mistake_is_named_by_its_key(ex, mistake):
         return out if wrong is None else wrong
     err = failure(ex, replaying(ex, making_the_mistake))
     assert err.mistake == mistake.key, f"{ex.name}: {mistake.key} was named {err.mistake}: {err}"
+
+
+def test_a_mistake_that_fits_one_case_by_coincidence_is_not_named():
+    """The larger of two numbers is, on each case, one of them: "the first one" fits case 0 only."""
+    ex = Exercise("add", [((5, 1), 6), ((2, 7), 9)], returns=int, read=lambda case: case,
+                  mistakes=[Mistake("first-only", lambda a, b: a, "you returned the first number")])
+    assert failure(ex, lambda a, b: a).mistake == "first-only"
+    assert failure(ex, lambda a, b: max(a, b)).mistake == "wrong-values"   # fits case 0, refuted by case 1
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda ex: ex.name)

@@ -27,7 +27,8 @@ padding_mask = Exercise(
     "padding_mask",
     # (lengths, n, expected mask) written out by hand: row b is True at positions 0 … ℓ_b − 1.
     cases=[
-        ([3, 1, 4], 5, [[T, T, T, F, F], [T, F, F, F, F], [T, T, T, T, F]]),
+        # n is not the longest length + 1, so an n − 1 slip is not told it padded to the longest length
+        ([3, 1, 4], 6, [[T, T, T, F, F, F], [T, F, F, F, F, F], [T, T, T, T, F, F]]),
         ([2, 2], 2, [[T, T], [T, T]]),
         ([1, 3], 4, [[T, F, F, F], [T, T, T, F]]),
     ],

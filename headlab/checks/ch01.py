@@ -2,9 +2,10 @@
 
 mask_tokens is random, so no table can say what a mistake returns on the same draw. Its checks are rules
 that hold for every draw (the caller's ids untouched, specials never chosen, labels −100 off the chosen
-positions, p = 0 and p = 1, the same generator giving the same result) and frequencies over a large
-seeded batch with tolerances many standard deviations wide; each rule names its mistake. The five
-special tokens have ids 0 … 4, so a random replacement is a word id in [5, vocab_size).
+positions, p = 0 and p = 1, a generator in the same state giving the same result and one in another state
+another) and frequencies over a large seeded batch with tolerances many standard deviations wide; each rule
+names its mistake. The five special tokens have ids 0 … 4, so a random replacement is a word id in
+[5, vocab_size); special_mask, not the id, says which positions are protected.
 """
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import (CheckFailed, a_type, call, call_or_hint, drive, fail, passed, require_function,
-                   require_module_class)
-from .engine import Exercise, Mistake, backward_through, same
+from .core import CheckFailed, a_type, call, drive, fail, passed, require_function, require_module_class
+from .engine import Exercise, Mistake, backward_through, gradient_facts, judge_gradients, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -27,11 +27,14 @@ T, F_ = True, False
 EXACT_CASES = [
     ([[1, 7, 8, 9, 2, 0]], [[T, F_, F_, F_, T, T]], 0.0, [[-100] * 6]),
     ([[1, 7, 8, 9, 2, 0]], [[T, F_, F_, F_, T, T]], 1.0, [[-100, 7, 8, 9, -100, -100]]),
-    ([[1, 5, 11, 2], [1, 6, 2, 0]], [[T, F_, F_, T], [T, F_, T, T]], 1.0,
-     [[-100, 5, 11, -100], [-100, 6, -100, -100]]),
+    # The caller protects the word 11 too: special_mask, not the id, says which positions may be chosen.
+    ([[1, 5, 11, 2], [1, 6, 2, 0]], [[T, F_, T, T], [T, F_, T, T]], 1.0,
+     [[-100, 5, -100, -100], [-100, 6, -100, -100]]),
 ]
-# Statistical cases: (vocab_size, p, seed); p None means "call without p" (the default, 0.15).
-STAT_CASES = [(60, None, 0), (60, 0.4, 1)]
+# Statistical cases: (vocab_size, p, seed[, mask_id]); p None means "call without p" (the default, 0.15).
+# mask_id defaults to [MASK] = 3; the second case passes [UNK] = 4, still special (so never a random word),
+# and an answer must write the id it is given.
+STAT_CASES = [(60, None, 0), (60, 0.4, 1, UNK)]
 
 
 # --- mask_tokens ------------------------------------------------------------------------------
@@ -68,8 +71,17 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
             ("wrong-labels", not torch.equal(labels, expected), f"{where}; expected {expected.tolist()}: the "
              "original id at each chosen position, −100 everywhere else."),
         ])
-    for vocab_size, p, seed in cases:
-        _statistics(fn, vocab_size, p, seed, mask_id)
+    for vocab_size, p, seed, *given in cases:
+        _statistics(fn, vocab_size, p, seed, *given or [mask_id])
+    # The converse of "same state, same result": generators in two states must give two draws, else the answer
+    # seeds its own. 100 rows hold some 200 chosen positions: two right draws never agree on all of them.
+    ids, special = synthetic_batch(100, 32, 60, 2)
+    draws = [_run_mask(fn, ids, special, 60, mask_id, None, torch.Generator().manual_seed(s)) for s in (0, 1)]
+    if all(torch.equal(a, b) for a, b in zip(*draws)):
+        fail("two calls with generators in different states gave the same result: your draws come from a fixed "
+             "seed, not from the generator the caller passed. Do not seed anything inside mask_tokens (no "
+             "`torch.manual_seed(...)`, `generator.manual_seed(...)` or new `torch.Generator()`): draw every "
+             "random number with `generator=generator` as it is given.", "fixed-seed")
     passed("mask_tokens", len(exact) + len(cases))
 
 
@@ -120,11 +132,12 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
         ("labels-everywhere", bool(chosen.all()) and bool(special.any()) and p != 1.0, "your labels hold an id at "
          "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
          "the loss is taken over the chosen positions only."),
-        ("special-chosen", bool((chosen & special).any()), f"mask_tokens chose a special token: row {b}, position "
-         f"{i} holds id {int(ids[b, i])} ([CLS], [SEP] or [PAD]) and got a label. Special tokens must never be "
-         "chosen: exclude every position where special_mask is True."),
-        ("special-corrupted", bool(changed[special].any()), "mask_tokens changed a special token ([CLS], [SEP] "
-         "or [PAD]) in the inputs. Special tokens must never be chosen or corrupted."),
+        ("special-chosen", bool((chosen & special).any()), f"mask_tokens chose a protected position: row {b}, "
+         f"position {i} (id {int(ids[b, i])}) is True in special_mask and got a label. A position where "
+         "special_mask is True must never be chosen, whatever its id (the caller may protect any position): "
+         "exclude them with special_mask itself (`& ~special_mask`), not with a test on the ids."),
+        ("special-corrupted", bool(changed[special].any()), "mask_tokens changed a position where special_mask "
+         "is True in the inputs. Those positions must never be chosen or corrupted."),
         ("labels-hold-inputs", bool((labels != ids)[chosen].any()) and torch.equal(labels[chosen], inputs[chosen]),
          "your labels hold the corrupted inputs ([MASK] or the random word); a label must be the ORIGINAL id, "
          "the word the model has to recover."),
@@ -133,6 +146,11 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
         ("split-over-all-positions", bool((~chosen & changed).any()), f"mask_tokens changed position ({c}, {j}), "
          "whose label is −100. Only chosen positions may be corrupted (and each corrupted position needs its "
          "label); the 80/10/10 split is taken among the chosen positions, not among all positions."),
+        # Before random-draws-specials: a fixed 3 written instead of another mask_id looks like a drawn special.
+        ("mask-id-ignored", mask_id != MASK and bool((inputs[chosen] == MASK).any())
+         and not bool((inputs[chosen] == mask_id).any()), f"mask_tokens was given mask_id={mask_id}, but the "
+         f"positions it masked hold {MASK}: write the mask_id argument itself there, not a fixed id (the caller's "
+         "tokenizer decides which id [MASK] has)."),
         ("random-draws-specials", special_id is not None, f"a random replacement drew the special "
          f"token id {special_id}: random replacements must be non-special words, ids in [{NUM_SPECIAL}, vocab_size) "
          f"(the special tokens are ids 0 … {NUM_SPECIAL - 1})."),
@@ -162,6 +180,13 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
         ("p-ignored", abs(fraction - target) > 0.025 and p is not None and abs(fraction - 0.15) < 0.025,
          f"you chose {fraction:.1%} of the non-special positions with p={p}: your code ignores the argument p "
          "(it looks like a fixed 0.15)."),
+        # Labels only where the input changed: [MASK] and random words keep their 8 : 1 ratio, the 10 % left
+        # unchanged vanish from the labels (an 80 / 20 split with none unchanged is none-unchanged). Before
+        # wrong-fraction, as the labelled share of the positions is then 0.9 p.
+        ("unchanged-not-labelled", unchanged < 0.03 and abs(masked - 8 / 9) < 0.04, f"only the positions you "
+         f"changed carry a label ({split} of the labelled ones): the chosen positions left unchanged (10 % of "
+         "them) must get their label too, the original id. Build labels from every chosen position, before the "
+         "80/10/10 split decides what the inputs hold there."),
         ("wrong-fraction", abs(fraction - target) > 0.025, f"you chose {fraction:.1%} of the non-special "
          f"positions {called}; each non-special position must be chosen with probability p = {target}."),
         ("all-become-mask", masked > 0.97, f"every chosen token became [MASK] ({split}). The recipe: of the "
@@ -245,20 +270,35 @@ def _plain(value):
 
 
 def _forward(head, h: torch.Tensor, shape: torch.Size):
+    """`head(h)`; a crash this exercise invites adds its hint and is named."""
     V, d = shape
-    return call_or_hint(   # torch's words for a matmul by the (V, d) weight itself
-        head, "MLMHead.forward", h, f"and {V}x{d})", f"embedding.weight has shape (V, d) = ({V}, {d}): to score the "
-        "d features against each of the V words, multiply by its transpose (`.T`), so that the logits come out "
-        "(…, V).", "projection-not-transposed")
+    crashes = [   # (words of the crash, hint, mistake key)
+        (f"and {V}x{d})", f"embedding.weight has shape (V, d) = ({V}, {d}): to score the d features against each "
+         "of the V words, multiply by its transpose (`.T`), so that the logits come out (…, V).",
+         "projection-not-transposed"),   # torch's words for a matmul by the (V, d) weight itself
+        # Python's words for `B, n, d = h.shape` on the check's 2-D h (or `N, d = h.shape` on its 3-D h)
+        ("values to unpack", "MLMHead.forward must accept h of any leading shape (…, d), a batch (B, n, d) or "
+         "flat positions (N, d): do not unpack h.shape into a fixed number of sizes. Take `h.shape[-1]` if you "
+         "need d; nn.Linear and nn.LayerNorm act on the last axis whatever comes before it.", "fixed-rank-input"),
+    ]
+    try:
+        return call(head, "MLMHead.forward", h)
+    except CheckFailed as err:
+        for words, hint, key in crashes:
+            if words in str(err):
+                fail(f"{err}\n{hint}", key)
+        raise
 
 
 def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor, E2: torch.Tensor) -> dict:
     """Build the head on an embedding holding E, load `weights`, run it on h and on h[0]; then give the
-    embedding the values E2 in place and run it on h again. Returns the structure's facts and the logits
-    ("logits", "flat", "after_swap")."""
+    embedding the values E2 in place and run it on h again. Returns the structure's facts, the logits
+    ("logits", "flat", "after_swap") and the copy of h the first call got, after it ("h_after")."""
     emb, head, facts = _build_head(cls, seed, E.clone(), weights)
     if facts["loaded"]:
-        facts["logits"] = _plain(_forward(head, h.clone(), E.shape))
+        given = h.clone()
+        facts["logits"] = _plain(_forward(head, given, E.shape))
+        facts["h_after"] = given
         facts["flat"] = _plain(_forward(head, h[0].clone(), E.shape))
         with torch.no_grad():
             emb.weight.copy_(E2)
@@ -269,14 +309,15 @@ def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.T
 def drive_head_gradient(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor,
                         up: torch.Tensor) -> dict:
     """Build and load the head as drive_head_logits does, back-propagate sum(head(h) * up), and return the
-    structure's facts and the gradient that reached the embedding's weight ("embedding_grad", None when
-    none did)."""
+    structure's facts, the gradient that reached the embedding's weight ("embedding_grad", None when none
+    did) and, in eval mode, what a backward pass reaches ("gradients", engine.gradient_facts)."""
     emb, head, facts = _build_head(cls, seed, E.clone(), weights)
     if facts["loaded"]:
         out = _forward(head, h.clone(), E.shape)
         if isinstance(out, torch.Tensor) and out.requires_grad:
             (out * up).sum().backward()
         facts["embedding_grad"] = _plain(emb.weight.grad)
+        facts["gradients"] = gradient_facts(head.eval(), lambda x: _forward(head, x, E.shape), h, seed)
     return facts
 
 
@@ -355,16 +396,28 @@ def _check_head(cls, V: int, d: int, seed: int) -> None:
         ("no-output-bias", not got["biases"], f"MLMHead has no output bias: it needs its own parameter of shape "
          f"(V,) = ({V},), added to the logits (the tied embedding gives the weight, not the bias)."),
     ])
-    z = F.linear(h, weights["dense.weight"], weights["dense.bias"] if got["dense.bias"] else None)
-    gamma, beta = (weights[k] if got[k] else None for k in ("norm.weight", "norm.bias"))
-    norm = lambda x: F.layer_norm(x, (d,), gamma, beta, got["eps"])    # noqa: E731
+    # The structure is right, so the weights were loaded. Pre-trained weights fill every part of the transform
+    # (the notebook copies them in), so each must exist.
+    _first([
+        ("dense-without-bias", not got["dense.bias"], "MLMHead's dense layer has no bias (bias=False): the "
+         "transform is `nn.Linear(d, d)` with its bias, which pre-trained weights fill too."),
+        ("layernorm-without-affine", not (got["norm.weight"] and got["norm.bias"]), "MLMHead's LayerNorm has no "
+         + ("learnable weight and bias (elementwise_affine=False)" if not got["norm.weight"] else "bias (bias=False)")
+         + ": the transform's `nn.LayerNorm(d)` scales and shifts each feature with its own trained weight and "
+         "bias, which pre-trained weights fill too. Keep its defaults."),
+        ("changed-input", not torch.equal(got["h_after"], h), "MLMHead.forward changed the h it was given (an "
+         "in-place operation such as `h += ...`); the caller still needs h: build new tensors (`x = h + ...`) "
+         "and leave h untouched."),
+    ])
+    z = F.linear(h, weights["dense.weight"], weights["dense.bias"])
+    norm = lambda x: F.layer_norm(x, (d,), weights["norm.weight"], weights["norm.bias"], got["eps"])    # noqa: E731
     t, out = norm(F.gelu(z)), got["logits"]
     biases = weights["biases"][:min(got["biases"], BIAS_VALUES)]
     b = next((b for b in biases if _close(out, t @ E.T + b)), biases[0])    # the (V,) parameter it adds
     _logits_judge().judge(out, t @ E.T + b, (h, z, norm, E, b))
     _logits_judge().judge(got["flat"], t[0] @ E.T + b, (h[0], z[0], norm, E, b))
-    grad = drive(drive_head_gradient, cls, seed, E, weights, h, up)["embedding_grad"]
-    moved = got["after_swap"]
+    ran = drive(drive_head_gradient, cls, seed, E, weights, h, up)
+    grad, moved = ran["embedding_grad"], got["after_swap"]
     _first([
         ("no-gradient", grad is None or not bool(grad.abs().sum() > 0), "no gradient reaches embedding.weight "
          "through MLMHead: the projection uses a copy or a detached tensor, not the tied Parameter. Training "
@@ -379,6 +432,8 @@ def _check_head(cls, V: int, d: int, seed: int) -> None:
          f"place, MLMHead's logits are not LayerNorm(GELU(Linear(h))) @ E.T + bias with the new E{where}: the "
          "projection must read the embedding's current values at every forward, as a tied weight does."),
     ])
+    # Not only the tied weight trains: the transform and the bias must too, and the encoder below through h.
+    judge_gradients(ran["gradients"], "MLMHead", "h")
 
 
 # --- mlm_loss ---------------------------------------------------------------------------------

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import re
 from functools import partial
+from typing import Callable
 
 import torch
 import torch.nn as nn
 
 from .core import CheckFailed, call, drive, fail, passed, require_module_class
-from .engine import Exercise, Mistake, inputs_as, show
+from .engine import Exercise, Mistake, gradient_facts, inputs_as, judge_gradients, show
 
 T, F = True, False
 
@@ -102,6 +103,7 @@ def _judge_pooler(cls, case) -> bool:
     before = c.clone()   # in a notebook the forward pass gets this very tensor
     ran = drive(drive_pooler, cls, d, W, b, c)
     _pooler.judge(ran["out"], expected, (d, W, b, before))
+    judge_gradients(ran["gradients"], f"Pooler({d})", "c")
     if not (isinstance(ran["c_after"], torch.Tensor) and ran["c_after"].shape == before.shape
             and torch.equal(ran["c_after"], before)):
         fail("Pooler.forward changed the c it was given; build a new tensor instead.", "changed-input")
@@ -111,7 +113,7 @@ def _judge_pooler(cls, case) -> bool:
 def drive_pooler(cls, d: int, W: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict:
     """Build `cls(d)`, load W and b into its (d, d) weight and (d,) bias, and run `forward(c)` in eval
     mode without gradients. Returns {"out": the output, "c_after": c after the call, "holds_linear": whether
-    the weight belongs to an nn.Linear, whose layout is fixed}."""
+    the weight belongs to an nn.Linear, whose layout is fixed, "gradients": what a backward pass reaches}."""
     pooler = call(cls, "Pooler", d)
     params = list(pooler.parameters())
     total, shapes = sum(p.numel() for p in params), [tuple(p.shape) for p in params]
@@ -135,7 +137,9 @@ def drive_pooler(cls, d: int, W: torch.Tensor, b: torch.Tensor, c: torch.Tensor)
             fix = ": do not index it again; apply the dense layer to c itself." if again else "."
             fail(f"{err}\nPooler.forward receives c, the [CLS] vectors cls_pool already took, shape (B, d) = "
                  f"{tuple(c.shape)}{fix}", "indexes-c-again" if again else err.mistake)
-    return {"out": out, "c_after": c, "holds_linear": any(isinstance(m, nn.Linear) for m in pooler.modules())}
+    gradients = gradient_facts(pooler, lambda v: call(pooler, "Pooler.forward", v), c, d)
+    return {"out": out, "c_after": c, "holds_linear": any(isinstance(m, nn.Linear) for m in pooler.modules()),
+            "gradients": gradients}
 
 
 # --- mean_pool(H, mask) and max_pool(H, mask) → (B, d) -----------------------------------------------
@@ -147,6 +151,8 @@ MEAN_CASES = [
      [[T, T, T, T], [T, F, F, F], [T, T, F, F]], [[3., -3.], [-5., 5.], [1., 1.]]),
     ([[[1., 2., 3.], [3., 6., -3.], [90., 90., 90.]], [[0., 3., 6.], [3., 0., -6.], [-3., -3., 3.]]],
      [[T, T, F], [T, T, T]], [[2., 4., 0.], [0., 0., 1.]]),
+    # A batch of one: a `.squeeze()` would drop its batch axis.
+    ([[[2., 4.], [4., 0.], [50., 50.]]], [[T, T, F]], [[3., 2.]]),
 ]
 # Row 0 of each case has only negative real features, so a zero fill at the padding wins the max.
 MAX_CASES = [
@@ -155,6 +161,7 @@ MAX_CASES = [
      [[T, F, F, F], [T, T, T, T], [T, T, F, F]], [[-7., -8.], [3., 2.], [-1., -2.]]),
     ([[[-3., -1., -4.], [-2., -5., -6.], [9., 9., 9.]], [[1., -2., -8.], [-1., -3., -7.], [0., -4., -9.]]],
      [[T, T, F], [T, T, T]], [[-2., -1., -4.], [1., -2., -7.]]),
+    ([[[-1., -6.], [-3., -5.], [9., 9.]]], [[T, T, F]], [[-1., -5.]]),   # a batch of one
 ]
 # The contract accepts a bool mask or 0/1 numbers: every case runs with each, bool first.
 _KINDS = {torch.bool: "", torch.long: " (the mask was a 0/1 integer tensor)",
@@ -224,7 +231,14 @@ def _pool(kind: type, name: str, cases, what: str, mistakes):
 _w = lambda H, mask: mask.to(H.dtype)[:, :, None]   # noqa: E731  (B, n, 1): 1 on real tokens, 0 on padding
 _fill = lambda H, mask, value: H.masked_fill(~mask.bool()[:, :, None], value)   # noqa: E731  fills the padding
 
+def _squeezed(name: str, right: Callable) -> Mistake:
+    return Mistake("squeeze-drops-batch-axis", lambda H, m: right(H, m).squeeze() if len(H) == 1 else None,
+                   f"{name} returned shape ({{d}},){{where}}: `.squeeze()` without an axis drops the batch axis too "
+                   "when the batch holds one sequence. Squeeze only the axis you mean, e.g. `.squeeze(1)`.")
+
+
 mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
+    _squeezed("mean_pool", lambda H, m: (H * _w(H, m)).sum(1) / _w(H, m).sum(1)),
     Mistake("keeps-position-axis", lambda H, m: (H * _w(H, m)).sum(1, True) / _w(H, m).sum(1, True), "mean_pool "
             "returned shape ({B}, 1, {d}){where}: it kept the position axis (keepdim=True on the sum over positions). "
             "The result is (B, d) = ({B}, {d})."),
@@ -243,6 +257,7 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
       for wrong in (lambda H, m: H.mean(2), lambda H, m: (H * _w(H, m)).mean(2),
                     lambda H, m: (H * _w(H, m)).sum(2) / _w(H, m).sum(1))]])
 max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
+    _squeezed("max_pool", lambda H, m: _fill(H, m, -torch.inf).amax(1)),
     Mistake("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True), "max_pool returned shape "
             "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d})."),
     Mistake("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1), "max_pool filled the padding with zeros{where}. When "

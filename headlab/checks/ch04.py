@@ -10,7 +10,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .core import CheckFailed, call, call_or_hint, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, backward_through, same, show
+from .dropout import identity_on_top, judge_train_pass
+from .engine import Exercise, Mistake, backward_through, gradient_facts, judge_gradients, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
 HEAD_CASES = [(8, 5, 2, 6), (16, 3, 3, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
@@ -36,6 +37,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
             fail(f"Fed alone, position {moved[0]} got other logits than inside H{where}: the logits of one position "
                  "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions")
         _logits.judge(out, right, (H, W, b))
+        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H")
         (train, H_after), bias = drive(drive_dropout, cls, d, L, H.clone(), W, b, 400 + k), b.expand(B, n, L)
         if not torch.equal(H_after, H):
             fail("In train mode TokenClassifier.forward changed the H it was given (an in-place dropout, "
@@ -49,25 +51,53 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
                  f"position; yours gave {show(train[0, 0] if shaped else train)}{' at [0, 0]' * shaped}. Pass the "
                  "dropout argument on to `nn.Dropout(dropout)` and apply it to H before the Linear layer.",
                  "dropout-argument-ignored" if shaped else "wrong-shape")
-    passed("TokenClassifier", len(cases))
+    for k, (d, L, p) in enumerate(TRAIN_CASES):
+        _check_train(cls, d, L, p, torch.Generator().manual_seed(500 + k))
+    passed("TokenClassifier", len(cases) + len(TRAIN_CASES))
+
+
+# Train mode at rates below 1 (d, L, dropout; None: the default): dropout's rate, scale and grain show in
+# what the Linear layer received (checks/dropout.py); 50 × 40 positions of d features.
+TRAIN_CASES = [(4, 9, 0.5), (3, 6, 0.25), (4, 9, None)]
+
+
+def _check_train(cls, d: int, L: int, p: float | None, g: torch.Generator) -> None:
+    head = f"TokenClassifier({d}, {L}" + (")" if p is None else f", dropout={p})")
+    H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
+    b = torch.randn(L, generator=g)
+    out, again, H_after = drive(drive_dropout, cls, d, L, H.clone(), W, b, 600, p, 2)
+    if not torch.equal(H_after, H):
+        fail(f"In train mode {head}.forward changed the H it was given (an in-place dropout, inplace=True?); the "
+             "caller still needs H: leave it untouched.", "changed-input")
+    if not all(isinstance(o, torch.Tensor) and o.shape == (*H.shape[:2], L) for o in (out, again)):
+        fail(f"in train mode {head} returned {show(out)}; expected (B, n, num_labels) = {(*H.shape[:2], L)}.",
+             "wrong-shape")
+    judge_train_pass(out.reshape(-1, L), again.reshape(-1, L), H.reshape(-1, d), W, b, p, head)
 
 
 def drive_head(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int) -> dict:
-    """cls(d, L) holding W and b, in eval mode: its logits on H twice, then on each position H[:, i:i+1] alone."""
-    with torch.random.fork_rng(devices=[]), torch.no_grad():   # the same data in any process, the notebook's RNG kept
+    """cls(d, L) holding W and b, in eval mode: its logits on H twice, then on each position H[:, i:i+1] alone,
+    and what a backward pass reaches (engine.gradient_facts)."""
+    with torch.random.fork_rng(devices=[]):   # the same data in any process, the notebook's RNG kept
         torch.manual_seed(seed)
-        head = _build(cls, d, L, W, b).eval()
-        out, again = _forward(head, H), _forward(head, H)
-        right = isinstance(out, torch.Tensor) and out.shape == (*H.shape[:2], L)
-        alone = [_forward(head, H[:, i:i + 1]) for i in range(H.shape[1])] if right else []
-    return {"logits": out, "again": again, "per_position": alone, "H_after": H}
+        with torch.no_grad():
+            head = _build(cls, d, L, W, b).eval()
+            out, again = _forward(head, H), _forward(head, H)
+            right = isinstance(out, torch.Tensor) and out.shape == (*H.shape[:2], L)
+            alone = [_forward(head, H[:, i:i + 1]) for i in range(H.shape[1])] if right else []
+        gradients = gradient_facts(head, lambda X: _forward(head, X), H, seed)
+    return {"logits": out, "again": again, "per_position": alone, "H_after": H, "gradients": gradients}
 
 
-def drive_dropout(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int):
-    """cls(d, L, dropout=1.0) holding W and b: its logits on H in train mode, and H after the call."""
+def drive_dropout(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int,
+                  p: float | None = 1.0, passes: int = 1) -> tuple:
+    """cls(d, L, dropout=p) (no dropout argument if p is None) holding W and b: its logits on H in train mode,
+    `passes` times, and H after the calls."""
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
-        return _forward(_build(cls, d, L, W, b, dropout=1.0).train(), H), H
+        head = _build(cls, d, L, W, b, **({} if p is None else {"dropout": p})).train()
+        outs = [_forward(head, H) for _ in range(passes)]
+        return (*outs, H)
 
 
 def _build(cls, d: int, L: int, W: torch.Tensor, b: torch.Tensor, **kwargs) -> nn.Module:

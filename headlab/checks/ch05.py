@@ -9,7 +9,7 @@ import torch
 
 from ..grading import GraderError
 from .core import CheckFailed, a_type, call, call_raw, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, Unclear, backward_through, same, show
+from .engine import Exercise, Mistake, Unclear, backward_through, gradient_facts, judge_gradients, same, show
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -42,6 +42,11 @@ BEST_SPAN_CASES = [
     # become 0 and (0,0) wins; unmasked, the question's (1,2)=5 does.
     ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, -2, -1, -3, 0]], [PASSAGE], 3,
      [[4, 5]]),
+    # Allowed positions 1, 3, 4: not one block, position 2 between them is not allowed. (1,1)=1 (1,3)=4
+    # (3,3)=3 (3,4)=1.5 (4,4)=3.5 → (1, 3), which spans position 2 but neither starts nor ends there. A search
+    # over the block from the first to the last allowed position takes (2,3)=7; over all positions (0,0)=8.
+    ("allowed positions not one block", [[5, 1, 4, 0, 2.5, 0]], [[3, 0, 0, 3, 1, 0]], [[F_, T_, F_, T_, T_, F_]], 3,
+     [[1, 3]]),
 ]
 
 
@@ -59,6 +64,11 @@ def _search(start, end, allowed, lo: int, hi: int) -> torch.Tensor | None:
         return None
     flat = (start[:, :, None] + end[:, None, :]).masked_fill(~ok, float("-inf")).flatten(1).argmax(-1)
     return torch.stack([flat // n, flat % n], dim=-1)
+
+
+def _block(allowed: torch.Tensor) -> torch.Tensor:
+    """Every position from a row's first allowed one to its last: the allowed positions taken for one block."""
+    return (allowed.cumsum(-1) > 0) & (allowed.flip(-1).cumsum(-1).flip(-1) > 0)
 
 
 def _spans(text: str) -> Callable[..., str]:
@@ -99,6 +109,10 @@ BEST_SPAN = Exercise(
         Mistake("one-too-short", lambda s, e, allowed, m: _search(s, e, allowed, 0, m - 2), _spans(
             "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
             "upper bound of your band.")),
+        Mistake("searches-between-allowed", lambda s, e, allowed, m: _search(s, e, _block(allowed), 0, m - 1), _spans(
+            "a span here starts or ends between two allowed positions, at one that is not allowed: the search ran "
+            "over every position from the first allowed to the last. The allowed positions need not be one block: "
+            "keep only the pairs whose i and j are both allowed.")),
     ],
 )
 
@@ -190,6 +204,10 @@ span_loss = Exercise(
             "that is the start loss alone: the end logits get no training signal. Add the end loss, halve the sum.")),
         Mistake("end-only", lambda s, e, st, en: _ce(e, en), _loss(
             "that is the end loss alone: the start logits get no training signal. Add the start loss, halve the sum.")),
+        # On any one case the larger loss equals the start or the end loss alone; across the cases only this
+        # row fits such an answer (the engine names a mistake only if the other cases agree with it).
+        Mistake("larger-of-the-two", lambda s, e, st, en: torch.maximum(_ce(s, st), _ce(e, en)), _loss(
+            "that is the larger of the start and end losses; the loss is their mean: add them, halve the sum.")),
         Mistake("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en), _loss(
             "you added the start and end losses without halving the sum.")),
         Mistake("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2, _loss(
@@ -220,8 +238,9 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
 
 
 def drive_span_head(cls, d: int, seed: int, H: torch.Tensor) -> dict:
-    """Build `cls(d)` (global RNG seeded with `seed`) and run it on H; then on H and on the probes 0, e_1, …, e_d
-    with the grader's weights (drawn from `seed`) in its trainable parameters, and on H with all of them zero."""
+    """Build `cls(d)` (global RNG seeded with `seed`) and run it on H, twice, in eval mode; then on H and on the
+    probes 0, e_1, …, e_d with the grader's weights (drawn from `seed`) in its trainable parameters, what a
+    backward pass from H reaches (engine.gradient_facts), and its logits on H with all the parameters zero."""
     torch.manual_seed(seed)
     head = call(cls, "SpanHead", d)
     head.eval()
@@ -229,12 +248,16 @@ def drive_span_head(cls, d: int, seed: int, H: torch.Tensor) -> dict:
     start, end = run(H)
     params = [p for p in head.parameters() if p.requires_grad]
     ran = {"start": start.detach(), "end": end.detach(), "connected": bool(start.requires_grad and end.requires_grad),
-           "n_params": sum(p.numel() for p in params)}
+           "n_params": sum(p.numel() for p in params), "again": tuple(t.detach() for t in run(H))}
     with torch.no_grad():
         values = torch.randn(ran["n_params"], generator=torch.Generator().manual_seed(10_000 + seed))
         for p, v in zip(params, values.split([p.numel() for p in params])):
             p.copy_(v.reshape(p.shape))
         ran["loaded"], ran["probes"] = run(H), run(torch.cat([torch.zeros(1, d), torch.eye(d)])[None])
+    # With the grader's weights, not the head's own: a head initialised at zero (nn.Parameter(torch.zeros(d))) is
+    # right, yet its zero weights pass no gradient back to H.
+    ran["gradients"] = gradient_facts(head, run, H, seed)
+    with torch.no_grad():
         for p in params:
             p.zero_()
         ran["zeroed"] = run(H)
@@ -267,6 +290,12 @@ def _close(got: tuple, want: tuple) -> bool:
 
 def _judge_head(ran: dict, H: torch.Tensor, d: int) -> None:
     start, end = ran["start"], ran["end"]
+    # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
+    # would be called not linear.
+    if not all(same(a, b, 0, kind=False) for a, b in zip(ran["again"], (start, end))):
+        fail("In eval mode SpanHead gave different logits on two calls with the same H: dropout is left on at "
+             "inference. Use nn.Dropout, which .eval() switches off, or pass training=self.training to F.dropout.",
+             "dropout-at-eval")
     for name, t in (("start_logits", start), ("end_logits", end)):
         for dim, axis in ((-1, "the positions"), (0, "the batch axis")):
             if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):
@@ -298,6 +327,9 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int) -> None:
         fail("With every trainable parameter set to zero, SpanHead's logits are not zero: part of them comes from "
              "something that is not a trainable parameter (a fixed or frozen tensor, a constant, a copy made in "
              "__init__). Compute the logits from the head's own parameters alone.", "fixed-tensor")
+    # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
+    # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
+    judge_gradients(ran["gradients"], "SpanHead", "H")
 
 
 __all__ = ["span_head", "best_span", "span_loss", "CheckFailed"]

@@ -38,6 +38,9 @@ def _pool_row(out, expected, H, lengths) -> str:
 
 
 def _full_row(err, H, lengths) -> str:
+    if f"for dimension 0 with size {H.shape[0]}" in str(err):   # H's batch axis overflowed, not a row's positions
+        return (f"A row index went past the batch of {H.shape[0]}: take the row indices from H itself, "
+                "`torch.arange(H.shape[0])`, not from a fixed batch size.")
     full = [b for b in range(len(lengths)) if int(lengths[b]) >= H.shape[1]]
     return "" if not full else (f"Row {full[0]} is full (ℓ = n = {H.shape[1]}), and position ℓ does not exist: you "
                                 "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")

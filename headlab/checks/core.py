@@ -116,6 +116,8 @@ _HINTS: list[tuple[type, str, str]] = [
                    "A per-row value of shape (B,) needs [:, None] (or keepdim=True) to line up with (B, n) "
                    "or (B, d)."),
     (RuntimeError, "shape", "A shape does not fit the operation: print the .shape of each tensor it uses."),
+    (RuntimeError, "infer dtype of NoneType", "A tensor cannot hold None: keep a list with None entries as a "
+                   "Python list, or replace the None entries before making a tensor of it."),
     (RuntimeError, "dtype", "Two tensors have different dtypes: convert one with .float() or .long()."),
     (TypeError, "positional argument", "{name} was called with a different number of arguments than "
                 "it takes: keep the parameters of the exercise's signature."),
@@ -123,7 +125,8 @@ _HINTS: list[tuple[type, str, str]] = [
                 "a function?"),
     (AttributeError, "before Module.__init__() call", "Call `super().__init__()` first in your class's __init__, "
                      "before it assigns any layer or parameter."),
-    (AttributeError, "", "An object has no such attribute: print its type; the inputs are torch tensors."),
+    (AttributeError, "", "An object has no such attribute: print its type. The exercise's signature says which "
+                     "arguments are tensors and which may be plain Python lists or numbers."),
 ]
 
 

@@ -67,13 +67,17 @@ class Exercise:
 
     def __call__(self, fn: Callable, cases: Sequence | None = None) -> None:
         require_function(fn, self.name)
-        cases = self.cases if cases is None else cases
+        cases = [self.read(case) for case in (self.cases if cases is None else cases)]
+        # Every output first, so that a mistake is named only if it also explains the other cases; a crash
+        # or a refusal is still reported in its case's turn.
+        outs = [self._attempt(fn, inputs) for inputs, _ in cases]
         unclear = None   # the first wrong case that two mistakes explain equally well
-        for case in cases:
-            inputs, expected = self.read(case)
-            out = self.answer(fn, inputs)
+        for i, ((inputs, expected), out) in enumerate(zip(cases, outs)):
+            if isinstance(out, CheckFailed):
+                raise out
             try:
-                self.judge(out, expected, inputs)
+                self._judge_confirmed(out, expected, inputs, [c + (o,) for j, (c, o) in enumerate(zip(cases, outs))
+                                                             if j != i and not isinstance(o, CheckFailed)])
             except Unclear as err:   # a later case may tell which mistake it is
                 unclear = unclear or err
         if unclear is not None:
@@ -81,6 +85,38 @@ class Exercise:
         if self.then is not None:
             self.then(fn)
         passed(self.name, len(cases))
+
+    def _attempt(self, fn: Callable, inputs: tuple) -> Any:
+        try:
+            return self.answer(fn, inputs)
+        except CheckFailed as err:
+            return err
+
+    def _judge_confirmed(self, out: Any, expected: Any, inputs: tuple, others: list[tuple]) -> None:
+        """`judge`, where a mistake can be named only if the learner's outputs on the `others` (inputs,
+        expected, output) agree with it too: a wrong answer can match a mistake on one case by coincidence
+        (the larger of two losses is one of them)."""
+        try:
+            return self.judge(out, expected, inputs)
+        except CheckFailed:   # judged again below, by the mistakes that the other cases do not refute
+            pass
+        table = [m for m in self.mistakes if all(self._agrees(got, wrong) for given, _, got in others
+                                                 if (wrong := _output(m, given)) is not None)]
+        replace(self, mistakes=table).judge(out, expected, inputs)
+
+    def _agrees(self, out: Any, wrong: Any) -> bool:
+        if self.returns in (int, float):
+            try:
+                return same(torch.tensor(float(out), dtype=torch.float64),
+                            torch.tensor(float(wrong), dtype=torch.float64), self.atol)   # NaN equals NaN
+            except Exception:
+                return False
+        if self.returns is list:
+            try:
+                return [int(x) for x in out] == [int(x) for x in wrong]
+            except Exception:
+                return False
+        return same(out, wrong, self.atol)
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:
         """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
@@ -131,8 +167,8 @@ class Exercise:
                   "wrong-dtype", unclear)
         if same(out, expected, self.atol):
             return
-        self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}.",
-                           self._name_mistake(out, inputs, where, expected))
+        self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}."
+                           + first_difference(out, expected, self.atol), self._name_mistake(out, inputs, where, expected))
 
     def _judge_number(self, out: Any, expected: Any, inputs: tuple) -> None:
         """A Python int or float: its type first, then its value (and the mistakes') as a 0-d float64."""
@@ -202,6 +238,14 @@ class Exercise:
         return False
 
 
+def _output(mistake: Mistake, inputs: tuple) -> Any:
+    """What `mistake` gives on `inputs` (on copies of them), or None where it does not apply."""
+    try:
+        return mistake.output(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+    except Exception:
+        return None
+
+
 def _fail(message: str, key: str, unclear: bool) -> None:
     """The generic failure after no mistake was named: `Unclear` if two of them fitted."""
     raise (Unclear if unclear else CheckFailed)(message, key)
@@ -233,6 +277,20 @@ def show(x: Any) -> str:
     return repr(x)
 
 
+def first_difference(out: Any, expected: Any, atol: float = 1e-4) -> str:
+    """Where two tensors of one shape, too large for `show`, first differ: the words a message needs when
+    it could otherwise only say "a tensor of shape (4, 5), not a tensor of shape (4, 5)"."""
+    if not (isinstance(out, torch.Tensor) and isinstance(expected, torch.Tensor)) or out.shape != expected.shape \
+            or expected.numel() <= 12 or out.is_complex() or expected.is_complex():
+        return ""
+    a, b = out.detach().double(), expected.detach().double()
+    apart = ~torch.isclose(a, b, atol=atol, rtol=0, equal_nan=True)
+    if not bool(apart.any()):
+        return ""
+    at = tuple(apart.nonzero()[0].tolist())
+    return f" They first differ at index {list(at)}: yours {a[at].item():.6g}, expected {b[at].item():.6g}."
+
+
 def backward_through(fn: Callable, name: str, *inputs: Any) -> torch.Tensor:
     """A loss's `then` step: `fn(*inputs)` must carry the graph, so that `loss.backward()` gives each of the
     logits among the inputs (those that require grad) a gradient. Returns the loss, after its backward pass."""
@@ -244,6 +302,40 @@ def backward_through(fn: Callable, name: str, *inputs: Any) -> torch.Tensor:
         fail(f"{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from "
              "the logits with torch operations, without .item(), .detach() or `torch.no_grad()`.", "no-gradient")
     return out
+
+
+def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int) -> dict:
+    """A driver's step for a head: run `forward(x)` with gradients on, from a fresh copy of x, and back-propagate
+    its outputs weighted by seeded random numbers. Returns the names of the module's parameters that got no
+    gradient ("no_gradient") and the gradient that reached x ("input_grad", None if none did)."""
+    x = x.detach().clone().requires_grad_()
+    module.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        out = forward(x)
+        outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+                if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+        g = torch.Generator().manual_seed(seed)
+        if outs:   # random weights, so that no gradient cancels out by symmetry
+            sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs).backward()
+    missing = [name for name, p in module.named_parameters() if p.grad is None or not bool(p.grad.abs().sum() > 0)]
+    return {"no_gradient": missing, "input_grad": x.grad}
+
+
+def judge_gradients(facts: dict, name: str, given: str) -> None:
+    """Fail unless the backward pass of `gradient_facts` reached every parameter of the head and its input
+    (`given`, the input's name): a head is trained by these gradients, and the encoder below it learns only
+    through the gradient of its input."""
+    if facts["no_gradient"]:
+        fail(f"a backward pass through {name} leaves {', '.join(facts['no_gradient'][:3])} without a gradient, so "
+             "training can never change them: keep every parameter trainable (requires_grad=True) and compute the "
+             "output from them with torch operations, outside `torch.no_grad()` and without `.detach()`.",
+             "parameters-without-gradient")
+    grad = facts["input_grad"]
+    if not isinstance(grad, torch.Tensor) or not bool(grad.abs().sum() > 0):
+        fail(f"no gradient flows back through {name} to its input {given}: the output is computed from a detached "
+             f"copy of {given} (`.detach()`, `torch.no_grad()`, or a new tensor made from its values). The encoder "
+             "below the head learns only through this gradient, so fine-tuning would train the head alone.",
+             "input-detached")
 
 
 def inputs_as(*dtypes: torch.dtype | None) -> Callable[[Any], tuple[tuple, Any]]:

@@ -12,6 +12,9 @@ WRONG = [
                "left-padding"),
     Wrong.edit("padding_mask-pads-to-longest", "padding_mask", "torch.arange(n,", "torch.arange(int(lengths.max()),",
                "pads-to-longest"),
+    # an off-by-one in the width: once told it padded to the longest length, when that was n − 1
+    Wrong.edit("padding_mask-n-minus-one-columns", "padding_mask", "torch.arange(n,", "torch.arange(n - 1,",
+               "wrong-shape"),
     Wrong.edit("padding_mask-rows-and-columns-swapped", "padding_mask", MASK, "positions[:, None] < lengths[None, :]",
                "rows-and-columns-swapped"),
     Wrong("causal_mask-sees-the-future", "causal_mask", """

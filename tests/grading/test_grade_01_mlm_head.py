@@ -3,6 +3,8 @@ and correct alternatives."""
 from harness import Alternative, LessonGrading, Wrong
 
 LOGITS = "F.linear(t, self.embedding.weight, self.bias)"
+TRANSFORM = "t = self.norm(self.act(self.dense(h)))"
+SEEDED = "special_mask = special_mask.bool()"   # the solution's first line, after which a seed goes
 LOSS = "F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)"
 WRONG = [
     Wrong("mask_tokens-ids-modified-in-place", "mask_tokens", """
@@ -65,6 +67,30 @@ WRONG = [
                "torch.randint(NUM_SPECIAL, vocab_size - 1,", "random-range-cut"),
     Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", "return inputs, labels", "return labels, inputs",
                "pair-swapped"),
+    # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
+    # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".
+    Wrong.edit("mask_tokens-mask-id-from-tokenizer", "mask_tokens", "torch.full_like(ids, mask_id)",
+               "torch.full_like(ids, tok.mask_id)", "mask-id-ignored"),
+    Wrong.edit("mask_tokens-fixed-mask-id-3", "mask_tokens", "torch.full_like(ids, mask_id)",
+               "torch.full_like(ids, 3)", "mask-id-ignored"),
+    Wrong.edit("mask_tokens-own-seeded-generator", "mask_tokens", SEEDED,
+               f"{SEEDED}\n    generator = torch.Generator().manual_seed(0)", "fixed-seed"),
+    Wrong.edit("mask_tokens-reseeds-the-generator", "mask_tokens", SEEDED,
+               f"{SEEDED}\n    generator.manual_seed(1234)", "fixed-seed"),
+    Wrong.edit("mask_tokens-global-seed", "mask_tokens", SEEDED,
+               f"{SEEDED}\n    torch.manual_seed(42)\n    generator = None", "fixed-seed"),
+    Wrong.edit("mask_tokens-specials-from-ids", "mask_tokens", "& ~special_mask", "& (ids >= NUM_SPECIAL)",
+               "special-chosen"),
+    Wrong("mask_tokens-labels-only-changed-positions", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
+            u = torch.rand(ids.shape, generator=generator)
+            to_mask, to_rand = chosen & (u < 0.8), chosen & (u >= 0.8) & (u < 0.9)
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            inputs = torch.where(to_mask, mask_id, torch.where(to_rand, words, ids))
+            labels = torch.where(to_mask | to_rand, ids, -100)
+            return inputs, labels
+        """, mistake="unchanged-not-labelled"),
     Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))",
                "self.bias = torch.zeros(V)", "bias-not-a-parameter"),
     Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
@@ -101,6 +127,23 @@ WRONG = [
                "returns-log-probabilities"),
     Wrong.edit("MLMHead-no-layernorm", "MLMHead", "self.norm(self.act(self.dense(h)))", "self.act(self.dense(h))",
                "no-layernorm"),
+    # Found by an audit: the check passed these while it left missing parts out of its expected logits, never
+    # compared h after the call and never looked at the transform's gradients; the last crashed unexplained.
+    Wrong.edit("MLMHead-dense-without-bias", "MLMHead", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)",
+               "dense-without-bias"),
+    Wrong.edit("MLMHead-layernorm-without-affine", "MLMHead", "nn.LayerNorm(d)",
+               "nn.LayerNorm(d, elementwise_affine=False)", "layernorm-without-affine"),
+    Wrong.edit("MLMHead-shifts-h-in-place", "MLMHead", TRANSFORM,
+               "h += 0.5\n        t = self.norm(self.act(self.dense(h - 0.5)))", "changed-input"),
+    Wrong.edit("MLMHead-transform-under-no-grad", "MLMHead", TRANSFORM,
+               f"with torch.no_grad():\n            {TRANSFORM}", "parameters-without-gradient"),
+    Wrong.edit("MLMHead-frozen-dense", "MLMHead", "self.dense = nn.Linear(d, d)",
+               "self.dense = nn.Linear(d, d).requires_grad_(False)", "parameters-without-gradient"),
+    Wrong.edit("MLMHead-frozen-output-bias", "MLMHead", "nn.Parameter(torch.zeros(V))",
+               "nn.Parameter(torch.zeros(V), requires_grad=False)", "parameters-without-gradient"),
+    Wrong.edit("MLMHead-detached-h", "MLMHead", "self.dense(h)", "self.dense(h.detach())", "input-detached"),
+    Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",
+               "fixed-rank-input"),
     Wrong("mlm_loss-over-every-position", "mlm_loss", """
         def mlm_loss(logits, labels):
             losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")

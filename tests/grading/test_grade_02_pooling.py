@@ -21,6 +21,9 @@ WRONG = [
     Wrong.edit("Pooler-tanh-before-dense", "Pooler", TANH, "self.dense(torch.tanh(c))", "tanh-before-dense"),
     Wrong.edit("Pooler-linear-weight-not-transposed", "Pooler", TANH,
                "torch.tanh(c @ self.dense.weight + self.dense.bias)", "linear-weight-not-transposed"),
+    # Found by a student audit: they passed before the gradient check and the batch of one.
+    Wrong.edit("Pooler-detached-output", "Pooler", TANH, f"{TANH}.detach()", "parameters-without-gradient"),
+    Wrong.edit("Pooler-detached-input", "Pooler", TANH, "torch.tanh(self.dense(c.detach()))", "input-detached"),
     # --- mean_pool ---
     Wrong("mean_pool-over-every-position", "mean_pool", """
         def mean_pool(H, mask):
@@ -75,6 +78,10 @@ WRONG = [
     Wrong.edit("max_pool-returns-values-and-indices", "max_pool", ".amax(dim=1)", ".max(dim=1)", "values-and-indices"),
     Wrong.edit("max_pool-max-over-features", "max_pool", ".amax(dim=1)", ".amax(dim=-1)", "over-features"),
     Wrong.edit("max_pool-inverted-mask", "max_pool", "~mask.bool()", "mask.bool()", "inverted-mask"),
+    Wrong.edit("mean_pool-squeeze-without-axis", "mean_pool", "return total / count", "return (total / count).squeeze()",
+               "squeeze-drops-batch-axis"),
+    Wrong.edit("max_pool-keepdim-then-squeeze", "max_pool", ".amax(dim=1)", ".amax(dim=1, keepdim=True).squeeze()",
+               "squeeze-drops-batch-axis"),
 ]
 
 ALTERNATIVES = [

@@ -24,6 +24,16 @@ WRONG = [
                "fixed-dropout-rate"),
     Wrong.edit("SequenceClassifier-log-softmax-output", HEAD, RETURN,
                RETURN.replace("logits", "F.log_softmax(logits, dim=-1)"), "log-softmax-output"),
+    # Found by a student audit: each passed before the train-mode and gradient checks it is named by.
+    Wrong.edit("SequenceClassifier-dropout1d-drops-whole-examples", HEAD, "nn.Dropout(dropout)",
+               "nn.Dropout1d(dropout)", "drops-whole-vectors"),
+    Wrong.edit("SequenceClassifier-no-dropout-for-regression", HEAD, LOGITS,
+               "logits = self.linear(pooled if self.num_classes == 1 else self.dropout(pooled))",
+               "no-dropout-in-training"),
+    Wrong.edit("SequenceClassifier-detached-logits", HEAD, LOGITS, "logits = self.linear(self.dropout(pooled)).detach()",
+               "parameters-without-gradient"),
+    Wrong.edit("SequenceClassifier-frozen-backbone-by-detach", HEAD, LOGITS,
+               "logits = self.linear(self.dropout(pooled.detach()))", "input-detached"),
     *[Wrong.edit(f"head_param_count-{name}", "head_param_count", "K * d + K", body, key)
       for name, body, key in [("forgets-the-bias", "K * d", "forgets-the-bias"),
                               ("one-bias-per-feature", "K * d + d", "one-bias-per-feature"),
@@ -72,6 +82,11 @@ ALTERNATIVES = [
     Alternative("head_param_count-count-a-real-linear", "head_param_count", """
         def head_param_count(d, K):
             return sum(p.numel() for p in nn.Linear(d, K).parameters())
+        """),
+    Alternative("untrained_loss-float32-entropy", "untrained_loss", """
+        def untrained_loss(K):
+            p = torch.full((K,), 1.0 / K)
+            return float(-(p * p.log()).sum())
         """),
     Alternative("untrained_loss-minus-log-of-uniform", "untrained_loss", """
         def untrained_loss(K):

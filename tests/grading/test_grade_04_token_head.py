@@ -39,6 +39,23 @@ WRONG = [
     # "give every token the sentence's context"
     Wrong.edit("TokenClassifier-mixes-positions", "TokenClassifier", HEAD,
                "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))", "mixes-positions"),
+    # Found by a student audit: each passed the check when it probed dropout at p = 1 only, or no gradient.
+    Wrong.edit("TokenClassifier-unscaled-dropout-mask", "TokenClassifier", HEAD,
+               "self.classifier(H * (torch.rand_like(H) >= self.dropout.p) if self.training else H)",
+               "unscaled-dropout"),
+    Wrong.edit("TokenClassifier-dropout-applied-twice", "TokenClassifier", HEAD,
+               "self.classifier(self.dropout(self.dropout(H)))", "wrong-dropout-rate"),
+    Wrong.edit("TokenClassifier-default-dropout-0.5", "TokenClassifier", "dropout: float = 0.1",
+               "dropout: float = 0.5", "wrong-default-dropout"),
+    Wrong.edit("TokenClassifier-dropout1d-drops-whole-tokens", "TokenClassifier", "nn.Dropout(dropout)",
+               "nn.Dropout1d(dropout)", "drops-whole-vectors"),
+    Wrong.edit("TokenClassifier-dropconnect-on-the-weight", "TokenClassifier", HEAD,
+               "F.linear(H, F.dropout(self.classifier.weight, self.dropout.p, self.training), self.classifier.bias)",
+               "not-dropout-then-linear"),
+    Wrong.edit("TokenClassifier-detached-logits", "TokenClassifier", HEAD, f"{HEAD}.detach()",
+               "parameters-without-gradient"),
+    Wrong.edit("TokenClassifier-frozen-encoder-by-detach", "TokenClassifier", HEAD,
+               "self.classifier(self.dropout(H.detach()))", "input-detached"),
     # --- token_loss ---------------------------------------------------------------------------------
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):
@@ -141,6 +158,9 @@ WRONG = [
                 kind, start = (None, i) if tag == "O" else (tag, i)
             return spans
         """, mistake="keeps-the-prefix"),
+    # Closes the last entity by appending "O" to the caller's list: the grader sees list inputs change too.
+    Wrong.edit("bio_to_spans-appends-to-the-callers-tags", "bio_to_spans", 'enumerate([*tags, "O"])',
+               'enumerate(tags.append("O") or tags)', "changed-input"),
 ]
 
 ALTERNATIVES = [

@@ -70,6 +70,33 @@ WRONG = [
                 start, end = (H @ (self.w + self.init).T + self.b).unbind(-1)
                 return start, end
         """, mistake="fixed-tensor"),
+    Wrong.edit("SpanHead-dropout-on-at-eval", "SpanHead", "logits = self.qa_outputs(H)",
+               "logits = self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
+    Wrong.edit("SpanHead-detaches-its-input", "SpanHead", "logits = self.qa_outputs(H)",
+               "logits = self.qa_outputs(H.detach())", "input-detached"),
+    Wrong("SpanHead-input-copied-under-no-grad", "SpanHead", """
+        class SpanHead(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.qa_outputs = nn.Linear(d, 2)
+
+            def forward(self, H):
+                with torch.no_grad():                 # "the encoder's output is only read"
+                    H = H.clone()
+                start, end = self.qa_outputs(H).unbind(-1)
+                return start, end
+        """, mistake="input-detached"),
+    Wrong("SpanHead-bias-through-data", "SpanHead", """
+        class SpanHead(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.s = nn.Parameter(torch.randn(d) / d ** 0.5)
+                self.e = nn.Parameter(torch.randn(d) / d ** 0.5)
+                self.b = nn.Parameter(torch.zeros(2))
+
+            def forward(self, H):
+                return H @ self.s + self.b.data[0], H @ self.e + self.b.data[1]   # .data: no gradient to b
+        """, mistake="parameters-without-gradient"),
     # --- best_span ---------------------------------------------------------------------------------
     Wrong("best_span-independent-argmax", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
@@ -129,6 +156,23 @@ WRONG = [
             flat = (s[:, :, None] + e[:, None, :]).masked_fill(~band, float("-inf")).flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="integer-mask"),
+    Wrong("best_span-allowed-taken-for-one-block", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            allowed = allowed.bool()
+            B, n = start_logits.shape
+            out = []
+            for b in range(B):
+                idx = allowed[b].nonzero().flatten()
+                lo, hi = int(idx[0]), int(idx[-1])            # the first and last allowed position
+                best, arg = None, None
+                for i in range(lo, hi + 1):
+                    for j in range(i, min(i + max_len - 1, hi) + 1):
+                        score = float(start_logits[b, i] + end_logits[b, j])
+                        if best is None or score > best:
+                            best, arg = score, (i, j)
+                out.append(arg)
+            return torch.tensor(out)
+        """, mistake="searches-between-allowed"),
     Wrong.edit("best_span-integer-mask-not-converted", "best_span", "allowed = allowed.bool()", "pass",
                "integer-mask"),
     # --- span_loss ---------------------------------------------------------------------------------
@@ -173,6 +217,11 @@ WRONG = [
             total = total + F.cross_entropy(end_logits, end, reduction="sum")
             return total / 2
         """, mistake="summed-over-batch"),
+    # Equal to start-only's or end-only's value on each case: named only because the cases together refute both.
+    Wrong("span_loss-larger-of-the-two", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            return torch.max(F.cross_entropy(start_logits, start), F.cross_entropy(end_logits, end))
+        """, mistake="larger-of-the-two"),
 ]
 
 ALTERNATIVES = [

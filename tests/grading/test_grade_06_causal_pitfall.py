@@ -28,6 +28,8 @@ WRONG = [
     pool("mean-over-real-tokens", "torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths.tolist())])",
          "mean-pooling"),
     pool("another-rows-token", "H[rows.flip(0), lengths - 1]", "wrong-values"),
+    # a batch size copied from the lesson's example: the error is on the batch axis, not an off-by-one
+    pool("batch-size-hard-coded", "H[torch.arange(3), lengths - 1]", "raised-IndexError"),
     last("count-minus-one-under-left-padding", "real.long().sum(1) - 1", "count-assumes-right-padding"),
     last("count-from-first-true-misses-a-hole", "real.long().argmax(1) + real.long().sum(1) - 1",
          "counted-across-a-hole"),

@@ -6,6 +6,13 @@ WRONG = [
     # --- predict_or_reject ------------------------------------------------------------------------
     Wrong.edit("predict_or_reject-strict-greater", "predict_or_reject", "top >= threshold", "top > threshold",
                "strict-greater"),
+    # a margin rule agrees with strict-greater on one case only: no mistake is named, the expected row is shown
+    Wrong("predict_or_reject-margin-over-the-runner-up", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            top2 = probs.topk(2, dim=-1).values
+            pred = probs.argmax(dim=-1)
+            return torch.where(top2[:, 0] - top2[:, 1] >= threshold, pred, torch.full_like(pred, reject))
+        """, mistake="wrong-values"),
     Wrong("predict_or_reject-never-rejects", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             return probs.argmax(dim=-1)

@@ -151,8 +151,9 @@ MEAN_CASES = [
      [[T, T, T, T], [T, F, F, F], [T, T, F, F]], [[3., -3.], [-5., 5.], [1., 1.]]),
     ([[[1., 2., 3.], [3., 6., -3.], [90., 90., 90.]], [[0., 3., 6.], [3., 0., -6.], [-3., -3., 3.]]],
      [[T, T, F], [T, T, T]], [[2., 4., 0.], [0., 0., 1.]]),
-    # A batch of one: a `.squeeze()` would drop its batch axis.
-    ([[[2., 4.], [4., 0.], [50., 50.]]], [[T, T, F]], [[3., 2.]]),
+    # A batch of one, so a `.squeeze()` drops its batch axis; left-padded, so slicing the first ℓ positions
+    # instead of using the mask takes the padding.
+    ([[[50., 50.], [2., 4.], [4., 0.]]], [[F, T, T]], [[3., 2.]]),
 ]
 # Row 0 of each case has only negative real features, so a zero fill at the padding wins the max.
 MAX_CASES = [
@@ -161,7 +162,7 @@ MAX_CASES = [
      [[T, F, F, F], [T, T, T, T], [T, T, F, F]], [[-7., -8.], [3., 2.], [-1., -2.]]),
     ([[[-3., -1., -4.], [-2., -5., -6.], [9., 9., 9.]], [[1., -2., -8.], [-1., -3., -7.], [0., -4., -9.]]],
      [[T, T, F], [T, T, T]], [[-2., -1., -4.], [1., -2., -7.]]),
-    ([[[-1., -6.], [-3., -5.], [9., 9.]]], [[T, T, F]], [[-1., -5.]]),   # a batch of one
+    ([[[9., 9.], [-1., -6.], [-3., -5.]]], [[F, T, T]], [[-1., -5.]]),   # a batch of one, left-padded
 ]
 # The contract accepts a bool mask or 0/1 numbers: every case runs with each, bool first.
 _KINDS = {torch.bool: "", torch.long: " (the mask was a 0/1 integer tensor)",
@@ -170,7 +171,10 @@ _CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b
 
 
 def _where(H, mask) -> str:
-    return f" for H of shape {tuple(H.shape)} with lengths {mask.bool().sum(1).tolist()}{_KINDS[mask.dtype]}"
+    real, lengths = mask.bool(), mask.bool().sum(1)
+    right_padded = torch.equal(real, torch.arange(real.shape[1])[None, :] < lengths[:, None])
+    rows = f"lengths {lengths.tolist()}" if right_padded else f"mask {real.long().tolist()} (1 = real token)"
+    return f" for H of shape {tuple(H.shape)} with {rows}{_KINDS[mask.dtype]}"
 
 
 def _raised(name, err, H, mask):

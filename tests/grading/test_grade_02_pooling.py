@@ -80,6 +80,17 @@ WRONG = [
     Wrong.edit("max_pool-inverted-mask", "max_pool", "~mask.bool()", "mask.bool()", "inverted-mask"),
     Wrong.edit("mean_pool-squeeze-without-axis", "mean_pool", "return total / count", "return (total / count).squeeze()",
                "squeeze-drops-batch-axis"),
+    # pooled by lengths: right only while every mask is right-padded
+    Wrong("mean_pool-slices-the-first-lengths", "mean_pool", """
+        def mean_pool(H, mask):
+            lengths = mask.long().sum(dim=1)
+            return torch.stack([H[b, :int(lengths[b])].mean(dim=0) for b in range(H.shape[0])])
+        """, mistake="wrong-values"),
+    Wrong("max_pool-slices-the-first-lengths", "max_pool", """
+        def max_pool(H, mask):
+            lengths = mask.long().sum(dim=1)
+            return torch.stack([H[b, :int(lengths[b])].amax(dim=0) for b in range(H.shape[0])])
+        """, mistake="wrong-values"),
     Wrong.edit("max_pool-keepdim-then-squeeze", "max_pool", ".amax(dim=1)", ".amax(dim=1, keepdim=True).squeeze()",
                "squeeze-drops-batch-axis"),
 ]

@@ -6,7 +6,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from .core import CheckFailed
+from .core import CheckFailed, call, fail
 from .engine import Exercise, Mistake, inputs_as
 
 T, F_ = True, False
@@ -104,6 +104,11 @@ _embedding = Exercise(
           [[0., -4., 3.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.]]],
          [[T, T, T, T, T, T], [T, T, T, F_, F_, F_], [T, F_, F_, F_, F_, F_]],
          [[2 / 7, 3 / 7, 6 / 7], [1 / 3, 2 / 3, 2 / 3], [0., -0.8, 0.6]]),
+        # Row 0 is left-padded (a tokenizer may pad on either side): its real tokens are the last two.
+        ([[[-40., 0.], [1., 2.], [5., 6.]],                     # 2 real: mean (3, 4), length 5
+          [[8., 1.], [2., -4.], [2., 12.]]],                    # 3 real: mean (4, 3), length 5
+         [[F_, T, T], [T, T, T]],
+         [[0.6, 0.8], [0.8, 0.6]]),
     ]),
     read=inputs_as(torch.float32, None, torch.float32),
     shape=lambda H, mask: (H.shape[0], H.shape[2]),
@@ -115,6 +120,7 @@ _embedding = Exercise(
     dtype_message="{name} returned dtype {got}{where}; an embedding is a float tensor.",
     unchanged="sentence_embedding changed the tensors it was given (H or attention_mask, e.g. with `*=` or "
               "masked_fill_); compute new tensors instead, the caller still needs H.",
+    then=lambda fn: _carries_the_graph(fn),
     mistakes=[
         Mistake("integer-mask-indexes", lambda H, m: _unit(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))])),
                 "sentence_embedding indexed H with the 0/1 integer mask{where}: `H[b][attention_mask[b]]` (row b) then "
@@ -155,8 +161,33 @@ _embedding = Exercise(
                  "the mean over all real tokens."),
         *_pooled("max-pooling", lambda H, m: H.masked_fill(~m.bool()[:, :, None], float("-inf")).amax(1),
                  "sentence_embedding took the maximum over positions{where}; this model pools with the mean."),
+        Mistake("assumes-right-padding", lambda H, m: _unit(torch.stack([H[b, :int(k)].mean(0) for b, k in
+                                                                          enumerate(m.bool().sum(1))])),
+                lambda out, H, m: _first_positions(H, m)),
     ],
 )
+
+
+def _first_positions(H, mask) -> str:
+    b = next(b for b, row in enumerate(mask.bool()) if not bool(row[:int(row.sum())].all()))
+    real = torch.nonzero(mask.bool()[b]).flatten().tolist()
+    return (f"sentence_embedding averaged the first {len(real)} positions of row {b}{_embedding_where(H, mask)}, but "
+            f"that row's real tokens are at positions {real}: padding may come first (left padding). Select the real "
+            "tokens with the mask itself: multiply H by `attention_mask[:, :, None]` (as numbers), sum over the "
+            "positions and divide by `attention_mask.sum(dim=1, keepdim=True)`.")
+
+
+def _carries_the_graph(fn) -> None:
+    """Once the values are right: lesson 08 fine-tunes the encoder through the embedding, so a gradient must
+    reach H."""
+    H = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(8)).requires_grad_()
+    out = call(fn, "sentence_embedding", H, torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]))
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        out.sum().backward()   # replayed, the output carries the gradients the learner's function really had
+    if H.grad is None or not bool(H.grad.abs().sum() > 0):
+        fail("sentence_embedding passes no gradient back to H: it is computed under `torch.no_grad()`, with "
+             "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains the encoder through this "
+             "function, so it would then change nothing: compute it from H with torch operations.", "no-gradient")
 
 
 def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:
@@ -207,6 +238,11 @@ align_labels = Exercise(
          [IGNORE, 1, IGNORE, IGNORE, 0, 2, IGNORE, IGNORE, IGNORE, IGNORE]),
         ([None, 0, 1, 2, 3, None], [4, 0, 6, 0], [IGNORE, 4, 0, 6, 0, IGNORE]),
         ([0, 0, 1, 2, 2, 2], [2, 7, 1], [2, IGNORE, 7, 1, IGNORE, IGNORE]),
+        # No special token first (add_special_tokens=False): `word_ids[i - 1]` at i = 0 would read the last entry.
+        ([0, 0], [5], [5, IGNORE]),
+        # Word 1 gave no token (a tokenizer can drop a word, e.g. a zero-width space): labels go by word id, not
+        # by counting the words seen.
+        ([None, 0, 2, 2, None], [1, 7, 3], [IGNORE, 1, 3, IGNORE, IGNORE]),
     ],
     read=lambda case: ((list(case[0]), list(case[1])), list(case[2])),
     returns=list,
@@ -224,6 +260,8 @@ align_labels = Exercise(
                 f"({len(word_ids)}). Look a token's label up by its word id, `word_labels[word_ids[i]]`, not by "
                 "the token position i.", "label-by-token-position") if "list index" in str(err) else None)],
     explain=_align_values,
+    unchanged="align_labels changed the word_ids or word_labels list it was given (e.g. with .pop, .append or an "
+              "assignment into it); build a new list of labels and leave both untouched: the caller still needs them.",
     mistakes=[
         Mistake("one-label-per-word", lambda w, l: list(l),
                 "align_labels returned one label per word{where}: every token needs an entry, special tokens and "

@@ -53,6 +53,40 @@ WRONG = [
                 previous = w
             return labels
         """, mistake="looks-up-special-tokens"),
+    # Found by a student audit: each passed while every mask was right-padded, every word id contiguous
+    # from 0 after a special token, and no gradient was asked for.
+    Wrong("sentence_embedding-first-lengths-positions", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            lengths = attention_mask.long().sum(1)
+            z = torch.stack([H[b, :int(lengths[b])].mean(0) for b in range(H.shape[0])])
+            return z / z.norm(dim=-1, keepdim=True)
+        """, mistake="assumes-right-padding"),
+    Wrong.edit("sentence_embedding-detached", "sentence_embedding", "return mean / mean.norm(dim=-1, keepdim=True)",
+               "return (mean / mean.norm(dim=-1, keepdim=True)).detach()", "no-gradient"),
+    Wrong("align_labels-previous-by-index-wraps-around", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            out = []
+            for i, w in enumerate(word_ids):
+                out.append(-100 if w is None or word_ids[i - 1] == w else word_labels[w])
+            return out
+        """, mistake="wrong-values"),
+    Wrong("align_labels-counts-words-instead-of-ids", "align_labels", """
+        def align_labels(word_ids, word_labels):
+            labels, previous, k = [], None, 0
+            for w in word_ids:
+                if w is not None and w != previous:
+                    labels.append(word_labels[k])
+                    k += 1
+                else:
+                    labels.append(-100)
+                previous = w
+            return labels
+        """, mistake="wrong-values"),
+    Wrong.edit("align_labels-appends-to-word-labels", "align_labels", "labels, previous = [], None",
+               "labels, previous = [], None\n    word_labels.append(-100)", "changed-input"),
+    # once named word-0-taken-for-special, which tests `if not word_id`; the other cases refute that mistake
+    Wrong.edit("align_labels-previous-starts-at-0", "align_labels", "labels, previous = [], None",
+               "labels, previous = [], 0", "wrong-values"),
 ]
 
 ALTERNATIVES = [

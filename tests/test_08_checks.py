@@ -46,11 +46,21 @@ def test_right_answers_pass(capsys):
     (lambda H, m: F.normalize(masked(H, m) + 0.1, dim=-1), "wrong-values"),           # no table entry: shown
     (lambda H, m: masked(H, m) / masked(H, m).norm(dim=-1), "norm-without-keepdim"),    # runs where B = d
     (lambda H, m: F.normalize((H * m[:, :, None]).sum(1) / m.sum(1), dim=-1), "count-without-keepdim"),
+    (lambda H, m: embedding(torch.tensor(H.tolist()), m), "no-gradient"),   # right values from a copy of H
 ])
 def test_wrong_embeddings_are_named(wrong, key):
     with pytest.raises(CheckFailed) as caught:
         ch08.sentence_embedding(wrong)
     assert caught.value.mistake == key, str(caught.value)
+
+
+def test_an_embedding_under_no_grad_is_told_that_fine_tuning_needs_its_gradient():
+    def frozen(H, m):
+        with torch.no_grad():
+            return embedding(H, m)
+    with pytest.raises(CheckFailed, match="nothing below the embedding") as caught:
+        ch08.sentence_embedding(frozen)
+    assert caught.value.mistake == "no-gradient"
 
 
 def test_a_mask_the_answer_cannot_take_is_explained():
@@ -91,6 +101,18 @@ def test_an_alignment_that_changes_its_input_is_named():
     with pytest.raises(CheckFailed) as caught:
         ch08.align_labels(pops)
     assert caught.value.mistake == "changed-input"
+
+
+def test_an_alignment_that_pops_its_labels_is_told_about_lists():
+    def pops(w, l):
+        previous, out = None, []
+        for x in w:
+            out.append(-100 if x is None or x == previous else l.pop(0))
+            previous = x
+        return out
+    with pytest.raises(CheckFailed, match="changed the word_ids or word_labels list") as caught:
+        ch08.align_labels(pops)
+    assert caught.value.mistake == "changed-input" and "tensor" not in str(caught.value)
 
 
 def test_spearman_by_hand():

@@ -186,8 +186,9 @@ def _carries_the_graph(fn) -> None:
         out.sum().backward()   # replayed, the output carries the gradients the learner's function really had
     if H.grad is None or not bool(H.grad.abs().sum() > 0):
         fail("sentence_embedding passes no gradient back to H: it is computed under `torch.no_grad()`, with "
-             "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains the encoder through this "
-             "function, so it would then change nothing: compute it from H with torch operations.", "no-gradient")
+             "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains MiniLM's top layers through "
+             "this function, so it would then train the head alone and nothing below the embedding: compute it from "
+             "H with torch operations.", "no-gradient")
 
 
 def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:
@@ -197,13 +198,42 @@ def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:
 
 
 # --- align_labels(word_ids, word_labels) → list of ints ---------------------------------------------
-def _label(word_ids, word_labels, first=True, special=IGNORE, skip_word_0=False) -> list:
-    """Each token's label when a word's label goes on its first (or last) piece and special tokens get `special`."""
+def _label(word_ids, word_labels, first=True, special=IGNORE, skip_word_0=False, before=None) -> list:
+    """Each token's label when a word's label goes on its first (or last) piece and special tokens get `special`;
+    `before` is the word id position 0 is compared with (None: no word; "wrap": the last entry, as
+    `word_ids[i - 1]` reads it at i = 0)."""
     out = []
     for i, w in enumerate(word_ids):
-        edge = i == (0 if first else len(word_ids) - 1) or word_ids[i - 1 if first else i + 1] != w
+        if first:
+            edge = (word_ids[i - 1] if i or before == "wrap" else before) != w
+        else:
+            edge = i == len(word_ids) - 1 or word_ids[i + 1] != w
         out.append(special if w is None else word_labels[w] if edge and not (skip_word_0 and w == 0) else IGNORE)
     return out
+
+
+def _by_count(word_ids, word_labels) -> list:
+    """The k-th word met gets `word_labels[k]`: right only while the word ids run 0, 1, 2, ... without a gap."""
+    out, previous, k = [], None, 0
+    for w in word_ids:
+        if w is not None and w != previous:
+            out.append(word_labels[k])
+            k += 1
+        else:
+            out.append(IGNORE)
+        previous = w
+    return out
+
+
+def _skipped(word_ids, word_labels) -> str:
+    got, right = _by_count(word_ids, word_labels), _label(word_ids, word_labels)
+    i = next(i for i, (a, b) in enumerate(zip(got, right)) if a != b)
+    w = word_ids[i]
+    missing = [v for v in range(w) if v not in word_ids]
+    why = (f"word {missing[0]} has no token (a tokenizer can drop a word), so " if missing else "")
+    return (f"align_labels labelled the words in the order it met them, not by their id, for word_ids={word_ids} and "
+            f"word_labels={word_labels}: {why}position {i} is the first piece of word {w} and gets "
+            f"`word_labels[{w}]` = {word_labels[w]}, not {got[i]}. Look each label up by the token's own word id.")
 
 
 def _align_fields(word_ids, word_labels) -> dict:
@@ -212,7 +242,8 @@ def _align_fields(word_ids, word_labels) -> dict:
         at.setdefault(w, []).append(i)
     split = next((w for w, p in at.items() if w is not None and len(p) > 1), None)
     return {"n": len(word_ids), "word": split, "at": at.get(split), "specials": at.get(None),
-            "label": None if split is None else word_labels[split], "zero": at.get(0, [None])[0]}
+            "label": None if split is None else word_labels[split], "zero": at.get(0, [None])[0],
+            "last": word_ids[-1] if word_ids else None}
 
 
 def _align_values(out, expected, word_ids, word_labels) -> str:
@@ -280,6 +311,16 @@ align_labels = Exercise(
                 "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. Looping `for word_id in "
                 "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None: "
                 "test `word_id is None`."),
+        Mistake("previous-starts-at-0", lambda w, l: _label(w, l, before=0),
+                "align_labels gave -100 to position 0, the first piece of word 0{where}, as if it continued a word 0 "
+                "before it. Nothing comes before position 0: the word id it is compared with must start as None, "
+                "not 0."),
+        Mistake("previous-wraps-around", lambda w, l: _label(w, l, before="wrap"),
+                "align_labels compared position 0 with `word_ids[-1]`, the LAST entry{where}: a negative index "
+                "wraps around in Python, and that entry is word {last} too, so the word that starts at position "
+                "0 was taken for a continuation. Nothing comes before position 0: a word there always starts (or "
+                "keep the previous word id in a variable that starts as None)."),
+        Mistake("labels-by-word-count", _by_count, lambda out, w, l: _skipped(w, l)),
     ],
 )
 

@@ -63,13 +63,20 @@ WRONG = [
         """, mistake="assumes-right-padding"),
     Wrong.edit("sentence_embedding-detached", "sentence_embedding", "return mean / mean.norm(dim=-1, keepdim=True)",
                "return (mean / mean.norm(dim=-1, keepdim=True)).detach()", "no-gradient"),
+    Wrong("sentence_embedding-under-no-grad", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            with torch.no_grad():
+                mask = attention_mask[:, :, None].to(H.dtype)
+                mean = (H * mask).sum(dim=1) / mask.sum(dim=1)
+                return mean / mean.norm(dim=-1, keepdim=True)
+        """, mistake="no-gradient"),
     Wrong("align_labels-previous-by-index-wraps-around", "align_labels", """
         def align_labels(word_ids, word_labels):
             out = []
             for i, w in enumerate(word_ids):
                 out.append(-100 if w is None or word_ids[i - 1] == w else word_labels[w])
             return out
-        """, mistake="wrong-values"),
+        """, mistake="previous-wraps-around"),
     Wrong("align_labels-counts-words-instead-of-ids", "align_labels", """
         def align_labels(word_ids, word_labels):
             labels, previous, k = [], None, 0
@@ -81,12 +88,14 @@ WRONG = [
                     labels.append(-100)
                 previous = w
             return labels
-        """, mistake="wrong-values"),
+        """, mistake="labels-by-word-count"),
     Wrong.edit("align_labels-appends-to-word-labels", "align_labels", "labels, previous = [], None",
                "labels, previous = [], None\n    word_labels.append(-100)", "changed-input"),
-    # once named word-0-taken-for-special, which tests `if not word_id`; the other cases refute that mistake
+    Wrong.edit("align_labels-pops-word-labels", "align_labels", "labels.append(word_labels[word_id])",
+               "labels.append(word_labels.pop(0))", "changed-input"),
+    # once named word-0-taken-for-special (`if not word_id`); the cases that start with [CLS] tell the two apart
     Wrong.edit("align_labels-previous-starts-at-0", "align_labels", "labels, previous = [], None",
-               "labels, previous = [], 0", "wrong-values"),
+               "labels, previous = [], 0", "previous-starts-at-0"),
 ]
 
 ALTERNATIVES = [

@@ -46,6 +46,10 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
         if same(train, 0 * bias, 1e-6):
             fail(f"{said} returned all zeros: dropout comes after the Linear layer. The order is dropout → Linear, "
                  "so a dropped input leaves only the bias.", "dropout-after-linear")
+        if isinstance(train, torch.Tensor) and train.shape == bias.shape and not bool(train.isfinite().all()):
+            fail(f"{said} returned NaN or infinite logits: a dropout written by hand divides by 1 − p, which is 0 at "
+                 "p = 1. At p = 1 every feature is dropped, so the Linear layer sees zeros and only the bias is left; "
+                 "`nn.Dropout(dropout)` does exactly that.", "nan-at-full-dropout")
         if not same(train, bias, 1e-6):
             fail(f"{said} should drop every feature of H, leaving logits equal to the bias {show(b)} at every "
                  f"position; yours gave {show(train[0, 0] if shaped else train)}{' at [0, 0]' * shaped}. Pass the "

@@ -52,6 +52,10 @@ WRONG = [
     Wrong.edit("TokenClassifier-dropconnect-on-the-weight", "TokenClassifier", HEAD,
                "F.linear(H, F.dropout(self.classifier.weight, self.dropout.p, self.training), self.classifier.bias)",
                "not-dropout-then-linear"),
+    # right for every p < 1; at p = 1 its 1 / (1 − p) gives NaN (once told the dropout argument was ignored)
+    Wrong.edit("TokenClassifier-hand-made-dropout-divides-by-zero", "TokenClassifier", HEAD,
+               "self.classifier(H * (torch.rand_like(H) >= self.dropout.p) / (1 - self.dropout.p) if self.training "
+               "else H)", "nan-at-full-dropout"),
     Wrong.edit("TokenClassifier-detached-logits", "TokenClassifier", HEAD, f"{HEAD}.detach()",
                "parameters-without-gradient"),
     Wrong.edit("TokenClassifier-frozen-encoder-by-detach", "TokenClassifier", HEAD,

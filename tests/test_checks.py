@@ -67,3 +67,16 @@ def test_a_wrong_cell_is_located_when_no_known_mistake_matches():
 def test_messages_name_a_type_with_its_article():
     from headlab.checks.core import a_type
     assert [a_type(x) for x in (np.zeros(1), 3, (1,), None)] == ["an ndarray", "an int", "a tuple", "a NoneType"]
+
+
+def test_a_loss_written_for_three_axes_is_told_logits_may_be_flat():
+    import torch.nn.functional as F
+    from headlab.checks import ch01
+    with pytest.raises(CheckFailed, match=r"any leading shape .*Flatten them to \(-1, V\)") as failed:
+        ch01.mlm_loss(lambda logits, labels: F.cross_entropy(logits.transpose(1, 2), labels))
+    assert failed.value.mistake == "raised-IndexError"
+
+
+def test_what_torch_max_returns_is_called_a_tuple_as_the_grader_calls_it():
+    from headlab.checks.core import a_type
+    assert a_type(torch.tensor([[1.0, 2.0]]).max(dim=1)) == "a tuple (values, indices)"   # not "a max"

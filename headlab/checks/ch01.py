@@ -475,7 +475,10 @@ mlm_loss = Exercise(
         fn, "mlm_loss", torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(),
         torch.tensor([[1, -100, 2], [-100, 0, -100]])),
     hints=[((RuntimeError, ValueError), lambda err, logits, labels: "F.cross_entropy wants the classes in "
-            "dimension 1: flatten logits to (-1, V) and labels to (-1,)." if logits.dim() == 3 else None)],
+            "dimension 1: flatten logits to (-1, V) and labels to (-1,)." if logits.dim() == 3 else None),
+           (IndexError, lambda err, logits, labels: "mlm_loss takes logits of any leading shape (…, V): flat "
+            "positions (N, V) as well as a batch (B, n, V). Flatten them to (-1, V) and labels to (-1,) instead of "
+            "moving axes." if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
     mistakes=[
         _loss_mistake("mean-over-every-position", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep]
                       .sum() / len(y), "you averaged over every position, the unchosen ones (label −100) included; "

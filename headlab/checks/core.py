@@ -43,6 +43,8 @@ def passed(name: str, n_cases: int) -> None:
 
 def a_type(x: Any) -> str:
     """The type of `x` with its article, for messages: "a tuple", "an ndarray"."""
+    if type(x).__module__ == "torch.return_types":   # what torch.max(x, dim) returns; replayed, it is a tuple
+        return "a tuple (values, indices)"
     name = type(x).__name__
     vowel_sound = name[0] in "aeiouAEIOU" or name == "ndarray"   # said "en-dee-array"
     return f"{'an' if vowel_sound else 'a'} {name}"

@@ -152,6 +152,11 @@ WRONG = [
     Wrong.edit("mlm_loss-softmax-first", "mlm_loss", "logits.reshape(", "logits.softmax(-1).reshape(", "softmax-first"),
     Wrong.edit("mlm_loss-summed", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")', "summed"),
     Wrong.edit("mlm_loss-returns-float", "mlm_loss", LOSS, f"{LOSS}.item()", "not-a-tensor"),
+    # right for (B, n, V) logits only; the hint says the logits may be flat (N, V) too
+    Wrong("mlm_loss-moves-the-vocabulary-axis", "mlm_loss", """
+        def mlm_loss(logits, labels):
+            return F.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100)
+        """, mistake="raised-IndexError"),
     Wrong.edit("mlm_loss-detached", "mlm_loss", LOSS, f"{LOSS}.detach()", "no-gradient"),
     Wrong.edit("mlm_loss-nll-on-logits", "mlm_loss", "F.cross_entropy(", "F.nll_loss(", "nll-on-logits"),
     Wrong.edit("mlm_loss-classes-not-flattened", "mlm_loss", "logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)",

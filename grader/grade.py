@@ -207,18 +207,43 @@ def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
 
     logs = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for (lesson, share, _), proc in pool.map(run, tasks):
-            log = proc.stdout + proc.stderr
-            logs.append(log)
-            for student in sorted(_failed_students(log) & set(share)):
-                problems[f"{student}/{lesson}"] = "nbgrader autograde failed for it (log above)"
-            for where, text in _reported(log):
-                problems[where] = f"{problems[where]}; {text}" if where in problems else text
-            if proc.returncode != 0:
-                print(log[-4000:], file=sys.stderr)
-    problems.update(record_ungraded(course, lessons))
+        done = list(pool.map(run, tasks))
+        # nbgrader stops its whole process on a few errors of one notebook (a database error, a metadata
+        # format it does not know): the students of that share it never reached are graded again, one
+        # process each, so that one submission cannot cost its classmates their grade.
+        again = [(lesson, [student], sorted(set(course.students(lesson)) - {student}))
+                 for task, proc in done for student in never_reached(course, task, proc)]
+        done += list(pool.map(run, again))
+    for (lesson, share, _), proc in done:
+        log = proc.stdout + proc.stderr
+        logs.append(log)
+        for student in sorted(_failed_students(log) & set(share)):
+            problems[f"{student}/{lesson}"] = "nbgrader autograde failed for it (log above)"
+        for student in never_reached(course, (lesson, share, []), proc) if len(share) == 1 else []:
+            problems[f"{student}/{lesson}"] = f"nbgrader stopped on this notebook: {_last_error(log)}"
+        for where, text in _reported(log):
+            problems[where] = f"{problems[where]}; {text}" if where in problems else text
+        if proc.returncode != 0:
+            print(log[-4000:], file=sys.stderr)
+    for where, text in record_ungraded(course, lessons).items():
+        problems[where] = f"{problems[where]}; scored 0" if where in problems else text
     return {"problems": problems, "scores": scores(course, lessons), "flags": flags(course, lessons),
             "log": "\n".join(logs)}
+
+
+def never_reached(course: Course, task: tuple, proc: subprocess.CompletedProcess) -> list[str]:
+    """The students of a failed nbgrader process that it neither graded nor named as failed."""
+    lesson, share, _ = task
+    if proc.returncode == 0:
+        return []
+    failed = _failed_students(proc.stdout + proc.stderr)
+    return [s for s in share if s not in failed and not (course.folder("autograded") / s / lesson).is_dir()]
+
+
+def _last_error(log: str) -> str:
+    """nbgrader's last error line, for a report that says why."""
+    errors = [line for line in log.splitlines() if "ERROR" in line or "Error" in line]
+    return (errors[-1].strip()[:300] if errors else "no error message") + " (log above)"
 
 
 def _reported(log: str) -> list[tuple[str, str]]:

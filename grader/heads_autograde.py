@@ -15,6 +15,7 @@ fatal, and never stops the batch:
 - `DropEmptyNbgraderMetadata` runs after nbgrader's `DeduplicateIds`, which leaves `nbgrader: {}` on a
   student's copy of a graded cell; without this, `CheckCellMetadata` rejects the whole notebook
   ("old version of the metadata", nbgrader issue 1083).
+- `CurrentSchemaVersion`: a `schema_version` the student edited would stop nbgrader's whole process.
 """
 from __future__ import annotations
 
@@ -182,9 +183,27 @@ def output_size(content: dict) -> tuple[int, int]:
 
 
 class DropEmptyNbgraderMetadata(NbGraderPreprocessor):
-    """Turn a cell that `DeduplicateIds` stripped (`nbgrader: {}`) into an ordinary cell."""
+    """Turn a cell that `DeduplicateIds` stripped (`nbgrader: {}`), or whose nbgrader metadata is not a
+    mapping, into an ordinary cell."""
 
     def preprocess_cell(self, cell, resources, index):
-        if "nbgrader" in cell.metadata and not cell.metadata["nbgrader"]:
+        if "nbgrader" in cell.metadata and not (cell.metadata["nbgrader"] and
+                                                isinstance(cell.metadata["nbgrader"], dict)):
             del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+class CurrentSchemaVersion(NbGraderPreprocessor):
+    """Give every cell's nbgrader metadata the schema version of the nbgrader that grades it.
+
+    nbgrader stops the whole `autograde` process, not one student, on a schema version it does not
+    know (`SchemaTooOldError`, `SchemaTooNewError`), so one edited `schema_version` in one submission
+    would leave every classmate after it ungraded. The release's graded cells are restored by
+    `OverwriteCells` anyway; the rest is still validated by `CheckCellMetadata`."""
+
+    def preprocess_cell(self, cell, resources, index):
+        from nbgrader.nbgraderformat import SCHEMA_VERSION
+
+        if isinstance(cell.metadata.get("nbgrader"), dict):
+            cell.metadata["nbgrader"]["schema_version"] = SCHEMA_VERSION
         return cell, resources

@@ -78,16 +78,26 @@ def imports(tree: ast.AST) -> dict[str, str]:
 
 
 def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
-    """`a.b.c` (import aliases resolved), `f()` for a call, or None for anything else."""
-    if isinstance(node, ast.Name):
-        return aliases.get(node.id, node.id)
-    if isinstance(node, ast.Attribute):
-        base = dotted(node.value, aliases)
-        return f"{base}.{node.attr}" if base else None
-    if isinstance(node, ast.Call):
-        base = dotted(node.func, aliases)
-        return f"{base}()" if base else None
-    return None
+    """`a.b.c` (import aliases resolved), `f()` for a call, or None for anything else. A loop, not
+    recursion: a student's chain of thousands of attributes must not exhaust the grader's stack."""
+    suffix = []
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        suffix.append(f".{node.attr}" if isinstance(node, ast.Attribute) else "()")
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    if not isinstance(node, ast.Name):
+        return None
+    return aliases.get(node.id, node.id) + "".join(reversed(suffix))
+
+
+def module_aliases(tree: ast.AST, aliases: dict[str, str]) -> dict[str, str]:
+    """`aliases` and the names `tree` gives a watched module or object: m = headlab.checks.ch03."""
+    aliases = dict(aliases)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            target = dotted(node.value, aliases)
+            if root(target) in WATCHED:
+                aliases.update({t.id: target for t in node.targets if isinstance(t, ast.Name)})
+    return aliases
 
 
 def root(name: str | None) -> str:
@@ -122,7 +132,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
     found = []
     shells = {"get_ipython()", "IPython.get_ipython()", "IPython.core.getipython.get_ipython()"}
     own = imports(tree)
-    aliases = {**aliases, **own}
+    aliases = module_aliases(tree, {**aliases, **own})
     for node in ast.walk(tree):  # names bound to the shell: ip = get_ipython()
         if isinstance(node, ast.Assign) and dotted(node.value, aliases) in shells:
             shells |= {t.id for t in node.targets if isinstance(t, ast.Name)}
@@ -159,6 +169,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 base = watched(node.args[0])
                 if base:
                     found.append(f"patches a module: {func}({base}, ...)")
+            if func == "vars" and node.args and watched(node.args[0]):
+                found.append(f"patches a module: touches vars({watched(node.args[0])})")
             if func in CODE_FROM_STRING:
                 found.append(f"runs code from a string: {func}()")
             if func and SPAWN_CALLS.match(func.rstrip("()")):
@@ -182,6 +194,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"touches IPython's execution machinery: {attr}")
             if isinstance(node, ast.Attribute) and attr in LINK_ATTRS:
                 found.append(f"creates links: {attr}()")
+            if isinstance(node, ast.Attribute) and attr == "__dict__" and watched(node.value):
+                found.append(f"patches a module: touches {watched(node.value)}.__dict__")
             if attr in ("__torch_function__", "__torch_dispatch__"):
                 found.append(f"patches torch: defines {attr}")
         if isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
@@ -236,11 +250,17 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
     watched_names = {name: target for name, target in aliases.items()
                      if root(target) in WATCHED and name in used_as_module}
     watched_names.update({name: name for name in WATCHED})
-    flags = []
-    for cell in student_cells(submitted, release):
-        tree = parse(_text(cell["source"]))
+    cells = [(cell, parse(_text(cell["source"]))) for cell in student_cells(submitted, release)]
+    for _, tree in cells:  # a module named in one cell and patched in another
         if tree is not None:
-            flags += [f"{cell_id(cell)}: {f}" for f in cell_flags(tree, aliases, watched_names)]
+            aliases = module_aliases(tree, {**aliases, **imports(tree)})
+    flags = []
+    for cell, tree in cells:
+        if tree is not None:
+            try:
+                flags += [f"{cell_id(cell)}: {f}" for f in cell_flags(tree, aliases, watched_names)]
+            except RecursionError:   # no answer nests a thousand levels deep
+                flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
     return list(dict.fromkeys(flags))
 
 
@@ -286,10 +306,15 @@ def submission_flags(coursedir, lesson: str, notebook: str, student: str,
     submitted = load(coursedir.submitted_directory, student)
     if release is None or submitted is None or "cells" not in submitted:
         return []
-    flags = code_flags(submitted, release)
-    autograded = load(coursedir.autograded_directory, student)
-    if autograded is not None and cell_scores:
-        flags += result_flags(autograded, release, cell_scores)
+    try:
+        flags = code_flags(submitted, release)
+        autograded = load(coursedir.autograded_directory, student)
+        if autograded is not None and cell_scores:
+            flags += result_flags(autograded, release, cell_scores)
+    except (RecursionError, AttributeError, KeyError, TypeError, ValueError) as err:
+        # The export, the report and the score lines read flags for every student: one notebook the
+        # flagger cannot read is flagged for review, and the class is still listed.
+        return [f"the grader could not read this notebook's code for flags ({type(err).__name__}); open it"]
     return flags
 
 

@@ -31,7 +31,7 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
     OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
-from heads_autograde import DropEmptyNbgraderMetadata, HeadsExecute  # noqa: E402
+from heads_autograde import CurrentSchemaVersion, DropEmptyNbgraderMetadata, HeadsExecute  # noqa: E402
 from heads_files import ScrubWorkdir  # noqa: E402
 from heads_html import SanitizeOutputs  # noqa: E402
 
@@ -90,7 +90,8 @@ GenerateFeedback.init_assignment = copy_notebooks_only
 # cell becomes an ordinary cell instead of failing the notebook.
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata,
-                                      OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
+                                      CurrentSchemaVersion, OverwriteKernelspec, OverwriteCells,
+                                      CheckCellMetadata]
 
 # Feedback never shows the hidden tests: their source is cleared, an output that quotes them is
 # removed, and an error keeps only its last line (the check's message, which names the mistake),

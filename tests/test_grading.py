@@ -156,3 +156,77 @@ def test_drivers_must_be_course_drivers():
         grading._driver("os:system")
     with pytest.raises(grading.GraderError):
         grading._driver("headlab.checks.ch06:knowledge_check")
+
+
+# --- what the kernel measures about gradients is compared outside, not trusted ---------------------------
+class DetachedHead(torch.nn.Module):
+    """A SequenceClassifier with the right logits that passes no gradient back to its input."""
+
+    def __init__(self, d, num_classes, dropout=0.1):
+        super().__init__()
+        self.dropout, self.linear = torch.nn.Dropout(dropout), torch.nn.Linear(d, num_classes)
+
+    def forward(self, pooled):
+        logits = self.linear(self.dropout(pooled.detach()))
+        return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
+
+
+def judged_after_patching(monkeypatch, module, name, replacement, entries, answer) -> grading.Verdict:
+    """The verdict outside on results from a kernel where `module.name` was patched, as a student's code can;
+    it must be a failure."""
+    monkeypatch.setattr(module, name, replacement)
+    results = kernel(entries, answer)
+    monkeypatch.undo()
+    verdict = grading.judge(entries, results)
+    assert not verdict.passed, verdict
+    return verdict
+
+
+def test_a_kernel_that_forges_its_heads_input_gradient_still_fails(monkeypatch):
+    """The student's kernel patches the driver's gradient step to claim that a gradient reached the input
+    (the red team's forgery of 2026-12-01): the grader compares that gradient with the right head's."""
+    from headlab.checks import ch03
+
+    DetachedHead.__name__ = "SequenceClassifier"
+    real = ch03.gradient_facts
+
+    class Solution(DetachedHead):
+        def forward(self, pooled):
+            logits = self.linear(self.dropout(pooled))
+            return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
+    Solution.__name__ = "SequenceClassifier"
+    book = {}
+    grading.RecordingChecks(ch03, book, "t").sequence_classifier(Solution)
+    entries = book["t"]
+    honest = grading.judge(entries, kernel(entries, DetachedHead))
+    assert not honest.passed and honest.key == "input-detached", honest
+
+    def forged(module, forward, x, seed):
+        facts = real(module, forward, x, seed)
+        facts["input_grad"] = torch.ones_like(x)
+        return facts
+    assert judged_after_patching(monkeypatch, ch03, "gradient_facts", forged, entries, DetachedHead).key == \
+        "wrong-input-gradient"
+
+
+def test_a_kernel_that_forges_its_losss_gradient_still_fails(monkeypatch):
+    """A loss computed with .item(), rewrapped as a leaf: the kernel adds the gradients it should have had
+    (ones where the label is kept), and the grader compares them with the right loss's."""
+    import torch.nn.functional as F
+    from headlab.checks import ch04
+
+    def token_loss(logits, labels):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    entries = record(ch04, token_loss)
+
+    def rewrapped(logits, labels):
+        return torch.tensor(token_loss(logits, labels).item(), requires_grad=True)
+    rewrapped.__name__ = "token_loss"
+    real = grading._result
+
+    def forged(value, args, kwargs, before):
+        result = real(value, args, kwargs, before)
+        if isinstance(value, torch.Tensor) and value.requires_grad and args[0].requires_grad:
+            result["grads"] = [[0, grading.encode((args[1] != -100)[..., None].expand_as(args[0]).float())]]
+        return result
+    assert judged_after_patching(monkeypatch, grading, "_result", forged, entries, rewrapped).key == "wrong-gradient"

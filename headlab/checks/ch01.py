@@ -433,7 +433,8 @@ def _check_head(cls, V: int, d: int, seed: int) -> None:
          "projection must read the embedding's current values at every forward, as a tied weight does."),
     ])
     # Not only the tied weight trains: the transform and the bias must too, and the encoder below through h.
-    judge_gradients(ran["gradients"], "MLMHead", "h")
+    judge_gradients(ran["gradients"], "MLMHead", "h", h, lambda x: norm(F.gelu(
+        F.linear(x, weights["dense.weight"], weights["dense.bias"]))) @ E.T + b, seed)
 
 
 # --- mlm_loss ---------------------------------------------------------------------------------
@@ -473,7 +474,8 @@ mlm_loss = Exercise(
         "cross-entropy over the positions whose label is not −100."),
     then=lambda fn: backward_through(
         fn, "mlm_loss", torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(),
-        torch.tensor([[1, -100, 2], [-100, 0, -100]])),
+        torch.tensor([[1, -100, 2], [-100, 0, -100]]),
+        want=lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))),
     hints=[((RuntimeError, ValueError), lambda err, logits, labels: "F.cross_entropy wants the classes in "
             "dimension 1: flatten logits to (-1, V) and labels to (-1,)." if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: "mlm_loss takes logits of any leading shape (…, V): flat "

@@ -105,7 +105,8 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
                  "dropout is still on in eval mode. Use nn.Dropout (it follows `head.train()` and `head.eval()`) or "
                  "F.dropout with `training=self.training`, never `training=True`.", "dropout-on-at-eval")
         _eval.judge(out, _logits(x, W, b), (x, W, b))
-        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled")
+        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, lambda v: _logits(v, W, b),
+                        ran["seed"])
     for d, K, p in TRAIN_CASES:
         _check_train(cls, d, K, p, g)
     passed("SequenceClassifier", len(DEFAULT_CASES if cases is None else cases) + len(TRAIN_CASES))
@@ -113,7 +114,7 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
 
 def _run(cls, d, K, p, train, x, W, g):
     b, seed = torch.randn(K, generator=g), int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-    return drive(drive_sequence_classifier, cls, d, K, p, train, x, W, b, seed, 2), b
+    return {**drive(drive_sequence_classifier, cls, d, K, p, train, x, W, b, seed, 2), "seed": seed}, b
 
 
 def _check_train(cls, d: int, K: int, p: float | None, g: torch.Generator) -> None:

@@ -37,7 +37,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:
             fail(f"Fed alone, position {moved[0]} got other logits than inside H{where}: the logits of one position "
                  "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions")
         _logits.judge(out, right, (H, W, b))
-        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H")
+        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X: X @ W.T + b, 300 + k)
         (train, H_after), bias = drive(drive_dropout, cls, d, L, H.clone(), W, b, 400 + k), b.expand(B, n, L)
         if not torch.equal(H_after, H):
             fail("In train mode TokenClassifier.forward changed the H it was given (an in-place dropout, "
@@ -171,7 +171,11 @@ def _carries_the_graph(fn: Callable) -> None:
     """After the values: the loss carries the graph, and no gradient reaches a position labelled -100."""
     logits = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_()
     labels = torch.tensor(GRAD_LABELS)
-    backward_through(fn, "token_loss", logits, labels)
+    backward_through(fn, "token_loss", logits, labels, rules=_no_gradient_where_unlabelled,
+                     want=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1)))
+
+
+def _no_gradient_where_unlabelled(logits: torch.Tensor, labels: torch.Tensor) -> None:
     if bool((logits.grad[labels == X] != 0).any()):
         fail(f"unlabelled positions must get no gradient from token_loss: with labels {GRAD_LABELS}, "
              "`loss.backward()` gave the logits of positions labelled -100 ([CLS], [SEP], padding) a nonzero "

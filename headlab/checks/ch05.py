@@ -193,7 +193,8 @@ span_loss = Exercise(
     unchanged="span_loss changed a tensor it was given; compute the loss without modifying the inputs.",
     then=lambda fn: backward_through(fn, "span_loss",
                                      *(torch.tensor(x, requires_grad=True) for x in SPAN_LOSS_CASES[0][:2]),
-                                     *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
+                                     *map(torch.tensor, SPAN_LOSS_CASES[0][2:4]),
+                                     want=lambda s, e, st, en: (_ce(s, st) + _ce(e, en)) / 2),
     explain=lambda out, expected, *inputs: (f"span_loss gave {float(out.detach()):.4f}; expected "
                                             f"(CE(start) + CE(end)) / 2 = {float(expected):.4f}."),
     mistakes=[
@@ -233,7 +234,7 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
     sizes, g = HEAD_SIZES if sizes is None else sizes, torch.Generator().manual_seed(seed)
     for d, B, n in sizes:
         H = torch.randn(B, n, d, generator=g)
-        _judge_head(drive(drive_span_head, cls, d, seed, H), H, d)
+        _judge_head(drive(drive_span_head, cls, d, seed, H), H, d, seed)
     passed("SpanHead", len(sizes))
 
 
@@ -288,7 +289,7 @@ def _close(got: tuple, want: tuple) -> bool:
     return all(same(a, b, 1e-4, rtol=1e-4, kind=False) for a, b in zip(got, want))
 
 
-def _judge_head(ran: dict, H: torch.Tensor, d: int) -> None:
+def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
     start, end = ran["start"], ran["end"]
     # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
     # would be called not linear.
@@ -329,7 +330,7 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int) -> None:
              "__init__). Compute the logits from the head's own parameters alone.", "fixed-tensor")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
-    judge_gradients(ran["gradients"], "SpanHead", "H")
+    judge_gradients(ran["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed)
 
 
 __all__ = ["span_head", "best_span", "span_loss", "CheckFailed"]

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import CheckFailed, call, fail
-from .engine import Exercise, Mistake, inputs_as
+from .engine import Exercise, Mistake, close_gradient, inputs_as
 
 T, F_ = True, False
 IGNORE = -100
@@ -181,7 +181,8 @@ def _carries_the_graph(fn) -> None:
     """Once the values are right: lesson 08 fine-tunes the encoder through the embedding, so a gradient must
     reach H."""
     H = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(8)).requires_grad_()
-    out = call(fn, "sentence_embedding", H, torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]))
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    out = call(fn, "sentence_embedding", H, mask)
     if isinstance(out, torch.Tensor) and out.requires_grad:
         out.sum().backward()   # replayed, the output carries the gradients the learner's function really had
     if H.grad is None or not bool(H.grad.abs().sum() > 0):
@@ -189,6 +190,13 @@ def _carries_the_graph(fn) -> None:
              "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains MiniLM's top layers through "
              "this function, so it would then train the head alone and nothing below the embedding: compute it from "
              "H with torch operations.", "no-gradient")
+    # Measured in the learner's process, so compared with the right embedding's gradient, not only seen.
+    H0 = H.detach().clone().requires_grad_()
+    if not close_gradient(H.grad, torch.autograd.grad(_unit(_mean(H0, mask)).sum(), H0)[0]):
+        fail("sentence_embedding returns the right embedding, but the gradient that reaches H is not its gradient: "
+             "part of it is computed outside autograd (a norm or a count taken with `.detach()`, `.item()` or "
+             "`.data`), so fine-tuning would follow another function than the one it returns. Compute every step "
+             "from H with torch operations.", "wrong-gradient")
 
 
 def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:

@@ -291,17 +291,37 @@ def first_difference(out: Any, expected: Any, atol: float = 1e-4) -> str:
     return f" They first differ at index {list(at)}: yours {a[at].item():.6g}, expected {b[at].item():.6g}."
 
 
-def backward_through(fn: Callable, name: str, *inputs: Any) -> torch.Tensor:
+def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable[..., torch.Tensor],
+                     rules: Callable[..., None] | None = None) -> torch.Tensor:
     """A loss's `then` step: `fn(*inputs)` must carry the graph, so that `loss.backward()` gives each of the
-    logits among the inputs (those that require grad) a gradient. Returns the loss, after its backward pass."""
+    logits among the inputs (those that require grad) a gradient, and the gradient `want(*inputs)`, the right
+    loss, gives them. `rules(*inputs)`, run on the gradients before that comparison, names the mistakes an
+    exercise knows. Returns the loss, after its backward pass."""
     out = call(fn, name, *inputs)
     if isinstance(out, torch.Tensor) and out.requires_grad:
         out.sum().backward()   # replayed, the loss carries the gradients the learner's function really had
-    if any(x.grad is None or not bool(x.grad.abs().sum() > 0)
-           for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad):
+    logits = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+    if any(x.grad is None or not bool(x.grad.abs().sum() > 0) for x in logits):
         fail(f"{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from "
              "the logits with torch operations, without .item(), .detach() or `torch.no_grad()`.", "no-gradient")
+    if rules is not None:
+        rules(*inputs)
+    # The gradient is measured in the learner's process, so it is compared, not only seen to be nonzero.
+    copies = [x.detach().clone().requires_grad_() if any(x is t for t in logits) else x for x in inputs]
+    with torch.enable_grad():
+        right = torch.autograd.grad(want(*copies).sum(), [c for c, x in zip(copies, inputs)
+                                                          if any(x is t for t in logits)])
+    if not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
+        fail(f"{name} returns the right loss, but `loss.backward()` does not give the logits its gradient: part "
+             "of the loss is computed outside autograd (.detach(), .item(), .data, or a new tensor made from its "
+             "values), so training would follow another loss than the one printed.", "wrong-gradient")
     return out
+
+
+def close_gradient(got: Any, right: torch.Tensor) -> bool:
+    """Whether `got`, a gradient the learner's process measured, is `right`, the right answer's."""
+    return isinstance(got, torch.Tensor) and got.shape == right.shape and bool(torch.allclose(
+        got.detach().double(), right.detach().double(), rtol=1e-3, atol=1e-5 * (1 + float(right.abs().max()))))
 
 
 def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int) -> dict:
@@ -311,20 +331,26 @@ def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, 
     x = x.detach().clone().requires_grad_()
     module.zero_grad(set_to_none=True)
     with torch.enable_grad():
-        out = forward(x)
-        outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
-                if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
-        g = torch.Generator().manual_seed(seed)
-        if outs:   # random weights, so that no gradient cancels out by symmetry
-            sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs).backward()
+        _weighted_backward(forward(x), seed)
     missing = [name for name, p in module.named_parameters() if p.grad is None or not bool(p.grad.abs().sum() > 0)]
     return {"no_gradient": missing, "input_grad": x.grad}
 
 
-def judge_gradients(facts: dict, name: str, given: str) -> None:
-    """Fail unless the backward pass of `gradient_facts` reached every parameter of the head and its input
-    (`given`, the input's name): a head is trained by these gradients, and the encoder below it learns only
-    through the gradient of its input."""
+def _weighted_backward(out: Any, seed: int) -> None:
+    """Back-propagate the sum of the outputs that carry a graph, each weighted by seeded random numbers, so
+    that no gradient cancels out by symmetry."""
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+            if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+    g = torch.Generator().manual_seed(seed)
+    if outs:
+        sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs).backward()
+
+
+def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: Callable, seed: int) -> None:
+    """Fail unless the backward pass of `gradient_facts(…, x, seed)` reached every parameter of the head and
+    its input (`given`, the input's name) with the gradient that `want`, the right head under the grader's
+    weights, gives: a head is trained by these gradients, and the encoder below it learns only through the
+    gradient of its input. The learner's process measured them, so the input's is compared, not only seen."""
     if facts["no_gradient"]:
         fail(f"a backward pass through {name} leaves {', '.join(facts['no_gradient'][:3])} without a gradient, so "
              "training can never change them: keep every parameter trainable (requires_grad=True) and compute the "
@@ -336,6 +362,14 @@ def judge_gradients(facts: dict, name: str, given: str) -> None:
              f"copy of {given} (`.detach()`, `torch.no_grad()`, or a new tensor made from its values). The encoder "
              "below the head learns only through this gradient, so fine-tuning would train the head alone.",
              "input-detached")
+    x = x.detach().clone().requires_grad_()
+    with torch.enable_grad():
+        _weighted_backward(want(x), seed)
+    if not close_gradient(grad, x.grad):
+        fail(f"the gradient that flows back through {name} to its input {given} is not the gradient of the outputs "
+             f"it returns: part of them is computed from a detached copy of {given} (`.detach()`, `.data`, "
+             "`torch.no_grad()`), so fine-tuning would train the encoder below for another output than the one "
+             "the head gives.", "wrong-input-gradient")
 
 
 def inputs_as(*dtypes: torch.dtype | None) -> Callable[[Any], tuple[tuple, Any]]:

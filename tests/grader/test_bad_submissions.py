@@ -77,6 +77,15 @@ def build(root):
     (root / "submitted" / "missing-notebook" / LESSON / "notes.txt").write_text("sorry, later")
     cases["missing-notebook"] = (0, None)
 
+    for student, grade_id, version in (("schema-too-old", "padding_mask", 2), ("schema-too-new", "causal_mask", 99)):
+        nb = fill(rel, answers())   # nbgrader would stop its whole process, not grade this one notebook
+        nb.cells[cell_index(nb, grade_id)].metadata["nbgrader"]["schema_version"] = version
+        add(student, nb, 4)
+
+    nb = fill(rel, answers())   # parses, but deeper than the recursion limit of a recursive reader
+    nb.cells.insert(3, nbformat.v4.new_code_cell("if False:\n    x = a" + ".a" * 1500))
+    add("deep-attribute-chain", nb, 4)
+
     add("extra-files", fill(rel, answers()), 4)
     submit(root, "extra-files", "x,y\n1,2\n", name="data.csv")
     submit(root, "extra-files", fill(rel, {}), name="Untitled.ipynb")
@@ -102,7 +111,8 @@ def graded(tmp_path_factory):
 
 CASES = ["ok-solution", "ok-untouched", "loop-in-function", "kernel-exit", "kernel-segfault",
          "memory-hog", "output-flood", "deleted-test-cell", "duplicated-cells", "edited-test-cell",
-         "malformed-json", "colab-saved", "missing-notebook", "extra-files"]
+         "malformed-json", "colab-saved", "missing-notebook", "schema-too-old", "schema-too-new",
+         "deep-attribute-chain", "extra-files"]
 
 
 @pytest.mark.parametrize("student", CASES)
@@ -119,7 +129,8 @@ def test_the_class_is_graded_normally(graded):
     """Every student has a grade, and the correct ones in the same batch get full marks."""
     root, cases, got, log, _ = graded
     assert sorted(got) == sorted(CASES)
-    for student in ("ok-solution", "deleted-test-cell", "duplicated-cells", "colab-saved", "extra-files"):
+    for student in ("ok-solution", "deleted-test-cell", "duplicated-cells", "colab-saved", "schema-too-old",
+                    "schema-too-new", "deep-attribute-chain", "extra-files"):
         assert got[student]["score"] == 4, (student, got[student])
 
 
@@ -185,3 +196,24 @@ def test_course_limits():
     assert config.SandboxKernelManager.memory_limit == 3 * 1024**3
     assert config.OverwriteCells.add_missing_cells is True
     assert config.Execute.kernel_manager_class == "heads_sandbox.SandboxKernelManager"
+
+
+def test_a_process_nbgrader_stops_costs_no_classmate_a_grade(tmp_path):
+    """nbgrader stops its whole process on some errors of one notebook. With the schema step removed,
+    a `schema_version` nbgrader does not know is one: the classmates after it in the same process are
+    graded again, one process each, and the notebook that stopped it is reported with the reason."""
+    root = make_course(tmp_path / "course", extra_config="""
+        c.Autograde.sanitize_preprocessors = [p for p in c.Autograde.sanitize_preprocessors
+                                              if p.__name__ != "CurrentSchemaVersion"]
+    """)
+    rel = release_nb(root)
+    nb = fill(rel, answers())
+    nb.cells[cell_index(nb, "padding_mask")].metadata["nbgrader"]["schema_version"] = 2
+    submit(root, "a-schema", nb)
+    for student in ("b-honest", "c-honest"):
+        submit(root, student, fill(rel, answers()))
+    proc = grade_py("--course", str(root), "--jobs", "1", "autograde")
+    got = scores(root)
+    assert got["b-honest"]["score"] == got["c-honest"]["score"] == 4, (got, proc.stdout[-2000:])
+    assert got["a-schema"]["score"] == 0
+    assert "PROBLEM a-schema/" in proc.stdout and "nbgrader stopped on this notebook" in proc.stdout, proc.stdout

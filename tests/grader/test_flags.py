@@ -74,6 +74,9 @@ FORGERIES = {
     "exec-string": "exec('torch.equal = lambda a, b: True')",
     "patch-builtins": "import builtins\nbuiltins.print = lambda *a, **k: None",
     "globals-assign": "globals()['check'] = None",
+    "module-dict-update": "import headlab.checks.ch00 as _c\n_c.__dict__.update(padding_mask=lambda *a, **k: None)",
+    "vars-update": "import headlab.checks.ch00 as _c\nvars(_c).update(padding_mask=lambda *a, **k: None)",
+    "module-by-assignment": "_c = check\n_c.padding_mask = lambda *a, **k: None",
 }
 
 
@@ -116,3 +119,21 @@ def test_scores_without_answers_or_pass_lines_are_flagged():
     graded_cell(silent, "test_causal_mask").outputs = []
     flags = result_flags(silent, rel, full)
     assert flags == ["test_causal_mask: scored 2 but printed 0 of its 1 pass lines"], flags
+
+
+def test_a_module_named_in_one_cell_and_patched_in_another_is_flagged():
+    rel, sol = release(LESSON), solution_answers(LESSON)
+    nb = fill(rel, sol)
+    nb.cells.insert(3, nbformat.v4.new_code_cell("import headlab.checks as hc\n_c = hc.ch00"))
+    nb.cells.insert(4, nbformat.v4.new_code_cell("_c.padding_mask = lambda *a, **k: None"))
+    assert any("patches a module" in f for f in code_flags(nb, rel)), code_flags(nb, rel)
+
+
+def test_code_too_deep_to_read_is_flagged_not_fatal():
+    """An attribute chain that parses but is deeper than the recursion limit: flagged for review, and the
+    flags of the class (which the export and the report read for every student) are still computed."""
+    rel, sol = release(LESSON), solution_answers(LESSON)
+    nb = fill(rel, sol)
+    nb.cells.insert(3, nbformat.v4.new_code_cell("if False:\n    x = a" + ".a" * 1500))
+    flags = code_flags(nb, rel)
+    assert flags and all("too deep" in f for f in flags), flags

@@ -74,6 +74,16 @@ WRONG = [
                "logits = self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
     Wrong.edit("SpanHead-detaches-its-input", "SpanHead", "logits = self.qa_outputs(H)",
                "logits = self.qa_outputs(H.detach())", "input-detached"),
+    # Two scorers, the end one on a detached H: right logits, but the encoder learns from the starts alone.
+    Wrong("SpanHead-end-scorer-on-a-detached-H", "SpanHead", """
+        class SpanHead(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.start, self.end = nn.Linear(d, 1), nn.Linear(d, 1)
+
+            def forward(self, H):
+                return self.start(H).squeeze(-1), self.end(H.detach()).squeeze(-1)
+        """, mistake="wrong-input-gradient"),
     Wrong("SpanHead-input-copied-under-no-grad", "SpanHead", """
         class SpanHead(nn.Module):
             def __init__(self, d):

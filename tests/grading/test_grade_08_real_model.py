@@ -61,6 +61,8 @@ WRONG = [
             z = torch.stack([H[b, :int(lengths[b])].mean(0) for b in range(H.shape[0])])
             return z / z.norm(dim=-1, keepdim=True)
         """, mistake="assumes-right-padding"),
+    Wrong.edit("sentence_embedding-norm-detached", "sentence_embedding", "mean.norm(dim=-1, keepdim=True)",
+               "mean.norm(dim=-1, keepdim=True).detach()", "wrong-gradient"),
     Wrong.edit("sentence_embedding-detached", "sentence_embedding", "return mean / mean.norm(dim=-1, keepdim=True)",
                "return (mean / mean.norm(dim=-1, keepdim=True)).detach()", "no-gradient"),
     Wrong("sentence_embedding-under-no-grad", "sentence_embedding", """

@@ -193,7 +193,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
             return grading.Verdict(False, error="NoAnswers", message=(
                 "the grader got no answers from this cell: it did not run to the end (an error in an "
                 "earlier cell, the time limit, or the kernel died)"))
-        except (ValueError, OSError) as err:
+        except (ValueError, OSError, RecursionError) as err:   # JSON nested deeper than the parser goes
             return grading.Verdict(False, error="BadAnswers",
                                    message=f"the grader could not read the answers this cell returned: {err}")
         try:
@@ -202,7 +202,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
             self.log.error("Grader error on %s: %s", grade_id, err)
             return grading.Verdict(False, error="GraderError", message=(
                 f"the grader failed on this cell ({err}); your instructor has been told"))
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as err:
             return grading.Verdict(False, error="BadAnswers", message=(
                 f"the grader could not read the answers this cell returned ({type(err).__name__}: {err})"))
 

@@ -212,7 +212,7 @@ def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
         # format it does not know): the students of that share it never reached are graded again, one
         # process each, so that one submission cannot cost its classmates their grade.
         again = [(lesson, [student], sorted(set(course.students(lesson)) - {student}))
-                 for task, proc in done for student in never_reached(course, task, proc)]
+                 for task, proc in done if len(task[1]) > 1 for student in never_reached(course, task, proc)]
         done += list(pool.map(run, again))
     for (lesson, share, _), proc in done:
         log = proc.stdout + proc.stderr

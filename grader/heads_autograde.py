@@ -26,6 +26,7 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async
 from nbformat.notebooknode import NotebookNode
+from nbgrader.nbgraderformat import SCHEMA_VERSION
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
@@ -183,12 +184,10 @@ def output_size(content: dict) -> tuple[int, int]:
 
 
 class DropEmptyNbgraderMetadata(NbGraderPreprocessor):
-    """Turn a cell that `DeduplicateIds` stripped (`nbgrader: {}`), or whose nbgrader metadata is not a
-    mapping, into an ordinary cell."""
+    """Turn a cell that `DeduplicateIds` stripped (`nbgrader: {}`) into an ordinary cell."""
 
     def preprocess_cell(self, cell, resources, index):
-        if "nbgrader" in cell.metadata and not (cell.metadata["nbgrader"] and
-                                                isinstance(cell.metadata["nbgrader"], dict)):
+        if "nbgrader" in cell.metadata and not cell.metadata["nbgrader"]:
             del cell.metadata["nbgrader"]
         return cell, resources
 
@@ -202,8 +201,6 @@ class CurrentSchemaVersion(NbGraderPreprocessor):
     `OverwriteCells` anyway; the rest is still validated by `CheckCellMetadata`."""
 
     def preprocess_cell(self, cell, resources, index):
-        from nbgrader.nbgraderformat import SCHEMA_VERSION
-
         if isinstance(cell.metadata.get("nbgrader"), dict):
             cell.metadata["nbgrader"]["schema_version"] = SCHEMA_VERSION
         return cell, resources

@@ -132,7 +132,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
     found = []
     shells = {"get_ipython()", "IPython.get_ipython()", "IPython.core.getipython.get_ipython()"}
     own = imports(tree)
-    aliases = module_aliases(tree, {**aliases, **own})
+    aliases = {**aliases, **own}
     for node in ast.walk(tree):  # names bound to the shell: ip = get_ipython()
         if isinstance(node, ast.Assign) and dotted(node.value, aliases) in shells:
             shells |= {t.id for t in node.targets if isinstance(t, ast.Name)}

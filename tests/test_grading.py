@@ -159,16 +159,18 @@ def test_drivers_must_be_course_drivers():
 
 
 # --- what the kernel measures about gradients is compared outside, not trusted ---------------------------
-class DetachedHead(torch.nn.Module):
-    """A SequenceClassifier with the right logits that passes no gradient back to its input."""
+def sequence_classifier(cut):
+    """A SequenceClassifier that applies `cut` to its input: `lambda x: x` is right, `torch.Tensor.detach` gives
+    the right logits but passes no gradient back to the input."""
+    class SequenceClassifier(torch.nn.Module):
+        def __init__(self, d, num_classes, dropout=0.1):
+            super().__init__()
+            self.dropout, self.linear = torch.nn.Dropout(dropout), torch.nn.Linear(d, num_classes)
 
-    def __init__(self, d, num_classes, dropout=0.1):
-        super().__init__()
-        self.dropout, self.linear = torch.nn.Dropout(dropout), torch.nn.Linear(d, num_classes)
-
-    def forward(self, pooled):
-        logits = self.linear(self.dropout(pooled.detach()))
-        return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
+        def forward(self, pooled):
+            logits = self.linear(self.dropout(cut(pooled)))
+            return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
+    return SequenceClassifier
 
 
 def judged_after_patching(monkeypatch, module, name, replacement, entries, answer) -> grading.Verdict:
@@ -187,25 +189,18 @@ def test_a_kernel_that_forges_its_heads_input_gradient_still_fails(monkeypatch):
     (the red team's forgery of 2026-12-01): the grader compares that gradient with the right head's."""
     from headlab.checks import ch03
 
-    DetachedHead.__name__ = "SequenceClassifier"
-    real = ch03.gradient_facts
-
-    class Solution(DetachedHead):
-        def forward(self, pooled):
-            logits = self.linear(self.dropout(pooled))
-            return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
-    Solution.__name__ = "SequenceClassifier"
+    real, detached = ch03.gradient_facts, sequence_classifier(torch.Tensor.detach)
     book = {}
-    grading.RecordingChecks(ch03, book, "t").sequence_classifier(Solution)
+    grading.RecordingChecks(ch03, book, "t").sequence_classifier(sequence_classifier(lambda x: x))
     entries = book["t"]
-    honest = grading.judge(entries, kernel(entries, DetachedHead))
+    honest = grading.judge(entries, kernel(entries, detached))
     assert not honest.passed and honest.key == "input-detached", honest
 
     def forged(module, forward, x, seed):
         facts = real(module, forward, x, seed)
         facts["input_grad"] = torch.ones_like(x)
         return facts
-    assert judged_after_patching(monkeypatch, ch03, "gradient_facts", forged, entries, DetachedHead).key == \
+    assert judged_after_patching(monkeypatch, ch03, "gradient_facts", forged, entries, detached).key == \
         "wrong-input-gradient"
 
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import CheckFailed, call, fail
-from .engine import Exercise, Mistake, close_gradient, inputs_as
+from .engine import Exercise, Mistake, close_gradient, gradient_of, inputs_as
 
 T, F_ = True, False
 IGNORE = -100
@@ -191,8 +191,7 @@ def _carries_the_graph(fn) -> None:
              "this function, so it would then train the head alone and nothing below the embedding: compute it from "
              "H with torch operations.", "no-gradient")
     # Measured in the learner's process, so compared with the right embedding's gradient, not only seen.
-    H0 = H.detach().clone().requires_grad_()
-    if not close_gradient(H.grad, torch.autograd.grad(_unit(_mean(H0, mask)).sum(), H0)[0]):
+    if not close_gradient(H.grad, gradient_of(lambda H, mask: _unit(_mean(H, mask)), H, mask)[0]):
         fail("sentence_embedding returns the right embedding, but the gradient that reaches H is not its gradient: "
              "part of it is computed outside autograd (a norm or a count taken with `.detach()`, `.item()` or "
              "`.data`), so fine-tuning would follow another function than the one it returns. Compute every step "

@@ -307,15 +307,20 @@ def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable[..., 
     if rules is not None:
         rules(*inputs)
     # The gradient is measured in the learner's process, so it is compared, not only seen to be nonzero.
-    copies = [x.detach().clone().requires_grad_() if any(x is t for t in logits) else x for x in inputs]
-    with torch.enable_grad():
-        right = torch.autograd.grad(want(*copies).sum(), [c for c, x in zip(copies, inputs)
-                                                          if any(x is t for t in logits)])
-    if not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
+    if not all(close_gradient(x.grad, g) for x, g in zip(logits, gradient_of(want, *inputs))):
         fail(f"{name} returns the right loss, but `loss.backward()` does not give the logits its gradient: part "
              "of the loss is computed outside autograd (.detach(), .item(), .data, or a new tensor made from its "
              "values), so training would follow another loss than the one printed.", "wrong-gradient")
     return out
+
+
+def gradient_of(want: Callable[..., torch.Tensor], *inputs: Any) -> tuple[torch.Tensor, ...]:
+    """The gradients `want(*inputs).sum()` gives the inputs that require grad, in order, taken on copies so that
+    the inputs' own `.grad` (what the learner's function gave them) stays as it is."""
+    copies = [x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.requires_grad else x
+              for x in inputs]
+    with torch.enable_grad():
+        return torch.autograd.grad(want(*copies).sum(), [c for c, x in zip(copies, inputs) if c is not x])
 
 
 def close_gradient(got: Any, right: torch.Tensor) -> bool:

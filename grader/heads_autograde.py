@@ -15,6 +15,9 @@ fatal, and never stops the batch:
 - `DropEmptyNbgraderMetadata` runs after nbgrader's `DeduplicateIds`, which leaves `nbgrader: {}` on a
   student's copy of a graded cell; without this, `CheckCellMetadata` rejects the whole notebook
   ("old version of the metadata", nbgrader issue 1083).
+- `DropUnknownGradeIds`: a cell marked with a `grade_id` the lesson does not have (copied from another
+  notebook, or made up) becomes an ordinary cell; nbgrader's `OverwriteCells` would fail the whole
+  hand-in on it (`KeyError: 'grade_id'`), and the formgrade template prints ids unescaped.
 - `CurrentSchemaVersion`: a `schema_version` the student edited would stop nbgrader's whole process.
 """
 from __future__ import annotations
@@ -190,6 +193,26 @@ class DropEmptyNbgraderMetadata(NbGraderPreprocessor):
         if "nbgrader" in cell.metadata and not cell.metadata["nbgrader"]:
             del cell.metadata["nbgrader"]
         return cell, resources
+
+
+class DropUnknownGradeIds(NbGraderPreprocessor):
+    """Strip the nbgrader metadata of every cell whose `grade_id` is not one of the lesson's own (as the
+    gradebook has them from the release), and say so."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            known = {c.name for c in gb.find_notebook(info["notebook"], info["assignment"]).source_cells}
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader")
+            if isinstance(meta, dict) and meta.get("grade_id") not in known:
+                del cell.metadata["nbgrader"]
+                problem(self.log, info.get("student", "?"), info["assignment"],
+                        f"a cell marked with grade_id {str(meta.get('grade_id'))[:40]!r}, which this lesson "
+                        "does not have, was graded as an ordinary cell")
+        return nb, resources
 
 
 class CurrentSchemaVersion(NbGraderPreprocessor):

@@ -31,7 +31,8 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
     OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
-from heads_autograde import CurrentSchemaVersion, DropEmptyNbgraderMetadata, HeadsExecute  # noqa: E402
+from heads_autograde import (CurrentSchemaVersion, DropEmptyNbgraderMetadata, DropUnknownGradeIds,  # noqa: E402
+                             HeadsExecute)
 from heads_files import ScrubWorkdir  # noqa: E402
 from heads_html import SanitizeOutputs  # noqa: E402
 
@@ -67,7 +68,7 @@ c.SandboxKernelManager.process_limit = 64
 c.SandboxKernelManager.niceness = 10
 # After the kernel (the only step that runs student code), nothing it left on disk is followed and no output it made can run:
 # ScrubWorkdir removes links, FIFOs, sockets, devices and caps the folder (grader/heads_files.py);
-# SanitizeOutputs drops JavaScript and cleans HTML (grader/heads_html.py).
+# SanitizeOutputs makes outputs, their metadata and the student's markdown inert (grader/heads_html.py).
 c.ScrubWorkdir.max_folder_bytes = 64 * 1024**2
 # Test cells are scored outside the student's process (grader/heads_outside.py): the kernel only runs
 # the answers on recorded inputs; this process replays the checks on the results and writes the
@@ -87,11 +88,12 @@ from heads_files import copy_notebooks_only, set_permissions_nofollow  # noqa: E
 BaseConverter.set_permissions = set_permissions_nofollow
 GenerateFeedback.init_assignment = copy_notebooks_only
 # Deleted test cells come back (scored), edited ones are restored, a student's copy of a graded
-# cell becomes an ordinary cell instead of failing the notebook.
+# cell, or a cell marked with a grade_id the lesson does not have, becomes an ordinary cell instead of
+# failing the notebook.
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata,
-                                      CurrentSchemaVersion, OverwriteKernelspec, OverwriteCells,
-                                      CheckCellMetadata]
+                                      DropUnknownGradeIds, CurrentSchemaVersion, OverwriteKernelspec,
+                                      OverwriteCells, CheckCellMetadata]
 
 # Feedback never shows the hidden tests: their source is cleared, an output that quotes them is
 # removed, and an error keeps only its last line (the check's message, which names the mistake),
@@ -103,8 +105,10 @@ from heads_feedback import HideQuotedTests, ShortenTracebacks  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideQuotedTests,
                                     ClearHiddenTests, ShortenTracebacks]
-# Feedback pages and the formgrader (which reads this file too) render student output and markdown
-# sanitised: no script, no event handler (grader/heads_html.py).
+# Feedback pages and the formgrader (which reads this file too) make the notebook inert again when they
+# render it, so a notebook autograded before a fix of grader/heads_html.py is safe too; nbconvert's own
+# sanitiser runs after.
+c.HTMLExporter.preprocessors = [SanitizeOutputs]
 c.HTMLExporter.sanitize_html = True
 
 # Collecting (grader/heads_collect.py): `nbgrader zip_collect LESSON` recognises the names students

@@ -1,7 +1,6 @@
 """dev/new_lesson.py: a new lesson is its three content files plus one command. The scaffold runs into a
 temporary copy of the README and must produce what the course's own tests ask of a lesson."""
 import ast
-import importlib.util
 import shutil
 
 import nbformat
@@ -43,10 +42,11 @@ def test_the_notebook_has_the_setup_cell_badges_and_an_answer_and_test_cell_per_
 
 def test_the_checks_declare_one_exercise_each_and_the_mutants_name_the_lesson(written):
     root, _ = written
-    spec = importlib.util.spec_from_file_location("headlab.checks.ch09", root / "headlab" / "checks" / "ch09.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert [v.name for v in vars(module).values() if isinstance(v, Exercise)] == EXERCISES
+    path = root / "headlab" / "checks" / "ch09.py"
+    # Run as a module of the installed package (its relative imports resolve there), not imported by path.
+    module = {"__name__": "headlab.checks.ch09", "__package__": "headlab.checks"}
+    exec(compile(path.read_text(), str(path), "exec"), module)
+    assert [v.name for v in module.values() if isinstance(v, Exercise)] == EXERCISES
     mutants = (root / "tests" / "grading" / f"test_grade_{NAME}.py").read_text()
     (test_class,) = [n for n in ast.parse(mutants).body if isinstance(n, ast.ClassDef)]
     assert [b.id for b in test_class.bases] == ["LessonGrading"]

@@ -383,6 +383,8 @@ def main(argv=None) -> int:
             if proc.returncode:
                 print(proc.stdout + proc.stderr, file=sys.stderr)
                 status = 1
+            for where, text in _reported(proc.stdout + proc.stderr):
+                print(f"PROBLEM {where}: {text}")
         print(f"feedback in {course.folder('feedback')}")
         return status
     if args.step == "report":

@@ -13,14 +13,13 @@ get the solutions copied into their feedback. So:
   `HEADS-PROBLEM` line, which `grade.py autograde` prints for the instructor.
 - `set_permissions_nofollow` replaces nbgrader's `set_permissions`: it changes only regular files,
   through a descriptor opened with O_NOFOLLOW.
-- `copy_release_records` replaces `GenerateFeedback.init_assignment`: feedback gets the notebook's
-  HTML and, of the student's files, only the two short records `nbgrader release_feedback` needs
-  (`timestamp.txt`, `submission_secret.txt`), read safely from `submitted/` (`read_record`).
+- `copy_release_records` (grader/heads_exchange.py) replaces `GenerateFeedback.init_assignment`:
+  feedback gets the notebook's HTML and, of the student's files, only the two short records
+  `nbgrader release_feedback` needs, read from `submitted/` without following links.
 """
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import stat
 
@@ -148,98 +147,3 @@ def set_permissions_nofollow(self, assignment_id: str, student_id: str) -> None:
                     os.chmod(dirname, (st_mode | 0o2770) & 0o2777)
                 except PermissionError:
                     self.log.warning("Could not make %s groupshared", dirname)
-
-
-# What `nbgrader release_feedback` reads from feedback/<student>/<lesson>/ besides the HTML: the
-# hand-in's time (only logged) and the secret `nbgrader submit` wrote, from which it names the
-# released file, and the student's `fetch_feedback` (holding the same secret) finds it.
-RELEASE_RECORDS = ("timestamp.txt", "submission_secret.txt")
-RECORD_MAX_BYTES = 4096  # nbgrader writes a timestamp and 128 hex digits
-
-
-class RecordRefused(Exception):
-    """A release record that is there but is not a short plain text file (the reason)."""
-
-
-def read_record(base: str, parts: tuple[str, ...], max_bytes: int = RECORD_MAX_BYTES) -> str | None:
-    """The text of the file `base/parts[0]/.../parts[-1]`, or None if it does not exist.
-
-    `base` is the instructor's folder (followed as configured); every part below it may be the
-    student's, so none is followed if it is a link: each is opened with O_NOFOLLOW from its parent's
-    descriptor. Refused (RecordRefused) unless it is a regular file with one name, at most
-    `max_bytes`, one line of printable ASCII.
-    """
-    if any(p in ("", ".", "..") or os.sep in p for p in parts):
-        raise RecordRefused(f"{'/'.join(parts)}: not a plain path")
-    fds = [os.open(base, os.O_RDONLY | os.O_DIRECTORY)]
-    try:
-        for part in parts[:-1]:
-            try:
-                fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
-            except FileNotFoundError:
-                return None
-            except OSError:  # a link (ELOOP) or not a folder (ENOTDIR)
-                raise RecordRefused(f"{part}: a link or not a folder") from None
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY,
-                         dir_fd=fds[-1])
-        except FileNotFoundError:
-            return None
-        except OSError:
-            raise RecordRefused("a link, not a plain file") from None
-        fds.append(fd)
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise RecordRefused(KINDS.get(stat.S_IFMT(st.st_mode), "not a plain file"))
-        if st.st_nlink > 1:
-            raise RecordRefused(f"a hard link ({st.st_nlink} names for one file)")
-        data = os.read(fd, max_bytes + 1)
-        if len(data) > max_bytes:
-            raise RecordRefused(f"larger than {max_bytes} bytes")
-        # Copied exactly (the secret names the released file), so refused rather than cleaned up.
-        text = data.decode("ascii", errors="replace")
-        if not (text.isascii() and text.isprintable()):
-            raise RecordRefused("not one line of plain text")
-        return text
-    finally:
-        for fd in reversed(fds):
-            os.close(fd)
-
-
-def _write_new(path: str, text: str) -> None:
-    """Write `path` afresh: whatever was there (a link included) is replaced, never followed."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(text)
-
-
-def copy_release_records(self, assignment_id: str, student_id: str) -> None:
-    """`GenerateFeedback.init_assignment` that copies no file of the student's but the two release
-    records (RELEASE_RECORDS), so that `nbgrader release_feedback` can deliver the feedback.
-
-    They are read from `submitted/`, what `collect` received: the autograded folder was the
-    student's kernel's working folder, where their code could have rewritten them. A record that is
-    missing (a hand-in collected from an LMS has no secret) or refused is replaced: an empty
-    timestamp, a fresh random secret, under which the feedback is released to no one; otherwise
-    `release_feedback` would stop at this student, before their classmates'. A refused record is
-    reported as a `HEADS-PROBLEM` line.
-    """
-    dest = self._format_dest(assignment_id, student_id)
-    os.makedirs(dest, exist_ok=True)
-    submitted = os.path.normpath(os.path.join(self.coursedir.root, self.coursedir.submitted_directory))
-    for name in RELEASE_RECORDS:
-        try:
-            text = read_record(submitted, (student_id, assignment_id, name))
-        except RecordRefused as why:
-            problem(self.log, student_id, assignment_id,
-                    f"{name} ({why}) not copied: this feedback cannot be fetched through the exchange")
-            text = None
-        if text is None:
-            text = secrets.token_hex(64) if name == "submission_secret.txt" else ""
-        _write_new(os.path.join(dest, name), text)
-    self.log.info("Feedback for %s/%s: the notebooks' HTML and the release records", student_id,
-                  assignment_id)

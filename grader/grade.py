@@ -426,9 +426,8 @@ def main(argv=None) -> int:
                 written, missing = write_feedback_zip(course.folder("feedback"), lesson,
                                                       course.notebooks(lesson), course.students(lesson), dest)
                 print(f"wrote {dest}: {len(written)} feedback pages")
-                for where in missing:
-                    print(f"PROBLEM {where.split('/')[0]}/{lesson}: no feedback page for "
-                          f"{where.split('/')[1]}, not in the zip")
+                for student, notebook in missing:
+                    print(f"PROBLEM {student}/{lesson}: no feedback page for {notebook}, not in the zip")
         return status
     if args.step == "report":
         from heads_report import write_report

@@ -37,9 +37,9 @@ def upload_name(student: str, notebook: str) -> str:
 
 
 def write_feedback_zip(feedback: Path, lesson: str, notebooks: list[str], students: list[str],
-                       dest: Path) -> tuple[list[str], list[str]]:
+                       dest: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """Zip `feedback/<student>/<lesson>/<notebook>.html` of every student into `dest`; return (the
-    names written, "student/notebook" of each page that is missing). Only regular files are read:
+    names written, (student, notebook) of each page that is missing). Only regular files are read:
     the feedback folder is the grader's, but nothing in it is followed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     written, missing = [], []
@@ -49,7 +49,7 @@ def write_feedback_zip(feedback: Path, lesson: str, notebooks: list[str], studen
             for notebook in notebooks:
                 page = feedback / student / lesson / f"{notebook}.html"
                 if page.is_symlink() or not page.is_file():
-                    missing.append(f"{student}/{notebook}")
+                    missing.append((student, notebook))
                     continue
                 name = upload_name(student, notebook)
                 zf.write(page, name)

@@ -107,3 +107,20 @@ def test_export_of_named_lessons_leaves_out_those_never_taken_or_released(lms_cl
     proc = grade_py("--course", str(root), "export", OTHER, "--to", str(tmp_path / "none.csv"))
     assert proc.returncode == 1 and "nothing to export" in proc.stdout
     assert not (tmp_path / "none.csv").exists()
+
+
+def test_the_zip_names_pages_it_could_not_add_and_follows_no_link(tmp_path):
+    from heads_lms import write_feedback_zip
+
+    feedback = tmp_path / "feedback"
+    for student in ("ann_11_22", "ben_33_44"):
+        (feedback / student / LESSON).mkdir(parents=True)
+    (feedback / "ann_11_22" / LESSON / f"{LESSON}.html").write_text("ann's page")
+    (tmp_path / "solution.html").write_text("the solutions")
+    (feedback / "ben_33_44" / LESSON / f"{LESSON}.html").symlink_to(tmp_path / "solution.html")
+    dest = tmp_path / "lms" / f"{LESSON}_feedback.zip"
+    written, missing = write_feedback_zip(feedback, LESSON, [LESSON], ["ann_11_22", "ben_33_44", "cy"], dest)
+    assert written == [f"ann_11_22_{LESSON}.html"]
+    assert missing == [("ben_33_44", LESSON), ("cy", LESSON)]
+    with zipfile.ZipFile(dest) as z:
+        assert z.namelist() == written and z.read(written[0]) == b"ann's page"

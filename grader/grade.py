@@ -3,7 +3,8 @@
     python grader/grade.py collect SUBMISSIONS...   # an LMS zip, a folder of downloads, files
     python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, one kernel per core
     python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
-    python grader/grade.py export [--to grades.csv] # one row per student, one column per notebook
+    python grader/grade.py feedback --zip           # and grader/lms/<lesson>_feedback.zip for the LMS
+    python grader/grade.py export [LESSON...] [--to grades.csv]  # a row per student, a column per notebook
     python grader/grade.py report [LESSON...]       # reports/class.html, mistakes.csv: the class's mistakes
 
 `collect` runs `nbgrader zip_collect LESSON --force` for every lesson (the course's collector plugin,
@@ -15,9 +16,12 @@ printed), then runs `nbgrader autograde LESSON` in parallel processes, each on i
 students, and prints every student's score, a `PROBLEM` line for what the grader had to clean up
 or stop (links removed, processes stopped, a kernel killed over a limit) and a `FLAG` line for a
 submission to look at (grader/heads_flags.py). `feedback` and `export` are `nbgrader
-generate_feedback` and `nbgrader export`; `export` prints the flags and refuses (exit status 1) a
-score above its maximum. All of them use the course configuration, grader/nbgrader_config.py (or
-`--course DIR`, a folder holding another nbgrader_config.py).
+generate_feedback` and `nbgrader export`. `feedback --zip` also writes one upload-ready zip a lesson
+for the LMS (grader/heads_lms.py). `export` prints the flags and refuses (exit status 1) a score above
+its maximum; it exports the lessons named, or every lesson somebody submitted, and leaves out (exit
+status 1, a `NOT EXPORTED` line) a lesson named that was never released or that nobody submitted.
+All of them use the course configuration, grader/nbgrader_config.py (or `--course DIR`, a folder
+holding another nbgrader_config.py).
 """
 from __future__ import annotations
 
@@ -298,6 +302,22 @@ def record_ungraded(course: Course, lessons: list[str]) -> dict[str, str]:
     return problems
 
 
+def not_exportable(course: Course, lessons: list[str]) -> dict[str, str]:
+    """{lesson: why} for each of `lessons` the export leaves out: not in the gradebook (never
+    released) or submitted by nobody. A column of zeros for it would lower every student's total."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook(course.coursedir.db_url) as gb:
+        for lesson in lessons:
+            try:
+                if not gb.find_assignment(lesson).submissions:
+                    out[lesson] = "nobody submitted it (yet): no column of zeros"
+            except MissingEntry:
+                out[lesson] = "not in the gradebook: never released (python grader/release.py)"
+    return out
+
+
 def _failed_students(log: str) -> set[str]:
     """Students nbgrader names in its closing "errors" summary."""
     import re
@@ -335,7 +355,12 @@ def main(argv=None) -> int:
     p.add_argument("lessons", nargs="*")
     p = sub.add_parser("feedback", help="generate feedback HTML for every graded submission")
     p.add_argument("lessons", nargs="*")
+    p.add_argument("--zip", action="store_true",
+                   help="also write <course>/lms/<lesson>_feedback.zip, one upload-ready zip a lesson, "
+                        "named for the LMS the submissions came from (grader/heads_lms.py)")
     p = sub.add_parser("export", help="write the grades CSV: a row per student, a column per notebook")
+    p.add_argument("lessons", nargs="*",
+                   help="the lessons to export (default: every lesson somebody submitted)")
     p.add_argument("--to", default="grades.csv")
     p = sub.add_parser("report", help="after autograde: each exercise's mistakes, by count and by student "
                                       "(grader/heads_report.py)")
@@ -351,7 +376,14 @@ def main(argv=None) -> int:
         return 1 if result["failed"] else 0
     if args.step == "export":
         dest = Path(args.to).resolve()
-        proc = course.nbgrader("export", "--to", str(dest))
+        left_out = not_exportable(course, args.lessons)
+        for lesson, why in left_out.items():
+            print(f"NOT EXPORTED {lesson}: {why}")
+        wanted = [lesson for lesson in args.lessons if lesson not in left_out]
+        if args.lessons and not wanted:
+            print("nothing to export: no CSV written")
+            return 1
+        proc = course.nbgrader("export", "--to", str(dest), *(f"--assignment={lesson}" for lesson in wanted))
         if proc.returncode:
             print(proc.stdout + proc.stderr)
             return proc.returncode
@@ -365,7 +397,7 @@ def main(argv=None) -> int:
         if refused:
             print("REFUSED: scores above their maximum are left out of the CSV (see FLAG lines); "
                   "check them in the formgrader")
-        return 1 if refused else 0
+        return 1 if refused or left_out else 0
     lessons = args.lessons or [lesson for lesson in course.lessons() if course.students(lesson)]
     if args.step == "autograde":
         result = autograde(course, lessons, max(1, args.jobs))
@@ -383,7 +415,19 @@ def main(argv=None) -> int:
             if proc.returncode:
                 print(proc.stdout + proc.stderr, file=sys.stderr)
                 status = 1
+            for where, text in _reported(proc.stdout + proc.stderr):
+                print(f"PROBLEM {where}: {text}")
         print(f"feedback in {course.folder('feedback')}")
+        if args.zip:
+            from heads_lms import write_feedback_zip
+
+            for lesson in lessons:
+                dest = course.base / "lms" / f"{lesson}_feedback.zip"
+                written, missing = write_feedback_zip(course.folder("feedback"), lesson,
+                                                      course.notebooks(lesson), course.students(lesson), dest)
+                print(f"wrote {dest}: {len(written)} feedback pages")
+                for student, notebook in missing:
+                    print(f"PROBLEM {student}/{lesson}: no feedback page for {notebook}, not in the zip")
         return status
     if args.step == "report":
         from heads_report import write_report

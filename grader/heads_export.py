@@ -3,7 +3,11 @@
 nbgrader's own CSV has a row per student *and assignment*; a class sheet wants a row per student.
 Configured in nbgrader_config.py (`c.ExportApp.plugin_class`), so `nbgrader export --to FILE`
 writes it. Columns: `student_id`, one per notebook (`<lesson>/<notebook>` when a lesson has more
-than one), `total`, `max_total`, `flags`. A notebook a student did not submit scores 0.
+than one), `total`, `max_total`, `flags`. A notebook a student did not submit scores 0, but a lesson
+that nobody submitted (released early, or generated with the others by release.py) has no column and
+counts in no total: a class that has taken one lesson of nine is out of that lesson's points, not of
+the course's. `nbgrader export --assignment A --assignment B` (what `grade.py export A B` runs)
+exports only those lessons.
 
 A score the gradebook holds above its maximum (a cell's or the notebook's: manual grading gone
 wrong, or a forged request to the formgrader) is refused: the cell is left empty, left out of the
@@ -43,6 +47,9 @@ class WideCsvExport(ExportPlugin):
         columns, maxima = [], {}
         for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
             if self.assignment and assignment.name not in self.assignment:
+                continue
+            if not assignment.submissions:  # never taken: zeros here would be no one's score
+                self.log.info("Not exporting %s: nobody submitted it", assignment.name)
                 continue
             notebooks = sorted(assignment.notebooks, key=lambda n: n.name)
             for nb in notebooks:

@@ -13,8 +13,9 @@ get the solutions copied into their feedback. So:
   `HEADS-PROBLEM` line, which `grade.py autograde` prints for the instructor.
 - `set_permissions_nofollow` replaces nbgrader's `set_permissions`: it changes only regular files,
   through a descriptor opened with O_NOFOLLOW.
-- `copy_notebooks_only` replaces `GenerateFeedback.init_assignment`: feedback gets the notebook's
-  HTML and nothing else from the student's folder.
+- `copy_release_records` (grader/heads_exchange.py) replaces `GenerateFeedback.init_assignment`:
+  feedback gets the notebook's HTML and, of the student's files, only the two short records
+  `nbgrader release_feedback` needs, read from `submitted/` without following links.
 """
 from __future__ import annotations
 
@@ -146,9 +147,3 @@ def set_permissions_nofollow(self, assignment_id: str, student_id: str) -> None:
                     os.chmod(dirname, (st_mode | 0o2770) & 0o2777)
                 except PermissionError:
                     self.log.warning("Could not make %s groupshared", dirname)
-
-
-def copy_notebooks_only(self, assignment_id: str, student_id: str) -> None:
-    """`GenerateFeedback.init_assignment` that copies no other file of the autograded folder: the
-    feedback is the notebook's HTML, written by nbgrader."""
-    self.log.info("Feedback for %s/%s: the notebooks only, no other files", student_id, assignment_id)

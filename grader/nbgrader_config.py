@@ -80,13 +80,19 @@ c.Autograde.autograde_preprocessors = [RunAnswersOnly, HeadsExecute, ScrubWorkdi
                                        LimitOutput, SaveAutoGrades, AssignLatePenalties,
                                        CheckCellMetadata]
 # nbgrader chmods the autograded files and copies the folder's other files into feedback, following
-# links; nbgrader has no setting for either, so the course replaces the two methods.
+# links; nbgrader has no setting for either, so the course replaces the two methods. Feedback gets
+# only the HTML and the two records `nbgrader release_feedback` needs, read without following links
+# (grader/heads_exchange.py).
 from nbgrader.converters import GenerateFeedback  # noqa: E402
 from nbgrader.converters.base import BaseConverter  # noqa: E402
-from heads_files import copy_notebooks_only, set_permissions_nofollow  # noqa: E402
+from heads_exchange import copy_release_records  # noqa: E402
+from heads_files import set_permissions_nofollow  # noqa: E402
 
 BaseConverter.set_permissions = set_permissions_nofollow
-GenerateFeedback.init_assignment = copy_notebooks_only
+GenerateFeedback.init_assignment = copy_release_records
+# `nbgrader release_feedback` goes on past a student whose feedback cannot be released, instead of
+# stopping there (grader/heads_exchange.py).
+c.ExchangeFactory.release_feedback = "heads_exchange.ReleaseFeedback"
 # Deleted test cells come back (scored), edited ones are restored, a student's copy of a graded
 # cell, or a cell marked with a grade_id the lesson does not have, becomes an ordinary cell instead of
 # failing the notebook.

@@ -1,6 +1,7 @@
 """The instructor's grading flow, one command per step, each running nbgrader's own commands.
 
     python grader/grade.py collect SUBMISSIONS...   # an LMS zip, a folder of downloads, files
+                                                    # (--roster FILE: an LMS roster decides ids)
     python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, one kernel per core
     python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
     python grader/grade.py export [--to grades.csv] # one row per student, one column per notebook
@@ -8,8 +9,9 @@
 
 `collect` runs `nbgrader zip_collect LESSON --force` for every lesson (the course's collector plugin,
 grader/heads_collect.py, recognises students' file names) and reports every file it did not
-collect, by name, every archive member it would not unpack, and every file whose name names
-another student than its folder. `autograde` checks that each submitted notebook is readable JSON
+collect, by name, every archive member it would not unpack, every file whose name names
+another student than its folder, every refused student name (grader/heads_identity.py), every two
+names that give one id (both kept) and, with `--roster`, every name the roster lacks. `autograde` checks that each submitted notebook is readable JSON
 (an unreadable one is set aside as `NAME.ipynb.unreadable` and scores 0 as missing, with the reason
 printed), then runs `nbgrader autograde LESSON` in parallel processes, each on its own share of the
 students, and prints every student's score, a `PROBLEM` line for what the grader had to clean up
@@ -73,10 +75,12 @@ def jobs_default() -> int:
 
 
 # --- collect -------------------------------------------------------------------------------------
-def collect(course: Course, sources: list[Path], jobs: int) -> dict:
+def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None = None) -> dict:
     """Collect `sources` for every lesson; return {"collected": {...}, "not_collected": {...},
-    "misnamed": {...}, "not_extracted": [...], "failed": {...}}."""
-    from heads_collect import match, name_conflict, wrapper_folders
+    "misnamed": {...}, "shared": {...}, "unlisted": [...], "not_extracted": [...], "failed": {...}}.
+    `roster`: an LMS roster export that decides the ids of the students it lists."""
+    from heads_collect import match, name_conflict, survey
+    from heads_identity import read_roster
 
     lessons = course.lessons()
     downloaded = course.base / "downloaded"
@@ -92,7 +96,8 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
                 shutil.copy2(src, archive / src.name)
 
     def run(lesson: str):
-        proc = course.nbgrader("zip_collect", lesson, "--force")
+        roster_arg = [f"--HeadsCollector.roster={Path(roster).resolve()}"] if roster else []
+        proc = course.nbgrader("zip_collect", lesson, "--force", *roster_arg)
         return lesson, proc
 
     failed = {}
@@ -101,19 +106,21 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
             if proc.returncode != 0:
                 failed[lesson] = (proc.stdout + proc.stderr)[-3000:]
 
-    # Every extracted file, by name: what it became, or why it was not collected.
+    # Every extracted file, by name: what it became, or why it was not collected. The ids are the
+    # collector's own: decided once, over every lesson's notebooks (heads_collect.survey).
     extracted = downloaded / lessons[0] / "extracted"
     collected, not_collected, misnamed = {}, {}, {}
-    wrappers = {lesson: wrapper_folders(str(extracted), course.notebooks(lesson)) for lesson in lessons}
+    wrappers, ids = survey(str(extracted), [nb for lesson in lessons for nb in course.notebooks(lesson)],
+                           read_roster(roster))
     for path in sorted(p for p in extracted.rglob("*") if p.is_file()):
         rel = str(path.relative_to(extracted))
         reasons = []
         for lesson in lessons:
-            found = match(rel, course.notebooks(lesson), wrappers[lesson])
+            found = match(rel, course.notebooks(lesson), wrappers, ids)
             if isinstance(found, tuple):
                 student, notebook, _ = found
                 collected[rel] = (student, lesson, notebook)
-                conflict = name_conflict(rel, course.notebooks(lesson), wrappers[lesson])
+                conflict = name_conflict(rel, course.notebooks(lesson), wrappers)
                 if conflict:
                     misnamed[rel] = conflict
                 break
@@ -137,21 +144,33 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
     report = downloaded / lessons[0] / "not_extracted.txt"
     not_extracted = report.read_text().splitlines() if report.exists() else []
     return {"collected": collected, "not_collected": not_collected, "misnamed": misnamed,
+            "shared": ids.shared, "unlisted": sorted(ids.unlisted),
             "not_extracted": not_extracted, "failed": failed}
 
 
 def print_collect(result: dict, report: Path) -> None:
+    from heads_identity import shown
+
+    def seen(rel: str) -> str:  # a path as the instructor can read it: invisible characters escaped
+        return shown(rel)[1:-1]
+
     lines = [f"collected {len(result['collected'])} notebooks:"]
-    lines += [f"  {rel}  ->  {s} / {lesson}" for rel, (s, lesson, _) in sorted(result["collected"].items())]
+    lines += [f"  {seen(rel)}  ->  {s} / {lesson}" for rel, (s, lesson, _) in sorted(result["collected"].items())]
     if result["not_collected"]:
         lines.append(f"NOT COLLECTED ({len(result['not_collected'])} files, kept in downloaded/):")
-        lines += [f"  {rel}: {why}" for rel, why in sorted(result["not_collected"].items())]
+        lines += [f"  {seen(rel)}: {why}" for rel, why in sorted(result["not_collected"].items())]
+    if result.get("shared"):
+        lines.append(f"ONE ID FOR TWO NAMES ({len(result['shared'])} names; each kept apart, none replaced):")
+        lines += [f"  {why}" for _, why in sorted(result["shared"].items())]
+    if result.get("unlisted"):
+        lines.append(f"NOT IN THE ROSTER ({len(result['unlisted'])} names; their ids come from the names):")
+        lines += [f"  {shown(name)}" for name in result["unlisted"]]
     if result.get("misnamed"):
         lines.append(f"NAMED FOR ANOTHER STUDENT ({len(result['misnamed'])} files; the folder decides):")
-        lines += [f"  {rel}: {why}" for rel, why in sorted(result["misnamed"].items())]
+        lines += [f"  {seen(rel)}: {why}" for rel, why in sorted(result["misnamed"].items())]
     if result.get("not_extracted"):
         lines.append(f"NOT EXTRACTED ({len(result['not_extracted'])} archive members, left packed):")
-        lines += [f"  {line}" for line in result["not_extracted"]]
+        lines += [f"  {seen(line)}" for line in result["not_extracted"]]
     for lesson, log in result["failed"].items():
         lines.append(f"zip_collect {lesson} FAILED:\n{log}")
     text = "\n".join(lines)
@@ -331,6 +350,9 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="step", required=True)
     p = sub.add_parser("collect", help="collect an LMS zip, a folder or files of submissions")
     p.add_argument("sources", nargs="+", type=Path)
+    p.add_argument("--roster", type=Path, default=None,
+                   help="an LMS roster export (Canvas gradebook CSV, Moodle participants CSV, or a "
+                        "name,id CSV) that decides the id of every student it lists")
     p = sub.add_parser("autograde", help="autograde every submission (sandboxed, in parallel)")
     p.add_argument("lessons", nargs="*")
     p = sub.add_parser("feedback", help="generate feedback HTML for every graded submission")
@@ -346,7 +368,14 @@ def main(argv=None) -> int:
     course = Course(args.course)
 
     if args.step == "collect":
-        result = collect(course, args.sources, args.jobs)
+        from heads_identity import RosterError, read_roster
+
+        try:
+            read_roster(args.roster)  # a roster that cannot be read stops collect before anything
+        except RosterError as err:
+            print(err, file=sys.stderr)
+            return 2
+        result = collect(course, args.sources, args.jobs, args.roster)
         print_collect(result, course.base / "downloaded" / "collect_report.txt")
         return 1 if result["failed"] else 0
     if args.step == "export":

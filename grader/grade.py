@@ -11,9 +11,10 @@
 grader/heads_collect.py, recognises students' file names) and reports every file it did not
 collect, by name, every archive member it would not unpack, every file whose name names
 another student than its folder, every refused student name (grader/heads_identity.py), every two
-names that give one id (both kept) and, with `--roster`, every name the roster lacks. `autograde` checks that each submitted notebook is readable JSON
-(an unreadable one is set aside as `NAME.ipynb.unreadable` and scores 0 as missing, with the reason
-printed), then runs `nbgrader autograde LESSON` in parallel processes, each on its own share of the
+names that give one id (both kept) and, with `--roster`, every name the roster lacks. `autograde` checks that each submitted notebook is within the size caps
+(bytes, cells, stored output: grader/heads_intake.py, measured before it is parsed; one over a cap
+is set aside as `NAME.ipynb.too-large`) and is readable JSON (else it is set aside as
+`NAME.ipynb.unreadable`); either scores 0 as missing, with the reason printed. Then it runs `nbgrader autograde LESSON` in parallel processes, each on its own share of the
 students, and prints every student's score, a `PROBLEM` line for what the grader had to clean up
 or stop (links removed, processes stopped, a kernel killed over a limit) and a `FLAG` line for a
 submission to look at (grader/heads_flags.py). `feedback` and `export` are `nbgrader
@@ -180,24 +181,31 @@ def print_collect(result: dict, report: Path) -> None:
 
 
 # --- autograde -----------------------------------------------------------------------------------
-def set_aside_unreadable(course: Course, lesson: str) -> dict[str, str]:
-    """Rename every submitted notebook of `lesson` that nbformat cannot read; {path: reason}."""
+def set_aside_bad(course: Course, lesson: str) -> dict[str, str]:
+    """Rename every submitted notebook of `lesson` that is over a size cap (heads_intake.HandInLimits:
+    measured before it is parsed) or that nbformat cannot read; {path: reason}."""
     import nbformat
+    from heads_intake import HandInLimits, set_aside
 
+    limits = HandInLimits(config=course.config)
     problems = {}
     for student in course.students(lesson):
         for notebook in course.notebooks(lesson):
             path = course.folder("submitted") / student / lesson / f"{notebook}.ipynb"
+            where = f"{student}/{lesson}/{notebook}.ipynb"
             if not path.exists():
+                continue
+            too_large = set_aside(path, limits)
+            if too_large:
+                problems[where] = too_large
                 continue
             try:
                 nbformat.read(path, as_version=4)
             except Exception as err:  # malformed JSON, not a notebook, binary junk
                 aside = path.with_name(path.name + ".unreadable")
                 path.replace(aside)
-                problems[f"{student}/{lesson}/{notebook}.ipynb"] = (
-                    f"unreadable notebook ({type(err).__name__}: {str(err)[:120]}); kept as "
-                    f"{aside.name}, scored 0")
+                problems[where] = (f"unreadable notebook ({type(err).__name__}: {str(err)[:120]}); kept as "
+                                   f"{aside.name}, scored 0")
     return problems
 
 
@@ -205,11 +213,15 @@ def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
     """Autograde every submission of `lessons`, `jobs` nbgrader processes at a time."""
     problems, tasks = {}, []
     for lesson in lessons:
-        problems.update(set_aside_unreadable(course, lesson))
-        students = course.students(lesson)
+        problems.update(set_aside_bad(course, lesson))
+        everyone = course.students(lesson)
+        # A student with no notebook left (none handed in, or set aside above) is not given to
+        # nbgrader, which would stop on the empty folder: record_ungraded scores them 0.
+        students = [s for s in everyone if any(
+            (course.folder("submitted") / s / lesson / f"{nb}.ipynb").exists() for nb in course.notebooks(lesson))]
         shares = [students[i::jobs] for i in range(jobs)]
         for share in filter(None, shares):
-            others = sorted(set(students) - set(share))
+            others = sorted(set(everyone) - set(share))
             tasks.append((lesson, share, others))
     # SQLite waits for the other processes' writes instead of failing with "database is locked".
     db_url = course.coursedir.db_url

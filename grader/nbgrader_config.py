@@ -78,6 +78,17 @@ c.Autograde.autograde_preprocessors = [RunAnswersOnly, HeadsExecute, ScrubWorkdi
                                        SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor,
                                        LimitOutput, SaveAutoGrades, AssignLatePenalties,
                                        CheckCellMetadata]
+# A hand-in is measured before nbgrader reads it (grader/heads_intake.py): one over 16 MiB, 1000 cells
+# or 8 MiB of stored output is refused with its reason (a lesson with its outputs: under 0.5 MiB and
+# 60 cells). `grade.py autograde` sets it aside unread (NAME.ipynb.too-large, scored 0); `nbgrader
+# autograde` run by hand fails that notebook only.
+from nbgrader.converters import Autograde  # noqa: E402
+from heads_intake import refuse_oversized  # noqa: E402
+
+c.HandInLimits.max_bytes = 16 * 1024**2
+c.HandInLimits.max_cells = 1000
+c.HandInLimits.max_output_bytes = 8 * 1024**2
+Autograde.convert_single_notebook = refuse_oversized(Autograde.convert_single_notebook)
 # nbgrader chmods the autograded files and copies the folder's other files into feedback, following
 # links; nbgrader has no setting for either, so the course replaces the two methods.
 from nbgrader.converters import GenerateFeedback  # noqa: E402

@@ -21,6 +21,10 @@ submission to look at (grader/heads_flags.py). `feedback` and `export` are `nbgr
 generate_feedback` and `nbgrader export`; `export` prints the flags and refuses (exit status 1) a
 score above its maximum. All of them use the course configuration, grader/nbgrader_config.py (or
 `--course DIR`, a folder holding another nbgrader_config.py).
+
+Student code runs in the sandbox (grader/heads_sandbox.py), which is required: without a working
+bubblewrap `autograde` refuses to start. `--no-sandbox` grades without it and prints what each kernel
+can then read (the recordings, with every hidden case and expected value; the solutions; the gradebook).
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ class Course:
         self.config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
         self.coursedir = CourseDirectory(config=self.config)
         self.base = Path(self.coursedir.root or self.root)
+        self.env: dict[str, str] = {}  # for every nbgrader command (HEADS_SANDBOX=off: --no-sandbox)
 
     def folder(self, name: str) -> Path:
         return (self.base / getattr(self.coursedir, f"{name}_directory")).resolve()
@@ -68,7 +73,42 @@ class Course:
 
     def nbgrader(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root, text=True,
-                              capture_output=True, env={**os.environ, **(env or {})})
+                              capture_output=True, env={**os.environ, **self.env, **(env or {})})
+
+
+
+# --- the sandbox ---------------------------------------------------------------------------------
+def unsandboxed_reads(course: Course) -> list[str]:
+    """What a student's kernel can read when it runs without the sandbox, for the warning."""
+    from heads_outside import RunAnswersOnly
+
+    recordings = RunAnswersOnly(config=course.config).recordings
+    return [f"the recordings of every lesson's checks, with every hidden case and expected value: {recordings}",
+            f"the solutions and their hidden tests: {course.folder('source')}",
+            f"the gradebook, and every classmate's hand-in and grade: {course.coursedir.db_url}, "
+            f"{course.folder('submitted')}, {course.folder('autograded')}",
+            "the network, and every file the grader's user may read or write"]
+
+
+def sandbox_in_force(course: Course) -> str | None:
+    """None when every kernel will run in the sandbox; else a warning that says why not and what the
+    kernel can then read. RuntimeError when the sandbox is required and bubblewrap does not work."""
+    from heads_sandbox import NO_SANDBOX, SandboxKernelManager, bwrap_works, sandbox_mode
+
+    configured = course.config.SandboxKernelManager.get("sandbox", SandboxKernelManager.sandbox.default_value)
+    mode = course.env.get("HEADS_SANDBOX") or sandbox_mode(configured)
+    if mode == "off" or (mode == "auto" and not bwrap_works()):
+        if course.env.get("HEADS_SANDBOX") == "off":
+            why = "--no-sandbox"
+        elif mode == "off":
+            why = "sandbox mode 'off', from HEADS_SANDBOX or SandboxKernelManager.sandbox"
+        else:
+            why = "sandbox mode 'auto', and bubblewrap does not work here"
+        return (f"WARNING: student code runs WITHOUT the sandbox ({why}). Each kernel can read:\n"
+                + "\n".join(f"  - {line}" for line in unsandboxed_reads(course)))
+    if not bwrap_works():
+        raise RuntimeError(NO_SANDBOX)
+    return None
 
 
 def jobs_default() -> int:
@@ -359,6 +399,10 @@ def main(argv=None) -> int:
                         help="folder with the nbgrader_config.py to use (default: grader/)")
     parser.add_argument("--jobs", "-j", type=int, default=jobs_default(),
                         help="nbgrader processes at a time (default: the cores available)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run student code without the sandbox (bubblewrap), which is otherwise "
+                             "required: the kernel can then read the recordings (every hidden case "
+                             "and expected value), the solutions and the gradebook; autograde says so")
     sub = parser.add_subparsers(dest="step", required=True)
     p = sub.add_parser("collect", help="collect an LMS zip, a folder or files of submissions")
     p.add_argument("sources", nargs="+", type=Path)
@@ -378,6 +422,8 @@ def main(argv=None) -> int:
                    help="folder for class.html and mistakes.csv (default: reports/ in the course)")
     args = parser.parse_args(argv)
     course = Course(args.course)
+    if args.no_sandbox:
+        course.env = {"HEADS_SANDBOX": "off"}
 
     if args.step == "collect":
         from heads_identity import RosterError, read_roster
@@ -409,6 +455,14 @@ def main(argv=None) -> int:
         return 1 if refused else 0
     lessons = args.lessons or [lesson for lesson in course.lessons() if course.students(lesson)]
     if args.step == "autograde":
+        try:
+            warning = sandbox_in_force(course)
+        except RuntimeError as err:
+            print(f"REFUSED: {err}", file=sys.stderr)
+            return 1
+        if warning:
+            print(warning)
+            print(warning, file=sys.stderr)
         result = autograde(course, lessons, max(1, args.jobs))
         for (student, lesson), (score, max_score) in sorted(result["scores"].items()):
             print(f"{student:30s} {lesson:28s} {score:g} / {max_score:g}")

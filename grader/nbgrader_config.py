@@ -51,12 +51,15 @@ c.HeadsExecute.max_notebook_output_bytes = 8 * 1024**2
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 # Every kernel runs sandboxed by bubblewrap (no course files, no network, writes only to its own
-# folder) with a 3 GiB address-space limit. HEADS_SANDBOX=required|auto|off overrides the mode.
+# folder) with a 3 GiB address-space limit. The sandbox is required: without bubblewrap no kernel
+# starts. Grading without it takes `python grader/grade.py --no-sandbox autograde`, which says what the
+# kernel can then read (the recordings: every hidden case and expected value). HEADS_SANDBOX=
+# required|auto|off overrides the mode.
 # Its other limits: 64 MiB a file, a 256 MiB /scratch, 128 MiB on disk in all (else it is killed),
 # 64 processes and threads (a kernel with torch uses ~11), nice 10; processes a cell leaves
 # running are stopped after it.
 c.Execute.kernel_manager_class = "heads_sandbox.SandboxKernelManager"
-c.SandboxKernelManager.sandbox = "auto"
+c.SandboxKernelManager.sandbox = "required"
 # 3 GiB: lesson 08 loads a real 22M-parameter model and fine-tunes two layers (peak ≈ 2 GB of address
 # space measured in the sandbox), beside torch and transformers.
 c.SandboxKernelManager.memory_limit = 3 * 1024**3

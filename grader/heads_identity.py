@@ -175,10 +175,6 @@ class Identities:
     shared: dict[str, str] = field(default_factory=dict)   # name -> which other name gave its id
     unlisted: set[str] = field(default_factory=set)        # names a roster was given for and lacks
 
-    def of(self, name: str) -> str:
-        """The id of `name`, or why it has none (a sentence)."""
-        return self.ids.get(name) or self.refused.get(name) or "no student id"
-
 
 def identities(names, roster: Roster | None = None) -> Identities:
     """Ids for every one of `names` (folder names and file prefixes, as found): refused names

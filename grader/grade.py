@@ -1,6 +1,7 @@
 """The instructor's grading flow, one command per step, each running nbgrader's own commands.
 
     python grader/grade.py collect SUBMISSIONS...   # an LMS zip, a folder of downloads, files
+                                                    # (--roster FILE: an LMS roster decides ids)
     python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, one kernel per core
     python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
     python grader/grade.py feedback --zip           # and grader/lms/<lesson>_feedback.zip for the LMS
@@ -8,20 +9,27 @@
     python grader/grade.py report [LESSON...]       # reports/class.html, mistakes.csv: the class's mistakes
 
 `collect` runs `nbgrader zip_collect LESSON --force` for every lesson (the course's collector plugin,
-grader/heads_collect.py, recognises students' file names) and reports every file it did not
-collect, by name, every archive member it would not unpack, and every file whose name names
-another student than its folder. `autograde` checks that each submitted notebook is readable JSON
-(an unreadable one is set aside as `NAME.ipynb.unreadable` and scores 0 as missing, with the reason
-printed), then runs `nbgrader autograde LESSON` in parallel processes, each on its own share of the
-students, and prints every student's score, a `PROBLEM` line for what the grader had to clean up
-or stop (links removed, processes stopped, a kernel killed over a limit) and a `FLAG` line for a
-submission to look at (grader/heads_flags.py). `feedback` and `export` are `nbgrader
-generate_feedback` and `nbgrader export`. `feedback --zip` also writes one upload-ready zip a lesson
-for the LMS (grader/heads_lms.py). `export` prints the flags and refuses (exit status 1) a score above
-its maximum; it exports the lessons named, or every lesson somebody submitted, and leaves out (exit
-status 1, a `NOT EXPORTED` line) a lesson named that was never released or that nobody submitted.
+grader/heads_collect.py, recognises students' file names) and reports every file it did not collect, by
+name, every archive member it would not unpack, every file whose name names another student than its
+folder, every refused student name (grader/heads_identity.py), every two names that give one id (both
+kept) and, with `--roster`, every name the roster lacks. `autograde` checks that each submitted notebook
+is within the size caps (bytes, cells, stored output: grader/heads_intake.py, measured before it is
+parsed; one over a cap is set aside as `NAME.ipynb.too-large`) and is readable JSON (else it is set
+aside as `NAME.ipynb.unreadable`); either scores 0 as missing, with the reason printed. Then it runs
+`nbgrader autograde LESSON` in parallel processes, each on its own share of the students, and prints
+every student's score, a `PROBLEM` line for what the grader had to clean up or stop (links removed,
+processes stopped, a kernel killed over a limit) and a `FLAG` line for a submission to look at
+(grader/heads_flags.py). `feedback` and `export` are `nbgrader generate_feedback` and `nbgrader export`.
+`feedback --zip` also writes one upload-ready zip a lesson for the LMS (grader/heads_lms.py). `export`
+prints the flags and refuses (exit status 1) a score above its maximum; it exports the lessons named, or
+every lesson somebody submitted, and leaves out (exit status 1, a `NOT EXPORTED` line) a lesson named
+that was never released or that nobody submitted.
 All of them use the course configuration, grader/nbgrader_config.py (or `--course DIR`, a folder
 holding another nbgrader_config.py).
+
+Student code runs in the sandbox (grader/heads_sandbox.py), which is required: without a working
+bubblewrap `autograde` refuses to start. `--no-sandbox` grades without it and prints what each kernel
+can then read (the recordings, with every hidden case and expected value; the solutions; the gradebook).
 """
 from __future__ import annotations
 
@@ -50,6 +58,7 @@ class Course:
         self.config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
         self.coursedir = CourseDirectory(config=self.config)
         self.base = Path(self.coursedir.root or self.root)
+        self.env: dict[str, str] = {}  # for every nbgrader command (HEADS_SANDBOX=off: --no-sandbox)
 
     def folder(self, name: str) -> Path:
         return (self.base / getattr(self.coursedir, f"{name}_directory")).resolve()
@@ -69,7 +78,42 @@ class Course:
 
     def nbgrader(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root, text=True,
-                              capture_output=True, env={**os.environ, **(env or {})})
+                              capture_output=True, env={**os.environ, **self.env, **(env or {})})
+
+
+
+# --- the sandbox ---------------------------------------------------------------------------------
+def unsandboxed_reads(course: Course) -> list[str]:
+    """What a student's kernel can read when it runs without the sandbox, for the warning."""
+    from heads_outside import RunAnswersOnly
+
+    recordings = RunAnswersOnly(config=course.config).recordings
+    return [f"the recordings of every lesson's checks, with every hidden case and expected value: {recordings}",
+            f"the solutions and their hidden tests: {course.folder('source')}",
+            f"the gradebook, and every classmate's hand-in and grade: {course.coursedir.db_url}, "
+            f"{course.folder('submitted')}, {course.folder('autograded')}",
+            "the network, and every file the grader's user may read or write"]
+
+
+def sandbox_in_force(course: Course) -> str | None:
+    """None when every kernel will run in the sandbox; else a warning that says why not and what the
+    kernel can then read. RuntimeError when the sandbox is required and bubblewrap does not work."""
+    from heads_sandbox import NO_SANDBOX, SandboxKernelManager, bwrap_works, sandbox_mode
+
+    configured = course.config.SandboxKernelManager.get("sandbox", SandboxKernelManager.sandbox.default_value)
+    mode = course.env.get("HEADS_SANDBOX") or sandbox_mode(configured)
+    if mode == "off" or (mode == "auto" and not bwrap_works()):
+        if course.env.get("HEADS_SANDBOX") == "off":
+            why = "--no-sandbox"
+        elif mode == "off":
+            why = "sandbox mode 'off', from HEADS_SANDBOX or SandboxKernelManager.sandbox"
+        else:
+            why = "sandbox mode 'auto', and bubblewrap does not work here"
+        return (f"WARNING: student code runs WITHOUT the sandbox ({why}). Each kernel can read:\n"
+                + "\n".join(f"  - {line}" for line in unsandboxed_reads(course)))
+    if not bwrap_works():
+        raise RuntimeError(NO_SANDBOX)
+    return None
 
 
 def jobs_default() -> int:
@@ -77,10 +121,12 @@ def jobs_default() -> int:
 
 
 # --- collect -------------------------------------------------------------------------------------
-def collect(course: Course, sources: list[Path], jobs: int) -> dict:
+def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None = None) -> dict:
     """Collect `sources` for every lesson; return {"collected": {...}, "not_collected": {...},
-    "misnamed": {...}, "not_extracted": [...], "failed": {...}}."""
-    from heads_collect import match, name_conflict, wrapper_folders
+    "misnamed": {...}, "shared": {...}, "unlisted": [...], "not_extracted": [...], "failed": {...}}.
+    `roster`: an LMS roster export that decides the ids of the students it lists."""
+    from heads_collect import match, name_conflict, survey
+    from heads_identity import read_roster
 
     lessons = course.lessons()
     downloaded = course.base / "downloaded"
@@ -96,7 +142,8 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
                 shutil.copy2(src, archive / src.name)
 
     def run(lesson: str):
-        proc = course.nbgrader("zip_collect", lesson, "--force")
+        roster_arg = [f"--HeadsCollector.roster={Path(roster).resolve()}"] if roster else []
+        proc = course.nbgrader("zip_collect", lesson, "--force", *roster_arg)
         return lesson, proc
 
     failed = {}
@@ -105,19 +152,21 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
             if proc.returncode != 0:
                 failed[lesson] = (proc.stdout + proc.stderr)[-3000:]
 
-    # Every extracted file, by name: what it became, or why it was not collected.
+    # Every extracted file, by name: what it became, or why it was not collected. The ids are the
+    # collector's own: decided once, over every lesson's notebooks (heads_collect.survey).
     extracted = downloaded / lessons[0] / "extracted"
     collected, not_collected, misnamed = {}, {}, {}
-    wrappers = {lesson: wrapper_folders(str(extracted), course.notebooks(lesson)) for lesson in lessons}
+    wrappers, ids = survey(str(extracted), [nb for lesson in lessons for nb in course.notebooks(lesson)],
+                           read_roster(roster))
     for path in sorted(p for p in extracted.rglob("*") if p.is_file()):
         rel = str(path.relative_to(extracted))
         reasons = []
         for lesson in lessons:
-            found = match(rel, course.notebooks(lesson), wrappers[lesson])
+            found = match(rel, course.notebooks(lesson), wrappers, ids)
             if isinstance(found, tuple):
                 student, notebook, _ = found
                 collected[rel] = (student, lesson, notebook)
-                conflict = name_conflict(rel, course.notebooks(lesson), wrappers[lesson])
+                conflict = name_conflict(rel, course.notebooks(lesson), wrappers)
                 if conflict:
                     misnamed[rel] = conflict
                 break
@@ -141,21 +190,33 @@ def collect(course: Course, sources: list[Path], jobs: int) -> dict:
     report = downloaded / lessons[0] / "not_extracted.txt"
     not_extracted = report.read_text().splitlines() if report.exists() else []
     return {"collected": collected, "not_collected": not_collected, "misnamed": misnamed,
+            "shared": ids.shared, "unlisted": sorted(ids.unlisted),
             "not_extracted": not_extracted, "failed": failed}
 
 
 def print_collect(result: dict, report: Path) -> None:
+    from heads_identity import shown
+
+    def seen(rel: str) -> str:  # a path as the instructor can read it: invisible characters escaped
+        return shown(rel)[1:-1]
+
     lines = [f"collected {len(result['collected'])} notebooks:"]
-    lines += [f"  {rel}  ->  {s} / {lesson}" for rel, (s, lesson, _) in sorted(result["collected"].items())]
+    lines += [f"  {seen(rel)}  ->  {s} / {lesson}" for rel, (s, lesson, _) in sorted(result["collected"].items())]
     if result["not_collected"]:
         lines.append(f"NOT COLLECTED ({len(result['not_collected'])} files, kept in downloaded/):")
-        lines += [f"  {rel}: {why}" for rel, why in sorted(result["not_collected"].items())]
+        lines += [f"  {seen(rel)}: {why}" for rel, why in sorted(result["not_collected"].items())]
+    if result.get("shared"):
+        lines.append(f"ONE ID FOR TWO NAMES ({len(result['shared'])} names; each kept apart, none replaced):")
+        lines += [f"  {why}" for _, why in sorted(result["shared"].items())]
+    if result.get("unlisted"):
+        lines.append(f"NOT IN THE ROSTER ({len(result['unlisted'])} names; their ids come from the names):")
+        lines += [f"  {shown(name)}" for name in result["unlisted"]]
     if result.get("misnamed"):
         lines.append(f"NAMED FOR ANOTHER STUDENT ({len(result['misnamed'])} files; the folder decides):")
-        lines += [f"  {rel}: {why}" for rel, why in sorted(result["misnamed"].items())]
+        lines += [f"  {seen(rel)}: {why}" for rel, why in sorted(result["misnamed"].items())]
     if result.get("not_extracted"):
         lines.append(f"NOT EXTRACTED ({len(result['not_extracted'])} archive members, left packed):")
-        lines += [f"  {line}" for line in result["not_extracted"]]
+        lines += [f"  {seen(line)}" for line in result["not_extracted"]]
     for lesson, log in result["failed"].items():
         lines.append(f"zip_collect {lesson} FAILED:\n{log}")
     text = "\n".join(lines)
@@ -165,24 +226,31 @@ def print_collect(result: dict, report: Path) -> None:
 
 
 # --- autograde -----------------------------------------------------------------------------------
-def set_aside_unreadable(course: Course, lesson: str) -> dict[str, str]:
-    """Rename every submitted notebook of `lesson` that nbformat cannot read; {path: reason}."""
+def set_aside_bad(course: Course, lesson: str) -> dict[str, str]:
+    """Rename every submitted notebook of `lesson` that is over a size cap (heads_intake.HandInLimits:
+    measured before it is parsed) or that nbformat cannot read; {path: reason}."""
     import nbformat
+    from heads_intake import HandInLimits, set_aside
 
+    limits = HandInLimits(config=course.config)
     problems = {}
     for student in course.students(lesson):
         for notebook in course.notebooks(lesson):
             path = course.folder("submitted") / student / lesson / f"{notebook}.ipynb"
+            where = f"{student}/{lesson}/{notebook}.ipynb"
             if not path.exists():
+                continue
+            too_large = set_aside(path, limits)
+            if too_large:
+                problems[where] = too_large
                 continue
             try:
                 nbformat.read(path, as_version=4)
             except Exception as err:  # malformed JSON, not a notebook, binary junk
                 aside = path.with_name(path.name + ".unreadable")
                 path.replace(aside)
-                problems[f"{student}/{lesson}/{notebook}.ipynb"] = (
-                    f"unreadable notebook ({type(err).__name__}: {str(err)[:120]}); kept as "
-                    f"{aside.name}, scored 0")
+                problems[where] = (f"unreadable notebook ({type(err).__name__}: {str(err)[:120]}); kept as "
+                                   f"{aside.name}, scored 0")
     return problems
 
 
@@ -190,11 +258,15 @@ def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
     """Autograde every submission of `lessons`, `jobs` nbgrader processes at a time."""
     problems, tasks = {}, []
     for lesson in lessons:
-        problems.update(set_aside_unreadable(course, lesson))
-        students = course.students(lesson)
+        problems.update(set_aside_bad(course, lesson))
+        everyone = course.students(lesson)
+        # A student with no notebook left (none handed in, or set aside above) is not given to
+        # nbgrader, which would stop on the empty folder: record_ungraded scores them 0.
+        students = [s for s in everyone if any(
+            (course.folder("submitted") / s / lesson / f"{nb}.ipynb").exists() for nb in course.notebooks(lesson))]
         shares = [students[i::jobs] for i in range(jobs)]
         for share in filter(None, shares):
-            others = sorted(set(students) - set(share))
+            others = sorted(set(everyone) - set(share))
             tasks.append((lesson, share, others))
     # SQLite waits for the other processes' writes instead of failing with "database is locked".
     db_url = course.coursedir.db_url
@@ -348,9 +420,16 @@ def main(argv=None) -> int:
                         help="folder with the nbgrader_config.py to use (default: grader/)")
     parser.add_argument("--jobs", "-j", type=int, default=jobs_default(),
                         help="nbgrader processes at a time (default: the cores available)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run student code without the sandbox (bubblewrap), which is otherwise "
+                             "required: the kernel can then read the recordings (every hidden case "
+                             "and expected value), the solutions and the gradebook; autograde says so")
     sub = parser.add_subparsers(dest="step", required=True)
     p = sub.add_parser("collect", help="collect an LMS zip, a folder or files of submissions")
     p.add_argument("sources", nargs="+", type=Path)
+    p.add_argument("--roster", type=Path, default=None,
+                   help="an LMS roster export (Canvas gradebook CSV, Moodle participants CSV, or a "
+                        "name,id CSV) that decides the id of every student it lists")
     p = sub.add_parser("autograde", help="autograde every submission (sandboxed, in parallel)")
     p.add_argument("lessons", nargs="*")
     p = sub.add_parser("feedback", help="generate feedback HTML for every graded submission")
@@ -369,9 +448,18 @@ def main(argv=None) -> int:
                    help="folder for class.html and mistakes.csv (default: reports/ in the course)")
     args = parser.parse_args(argv)
     course = Course(args.course)
+    if args.no_sandbox:
+        course.env = {"HEADS_SANDBOX": "off"}
 
     if args.step == "collect":
-        result = collect(course, args.sources, args.jobs)
+        from heads_identity import RosterError, read_roster
+
+        try:
+            read_roster(args.roster)  # a roster that cannot be read stops collect before anything
+        except RosterError as err:
+            print(err, file=sys.stderr)
+            return 2
+        result = collect(course, args.sources, args.jobs, args.roster)
         print_collect(result, course.base / "downloaded" / "collect_report.txt")
         return 1 if result["failed"] else 0
     if args.step == "export":
@@ -400,6 +488,14 @@ def main(argv=None) -> int:
         return 1 if refused or left_out else 0
     lessons = args.lessons or [lesson for lesson in course.lessons() if course.students(lesson)]
     if args.step == "autograde":
+        try:
+            warning = sandbox_in_force(course)
+        except RuntimeError as err:
+            print(f"REFUSED: {err}", file=sys.stderr)
+            return 1
+        if warning:
+            print(warning)
+            print(warning, file=sys.stderr)
         result = autograde(course, lessons, max(1, args.jobs))
         for (student, lesson), (score, max_score) in sorted(result["scores"].items()):
             print(f"{student:30s} {lesson:28s} {score:g} / {max_score:g}")

@@ -23,6 +23,13 @@ kept by `HeadsExtractor`); between copies of the same age, the higher copy numbe
 over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data file) is not
 collected, and `grade.py collect` reports it by name.
 
+Which id a student name (a folder name or file prefix) becomes is grader/heads_identity.py's: names
+holding invisible or control characters or surrounding whitespace are refused and reported, names in
+any script are kept (NFKC), a roster (`HeadsCollector.roster`, `grade.py collect --roster FILE`)
+decides where given, and two names that give one id are both kept and reported. The ids are decided
+once for every name in the collection (`survey`), so a name's id never depends on which
+file is looked at first.
+
 `HeadsExtractor`, nbgrader's `zip_collect` extractor plugin, unpacks zip and tar archives keeping each
 member's own timestamp, never creates links or devices, never writes outside its folder, and caps
 how deep archives inside archives are unpacked and how much they may expand to (a zip bomb is not
@@ -41,7 +48,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import PurePath, PurePosixPath
 
 from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
-from traitlets import Integer
+from traitlets import Integer, Unicode
+
+from heads_identity import Identities, identities, read_roster, refusal, student_id
 
 COPY_OF = re.compile(r"^(copy[\s_-]+of[\s_-]+)+", re.I)
 COPY_SUFFIX = re.compile(r"^(?:[\s_.-]*(?:\(\d+\)|copy|kopie|final|v?\d+))*[\s_.-]*$", re.I)
@@ -53,14 +62,10 @@ def name_pattern(notebook: str) -> re.Pattern:
     return re.compile(r"[\s_\-]*".join(words), re.I)
 
 
-def student_id(text: str) -> str:
-    """A folder-safe student id: letters, digits and `_.@-` kept, anything else `_`."""
-    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("_.-")
-
-
-def match(relpath: str, notebooks: list[str], wrappers=frozenset()) -> tuple[str, str, int] | str:
-    """(student_id, notebook, copy_rank) for a file at `relpath` (relative to the extraction folder),
-    or the reason it is not collected. `wrappers`: folders that are not students (`wrapper_folders`)."""
+def locate(relpath: str, notebooks: list[str], wrappers=frozenset()) -> tuple[str, str, int] | str:
+    """(student name as found, notebook, copy_rank) for a file at `relpath` (relative to the
+    extraction folder), or the reason it is not collected. `wrappers`: folders that are not
+    students (`wrapper_folders`). The name is the folder's or the prefix's, unchanged."""
     path = PurePath(relpath)
     if path.suffix.lower() != ".ipynb":
         return "not a notebook"
@@ -75,18 +80,50 @@ def match(relpath: str, notebooks: list[str], wrappers=frozenset()) -> tuple[str
         numbers = [int(n) for n in re.findall(r"\d+", suffix)]
         rank = max([1 if stem != path.stem.strip() else 0, 1 if suffix.strip(" _.-") else 0,
                     *(n + 1 for n in numbers)])
-        sid = _folder_id(path, wrappers) or _prefix_id(stem, found)
-        if not sid:
+        name = _folder_name(path, wrappers) or _prefix_name(stem, found)
+        if not name:
             return "no student id: neither a prefix in the file name nor a student folder"
-        return sid, notebook, rank
+        return name, notebook, rank
     return f"not a notebook of this lesson (expected {', '.join(notebooks)})"
 
 
-def _folder_id(path: PurePath, wrappers=frozenset()) -> str:
+def match(relpath: str, notebooks: list[str], wrappers=frozenset(),
+          ids: Identities | None = None) -> tuple[str, str, int] | str:
+    """(student_id, notebook, copy_rank) for a file at `relpath`, or the reason it is not collected.
+    `ids`: the collection's identities (`survey`); without them, the name's own id."""
+    found = locate(relpath, notebooks, wrappers)
+    if isinstance(found, str):
+        return found
+    name, notebook, rank = found
+    if ids is None or not (name in ids.ids or name in ids.refused):
+        ids = identities([name])
+    return (ids.ids[name], notebook, rank) if name in ids.ids else ids.refused[name]
+
+
+def names_in(extracted: str, notebooks: list[str], wrappers=frozenset()) -> set[str]:
+    """Every student name (folder or prefix) of a notebook below `extracted`."""
+    out = set()
+    for dirpath, _, filenames in os.walk(extracted):
+        for name in filenames:
+            found = locate(os.path.relpath(os.path.join(dirpath, name), extracted), notebooks, wrappers)
+            if not isinstance(found, str):
+                out.add(found[0])
+    return out
+
+
+def survey(extracted: str, notebooks: list[str], roster=None) -> tuple[set[str], Identities]:
+    """(wrapper folders, identities) of the collection below `extracted`, with the notebooks of every
+    lesson (`notebooks`): a name then has one id in every lesson, and two names that give one id are
+    found even when they handed in different lessons. `roster`: a heads_identity.Roster or None."""
+    wrappers = wrapper_folders(extracted, notebooks)
+    return wrappers, identities(names_in(extracted, notebooks, wrappers), roster)
+
+
+def _folder_name(path: PurePath, wrappers=frozenset()) -> str:
     """The nearest folder below the container (the LMS zip or downloads folder) that is not a
-    wrapper, as an id."""
-    folders = [student_id(p) for i, p in enumerate(path.parts[1:-1], 2)
-               if student_id(p) and str(PurePath(*path.parts[:i])) not in wrappers]
+    wrapper: a student's folder, its name as found."""
+    folders = [p for i, p in enumerate(path.parts[1:-1], 2)
+               if (refusal(p) or student_id(p)) and str(PurePath(*path.parts[:i])) not in wrappers]
     return folders[-1] if folders else ""
 
 
@@ -112,8 +149,14 @@ def wrapper_folders(extracted: str, notebooks: list[str]) -> set[str]:
     return out
 
 
+def _prefix_name(stem: str, found: re.Match) -> str:
+    """What comes before the notebook name in a file name (`alice` in `alice_03_….ipynb`)."""
+    return COPY_OF.sub("", stem[:found.start()].strip(" _.-"))
+
+
 def _prefix_id(stem: str, found: re.Match) -> str:
-    return student_id(COPY_OF.sub("", stem[:found.start()].strip(" _.-")))
+    name = _prefix_name(stem, found)
+    return "" if refusal(name) else student_id(name)
 
 
 def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset()) -> str | None:
@@ -124,7 +167,7 @@ def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset()) -> s
     for notebook in sorted(notebooks, key=len, reverse=True):
         found = name_pattern(notebook).search(stem)
         if found:
-            folder, prefix = _folder_id(path, wrappers), _prefix_id(stem, found)
+            folder, prefix = student_id(_folder_name(path, wrappers)), _prefix_id(stem, found)
             if folder and prefix and folder.lower() != prefix.lower():
                 return (f"its name says {prefix} but it is in {folder}'s folder: counted as "
                         f"{folder}'s, never {prefix}'s")
@@ -135,17 +178,30 @@ def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset()) -> s
 class HeadsCollector(FileNameCollectorPlugin):
     """nbgrader collector plugin: `c.ZipCollectApp.collector_plugin = HeadsCollector`."""
 
-    def _notebooks(self) -> list[str]:
+    roster = Unicode(
+        "", help="An LMS roster export that decides the id of every student it lists: a Canvas "
+                 "gradebook CSV, a Moodle participants CSV or a name,id CSV, recognised by its "
+                 "header (grader/heads_identity.py). Empty: ids come from the names."
+    ).tag(config=True)
+
+    def _notebooks(self, every_lesson: bool = False) -> list[str]:
         coursedir = self.parent.coursedir
-        release = coursedir.format_path(coursedir.release_directory, ".", coursedir.assignment_id)
-        return sorted(os.path.splitext(f)[0] for f in os.listdir(release) if f.endswith(".ipynb"))
+        release = os.path.normpath(coursedir.format_path(coursedir.release_directory, ".",
+                                                         coursedir.assignment_id))
+        folders = [os.path.join(os.path.dirname(release), d) for d in
+                   sorted(os.listdir(os.path.dirname(release)))] if every_lesson else [release]
+        return sorted(os.path.splitext(f)[0] for folder in folders if os.path.isdir(folder)
+                      for f in os.listdir(folder) if f.endswith(".ipynb"))
 
     def collect(self, submitted_file: str):
         app = self.parent
         extracted = app._format_collect_path(app.extracted_directory)
-        if getattr(self, "_wrappers_of", None) != extracted:  # once per extraction folder
-            self._wrappers_of, self._wrappers = extracted, wrapper_folders(extracted, self._notebooks())
-        found = match(os.path.relpath(submitted_file, extracted), self._notebooks(), self._wrappers)
+        if getattr(self, "_survey_of", None) != extracted:  # once per extraction folder
+            self._survey_of = extracted
+            self._wrappers, self._ids = survey(extracted, self._notebooks(every_lesson=True),
+                                               read_roster(self.roster))
+        found = match(os.path.relpath(submitted_file, extracted), self._notebooks(), self._wrappers,
+                      self._ids)
         if isinstance(found, str):
             self.log.warning("Not collected for %s: %s (%s)", app.coursedir.assignment_id,
                              submitted_file, found)

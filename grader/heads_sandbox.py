@@ -14,8 +14,10 @@ student's folder in autograded/), which is the only writable place besides a pri
 solutions/, no gradebook, no other student, no network (a new network namespace; the kernel talks
 to nbgrader over Unix sockets in a private folder: jupyter_client's `ipc` transport).
 
-`sandbox`: "auto" (bubblewrap when it works here, else a warning and no sandbox), "required" (refuse
-to run a kernel without it) or "off". The environment variable HEADS_SANDBOX overrides it.
+`sandbox`: "required" (the default: refuse to run a kernel without it), "auto" (bubblewrap when it
+works here, else a warning and no sandbox) or "off". The environment variable HEADS_SANDBOX overrides
+it; `grade.py --no-sandbox` sets it to "off" and says what an unsandboxed kernel can read (the
+recordings, with every hidden case and expected value, among them).
 
 Resources, each a trait below: address space and file size (prlimit), the private /scratch tmpfs
 (bwrap --size; /dev is read-only), processes and threads (RLIMIT_NPROC, counted in the sandbox's
@@ -73,6 +75,11 @@ def bwrap_works() -> bool:
         return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def sandbox_mode(configured: str = "required") -> str:
+    """The sandbox mode in force: HEADS_SANDBOX when set, else the configured one."""
+    return os.environ.get("HEADS_SANDBOX", configured).strip().lower()
 
 
 def python_paths() -> list[str]:
@@ -163,10 +170,18 @@ def descendants(tree: dict, pid: int) -> list[int]:
     return out
 
 
+NO_SANDBOX = ("the sandbox is required, and bubblewrap (bwrap) does not work here: install it "
+              "(apt-get install bubblewrap; a root grader also needs setpriv, from util-linux), or "
+              "grade without it knowingly: python grader/grade.py --no-sandbox autograde")
+
+
 class SandboxKernelManager(AsyncKernelManager):
     sandbox = CaselessStrEnum(
-        ["auto", "required", "off"], default_value="auto",
-        help="Run the kernel in bubblewrap: auto (when it works), required, or off.",
+        ["auto", "required", "off"], default_value="required",
+        help="Run the kernel in bubblewrap: required (refuse to run a kernel without it), auto (when "
+             "it works, else unsandboxed with a warning), or off. Unsandboxed, student code can read "
+             "the recordings (every hidden case and expected value), the solutions and the gradebook. "
+             "The environment variable HEADS_SANDBOX overrides it.",
     ).tag(config=True)
     memory_limit = Integer(
         2 * 1024**3, help="Address-space limit of the kernel in bytes (0: none), set with prlimit."
@@ -206,15 +221,13 @@ class SandboxKernelManager(AsyncKernelManager):
     limit_reason: str | None = None
 
     def _use_sandbox(self) -> bool:
-        mode = os.environ.get("HEADS_SANDBOX", self.sandbox).lower()
+        mode = sandbox_mode(self.sandbox)
         if mode == "off":
             return False
         if bwrap_works():
             return True
-        if mode == "required":
-            raise RuntimeError("HEADS sandbox required but bubblewrap (bwrap) does not work here; "
-                               "install it (apt-get install bubblewrap; a root grader also needs "
-                               "setpriv, from util-linux) or set HEADS_SANDBOX=off")
+        if mode != "auto":
+            raise RuntimeError(NO_SANDBOX)
         self.log.warning("bubblewrap (or, for a root grader, setpriv) not available: student code "
                          "runs WITHOUT a sandbox")
         return False

@@ -52,12 +52,15 @@ c.HeadsExecute.max_notebook_output_bytes = 8 * 1024**2
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 # Every kernel runs sandboxed by bubblewrap (no course files, no network, writes only to its own
-# folder) with a 3 GiB address-space limit. HEADS_SANDBOX=required|auto|off overrides the mode.
+# folder) with a 3 GiB address-space limit. The sandbox is required: without bubblewrap no kernel
+# starts. Grading without it takes `python grader/grade.py --no-sandbox autograde`, which says what the
+# kernel can then read (the recordings: every hidden case and expected value). HEADS_SANDBOX=
+# required|auto|off overrides the mode.
 # Its other limits: 64 MiB a file, a 256 MiB /scratch, 128 MiB on disk in all (else it is killed),
 # 64 processes and threads (a kernel with torch uses ~11), nice 10; processes a cell leaves
 # running are stopped after it.
 c.Execute.kernel_manager_class = "heads_sandbox.SandboxKernelManager"
-c.SandboxKernelManager.sandbox = "auto"
+c.SandboxKernelManager.sandbox = "required"
 # 3 GiB: lesson 08 loads a real 22M-parameter model and fine-tunes two layers (peak ≈ 2 GB of address
 # space measured in the sandbox), beside torch and transformers.
 c.SandboxKernelManager.memory_limit = 3 * 1024**3
@@ -79,6 +82,17 @@ c.Autograde.autograde_preprocessors = [RunAnswersOnly, HeadsExecute, ScrubWorkdi
                                        SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor,
                                        LimitOutput, SaveAutoGrades, AssignLatePenalties,
                                        CheckCellMetadata]
+# A hand-in is measured before nbgrader reads it (grader/heads_intake.py): one over 16 MiB, 1000 cells
+# or 8 MiB of stored output is refused with its reason (a lesson with its outputs: under 0.5 MiB and
+# 60 cells). `grade.py autograde` sets it aside unread (NAME.ipynb.too-large, scored 0); `nbgrader
+# autograde` run by hand fails that notebook only.
+from nbgrader.converters import Autograde  # noqa: E402
+from heads_intake import refuse_oversized  # noqa: E402
+
+c.HandInLimits.max_bytes = 16 * 1024**2
+c.HandInLimits.max_cells = 1000
+c.HandInLimits.max_output_bytes = 8 * 1024**2
+Autograde.convert_single_notebook = refuse_oversized(Autograde.convert_single_notebook)
 # nbgrader chmods the autograded files and copies the folder's other files into feedback, following
 # links; nbgrader has no setting for either, so the course replaces the two methods. Feedback gets
 # only the HTML and the two records `nbgrader release_feedback` needs, read without following links

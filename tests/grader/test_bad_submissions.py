@@ -18,6 +18,12 @@ from course import (LESSON, colab_saved, feedback, fill, grade_py, looping, make
                     scores, solution_answers, submit)
 
 CELL_TIMEOUT = 15  # the setup cell imports torch: seconds on a loaded 2-core machine
+MAX_CELLS = 200    # size caps lowered here so that hand-ins over them stay small (course: test_course_limits)
+SIZE_CAPS = f"""
+        c.HandInLimits.max_bytes = 2 * 1024**2
+        c.HandInLimits.max_cells = {MAX_CELLS}
+        c.HandInLimits.max_output_bytes = 1024**2
+"""
 SOL = solution_answers()
 CAUSAL_OK, PADDING_OK = SOL["causal_mask"], SOL["padding_mask"]
 
@@ -86,6 +92,18 @@ def build(root):
     nb.cells.insert(3, nbformat.v4.new_code_cell("if False:\n    x = a" + ".a" * 1500))
     add("deep-attribute-chain", nb, 4)
 
+    # Over a size cap (lowered in this course, see `graded`): refused unread, kept, scored 0.
+    nb = fill(rel, answers())
+    nb.cells.append(nbformat.v4.new_markdown_cell("x" * (3 * 2**20)))
+    add("too-many-bytes", nb, 0)
+    nb = fill(rel, answers())
+    nb.cells += [nbformat.v4.new_code_cell("") for _ in range(MAX_CELLS)]
+    add("too-many-cells", nb, 0)
+    nb = fill(rel, answers())
+    nb.cells[cell_index(nb, "padding_mask")].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="x" * (3 * 2**19))]  # 1.5 MiB, in 2 MiB
+    add("too-much-output", nb, 0)
+
     add("extra-files", fill(rel, answers()), 4)
     submit(root, "extra-files", "x,y\n1,2\n", name="data.csv")
     submit(root, "extra-files", fill(rel, {}), name="Untitled.ipynb")
@@ -98,7 +116,7 @@ def graded(tmp_path_factory):
         c.Execute.timeout = {CELL_TIMEOUT}
         c.Execute.error_on_timeout = {{"ename": "CellTimeoutError", "evalue":
             "this cell ran longer than the grader allows: an infinite loop?", "traceback": []}}
-    """)
+    """ + SIZE_CAPS)
     cases = build(root)
     proc = grade_py("--course", str(root), "--jobs", "2", "autograde")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -112,7 +130,7 @@ def graded(tmp_path_factory):
 CASES = ["ok-solution", "ok-untouched", "loop-in-function", "kernel-exit", "kernel-segfault",
          "memory-hog", "output-flood", "deleted-test-cell", "duplicated-cells", "edited-test-cell",
          "malformed-json", "colab-saved", "missing-notebook", "schema-too-old", "schema-too-new",
-         "deep-attribute-chain", "extra-files"]
+         "deep-attribute-chain", "too-many-bytes", "too-many-cells", "too-much-output", "extra-files"]
 
 
 @pytest.mark.parametrize("student", CASES)
@@ -153,6 +171,19 @@ def test_unreadable_notebook_is_reported_and_kept(graded):
     assert "PROBLEM malformed-json" in log and "unreadable" in log
     kept = root / "submitted" / "malformed-json" / LESSON / f"{LESSON}.ipynb.unreadable"
     assert kept.exists() and kept.stat().st_size > 100
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("too-many-bytes", "3.0 MiB, more than the 2.0 MiB a hand-in may be (HandInLimits.max_bytes)"),
+    ("too-many-cells", f"{MAX_CELLS + 31} cells, more than the {MAX_CELLS} a hand-in may have"),
+    ("too-much-output", "1.5 MiB of stored output, more than the 1.0 MiB a hand-in may keep"),
+])
+def test_a_hand_in_over_a_size_cap_is_refused_with_its_reason_and_kept(graded, student, reason):
+    root, _, got, log, _ = graded
+    line = f"PROBLEM {student}/{LESSON}/{LESSON}.ipynb: refused before grading: "
+    assert line in log and reason in log.split(line)[1].splitlines()[0], log[-3000:]
+    kept = root / "submitted" / student / LESSON / f"{LESSON}.ipynb.too-large"
+    assert kept.stat().st_size > 10_000 and not (root / "autograded" / student).exists()
 
 
 def test_extra_files_are_kept(graded):
@@ -196,6 +227,33 @@ def test_course_limits():
     assert config.SandboxKernelManager.memory_limit == 3 * 1024**3
     assert config.OverwriteCells.add_missing_cells is True
     assert config.Execute.kernel_manager_class == "heads_sandbox.SandboxKernelManager"
+    assert config.HandInLimits.max_bytes == 16 * 1024**2
+    assert config.HandInLimits.max_cells == 1000
+    assert config.HandInLimits.max_output_bytes == 8 * 1024**2
+
+
+def test_a_huge_hand_in_never_holds_the_grader(tmp_path):
+    """100,000 cells (11 MB, under the byte cap): refused after one JSON parse, with the grader's
+    processes under 400 MiB (1.2 GB and 7 minutes when nbgrader was given it)."""
+    import subprocess
+    import sys
+
+    from course import GRADER
+
+    root = make_course(tmp_path / "course")
+    book = json.loads(json.dumps(fill(release_nb(root), answers())))  # a dict: nbformat would validate
+    book["cells"] += [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None,
+                       "outputs": [], "source": "pass"} for i in range(100_000)]
+    submit(root, "huge", book)
+    measured = subprocess.run([sys.executable, "-c", (
+        "import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(p.stdout); print('PEAK', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"),
+        sys.executable, str(GRADER / "grade.py"), "--course", str(root), "autograde"],
+        capture_output=True, text=True, timeout=900)
+    out = measured.stdout
+    assert f"PROBLEM huge/{LESSON}/{LESSON}.ipynb: refused before grading: 100031 cells" in out, out
+    peak_mib = int(out.split("PEAK")[1]) / 1024
+    assert peak_mib < 400, f"the grader's processes peaked at {peak_mib:.0f} MiB"
 
 
 def test_a_process_nbgrader_stops_costs_no_classmate_a_grade(tmp_path):
@@ -217,3 +275,21 @@ def test_a_process_nbgrader_stops_costs_no_classmate_a_grade(tmp_path):
     assert got["b-honest"]["score"] == got["c-honest"]["score"] == 4, (got, proc.stdout[-2000:])
     assert got["a-schema"]["score"] == 0
     assert "PROBLEM a-schema/" in proc.stdout and "nbgrader stopped on this notebook" in proc.stdout, proc.stdout
+
+
+def test_nbgrader_run_by_hand_refuses_a_hand_in_over_a_cap(tmp_path):
+    """`cd grader && nbgrader autograde LESSON` checks the caps too: that notebook fails with the
+    reason, unread; the classmate is graded."""
+    from course import nbgrader
+
+    root = make_course(tmp_path / "course", extra_config=SIZE_CAPS)
+    rel = release_nb(root)
+    submit(root, "honest", fill(rel, answers()))
+    nb = fill(rel, answers())
+    nb.cells += [nbformat.v4.new_code_cell("") for _ in range(MAX_CELLS)]
+    submit(root, "too-many-cells", nb)
+    log = nbgrader(root, "autograde", LESSON, "--force", check=False)
+    assert f"HEADS-PROBLEM too-many-cells/{LESSON}: refused before grading: {MAX_CELLS + 31} cells" in log, log[-3000:]
+    got = scores(root)
+    assert got["honest"]["score"] == 4 and got["too-many-cells"]["score"] == 0, (got, log[-3000:])
+    assert (root / "submitted" / "too-many-cells" / LESSON / f"{LESSON}.ipynb").exists()  # nothing lost

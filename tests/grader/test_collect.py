@@ -1,15 +1,18 @@
 """Collecting: the file names students really submit, an LMS zip and a folder, nothing dropped silently."""
 from __future__ import annotations
 
+import csv
 import zipfile
 
 import nbformat
 import pytest
 
-from course import LESSON, fill, grade_py, make_course, release_nb, solution_answers
+from course import LESSON, fill, grade_py, make_course, release_nb, scores, solution_answers
 from heads_collect import match
+from heads_identity import Roster, RosterError, identities
 
-NOTEBOOKS = ["03_sequence_head"]
+LESSON_03 = "03_sequence_head"
+NOTEBOOKS = [LESSON_03]
 
 
 @pytest.mark.parametrize("path, student, rank", [
@@ -191,3 +194,170 @@ def test_bombs_deep_nesting_and_links_are_not_extracted(hostile):
     files = [p for p in extracted.rglob("*") if p.is_file() or p.is_symlink()]
     assert not any(p.is_symlink() for p in files)
     assert sum(p.stat().st_size for p in files) < 2**20
+
+
+# --- identities: who a folder or prefix is ---------------------------------------------------------
+@pytest.mark.parametrize("name, what", [
+    ("bob\u200b", "U+200B ZERO WIDTH SPACE"),
+    ("bob\u2060", "U+2060 WORD JOINER"),
+    ("al\u202eice", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+    ("\u3164", "U+1160 HANGUL JUNGSEONG FILLER"),   # a blank letter (NFKC of the Hangul filler)
+    ("dave\x07", "U+0007"),
+    ("carol ", "begins or ends with whitespace"),
+    (" carol", "begins or ends with whitespace"),
+    ("carol\u00a0", "begins or ends with whitespace"),  # NFKC: a no-break space is a space
+])
+def test_invisible_control_and_surrounding_space_names_are_refused(name, what):
+    found = match(f"class/{name}/{LESSON_03}.ipynb", NOTEBOOKS)
+    assert isinstance(found, str) and "refused" in found and what in found, found
+    assert "\\u" in found or "whitespace" in found  # the report shows what cannot be seen
+
+
+@pytest.mark.parametrize("name, student", [
+    ("王伟", "王伟"), ("李娜", "李娜"), ("Zoë Li", "Zoë_Li"), ("Zoé Li", "Zoé_Li"),
+    ("Zoe\u0308 Li", "Zoë_Li"),          # a combining accent: NFKC gives the composed name
+    ("ａｌｉｃｅ", "alice"),               # full-width letters: NFKC
+    ("नमस्ते", "नमस्ते"),                  # combining vowel signs are kept
+    ("Ольга Петрова", "Ольга_Петрова"),
+])
+def test_names_in_every_script_are_kept(name, student):
+    assert match(f"class/{name}/{LESSON_03}.ipynb", NOTEBOOKS) == (student, LESSON_03, 0)
+    assert match(f"class/{name}_{LESSON_03}.ipynb", NOTEBOOKS) == (student, LESSON_03, 0)
+
+
+def test_two_names_that_give_one_id_are_both_kept_and_reported():
+    found = identities(["Frank_Li", "Frank Li", "Frank  Li", "Zoë Li", "Zoé Li"])
+    assert found.ids == {"Frank_Li": "Frank_Li", "Frank  Li": "Frank_Li~2", "Frank Li": "Frank_Li~3",
+                         "Zoë Li": "Zoë_Li", "Zoé Li": "Zoé_Li"}
+    assert sorted(found.shared) == ["Frank  Li", "Frank Li", "Frank_Li"]
+    assert "'Frank Li' and" in found.shared["Frank Li"] and "Frank_Li~3" in found.shared["Frank Li"]
+
+
+CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section,Lesson 03 (101)
+    Points Possible,,,,,4
+"Li, Jo",1234,s001,jli,Sec 1,
+"Wang, Wei",1235,s002,wwang,Sec 1,
+"""
+MOODLE = """First name,Last name,ID number,Username,Email address
+Jo,Li,s001,jli,jo.li@uni.edu
+伟,王,s002,wwang,wei@uni.edu
+Sam,Lee,,slee,sam@uni.edu
+Sam,Lee,,slee2,sam2@uni.edu
+"""
+PLAIN = "name,id\n王伟,s002\nJo Li,s001\n"
+
+
+@pytest.mark.parametrize("text, kind, cases", [
+    (CANVAS, "Canvas gradebook", {"lijo_1234_5678": "jli", "wangwei_late_1235_99": "wwang",
+                                  "Jo Li": "jli", "Li, Jo": "jli", "jli": "jli"}),
+    (MOODLE, "Moodle participants", {"Jo Li_4321_assignsubmission_file_": "s001", "王 伟": None,
+                                     "伟 王": "s002", "jli": "s001", "sam2@uni.edu": "slee2"}),
+    (PLAIN, "name,id", {"王伟": "s002", "jo_li": "s001", "JO LI": "s001", "s001": "s001"}),
+])
+def test_a_roster_is_recognised_by_its_header_and_decides_ids(tmp_path, text, kind, cases):
+    path = tmp_path / "roster.csv"
+    path.write_text(text, encoding="utf-8")
+    roster = Roster.read(path)
+    assert roster.kind == kind
+    for name, sid in cases.items():
+        assert roster.lookup(name)[0] == sid, (name, roster.lookup(name))
+
+
+def test_a_roster_never_guesses(tmp_path):
+    (tmp_path / "moodle.csv").write_text(MOODLE, encoding="utf-8")
+    sid, why = Roster.read(tmp_path / "moodle.csv").lookup("Sam Lee")  # two students of that name
+    assert sid is None and "2 students" in why and "slee, slee2" in why
+    found = identities(["Sam Lee", "Jo Li", "Nobody"], Roster.read(tmp_path / "moodle.csv"))
+    assert "Sam Lee" in found.refused and found.ids["Jo Li"] == "s001"
+    assert found.unlisted == {"Nobody"} and found.ids["Nobody"] == "Nobody"
+    (tmp_path / "grades.csv").write_text("user,score\nx,1\n")
+    with pytest.raises(RosterError, match="header not recognised"):
+        Roster.read(tmp_path / "grades.csv")
+
+
+@pytest.fixture(scope="module")
+def names(tmp_path_factory):
+    """An LMS zip where attackers' folders differ from their victims' by what cannot be seen (a
+    zero-width space, a trailing space) and hold a newer file; two students whose names differ by an
+    accent; two with no Latin letter; two folder names that give one id."""
+    tmp = tmp_path_factory.mktemp("collect-names")
+    root = make_course(tmp / "course")
+    rel = release_nb(root)
+
+    def nb(tag: str) -> bytes:
+        book = fill(rel, {})
+        book.metadata["tag"] = tag
+        return nbformat.writes(book).encode()
+
+    lms = tmp / "lms.zip"
+    with zipfile.ZipFile(lms, "w") as z:
+        for folder, day in (("bob", 1), ("bob\u200b", 3), ("carol", 1), ("carol ", 3), ("Zoë Li", 1),
+                            ("Zoé Li", 2), ("王伟", 1), ("李娜", 1), ("Frank Li", 1), ("Frank_Li", 2)):
+            z.writestr(zip_entry(f"{folder}/{LESSON}.ipynb", day), nb(folder))
+    proc = grade_py("--course", str(root), "collect", str(lms))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root, proc.stdout
+
+
+def test_an_invisible_difference_never_takes_a_classmates_hand_in(names):
+    root, out = names
+    assert tag(root, "bob") == "bob" and tag(root, "carol") == "carol"
+    refused = out.split("NOT COLLECTED")[1]
+    assert "lms/bob\\u200b/" in refused and "U+200B ZERO WIDTH SPACE" in refused, out
+    assert "'carol ' begins or ends with whitespace" in refused, out
+
+
+def test_accented_and_non_latin_names_are_students(names):
+    root, out = names
+    for folder, student in (("Zoë Li", "Zoë_Li"), ("Zoé Li", "Zoé_Li"), ("王伟", "王伟"), ("李娜", "李娜")):
+        assert tag(root, student) == folder
+
+
+def test_two_folders_with_one_id_are_both_kept_and_reported(names):
+    root, out = names
+    assert tag(root, "Frank_Li") == "Frank_Li" and tag(root, "Frank_Li~2") == "Frank Li"
+    shared = out.split("ONE ID FOR TWO NAMES")[1]
+    assert "'Frank Li' and 'Frank_Li' (Frank_Li) give one id, Frank_Li: kept apart as Frank_Li~2" in shared
+    assert "'Frank_Li' and 'Frank Li' (Frank_Li~2) give one id" in shared
+    assert sorted(p.name for p in (root / "submitted").iterdir()) == \
+        sorted(["bob", "carol", "Zoë_Li", "Zoé_Li", "王伟", "李娜", "Frank_Li", "Frank_Li~2"])
+
+
+def test_collect_with_a_roster(tmp_path):
+    root = make_course(tmp_path / "course")
+    rel = release_nb(root)
+    roster = tmp_path / "canvas.csv"
+    roster.write_text(CANVAS, encoding="utf-8")
+    lms = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(lms, "w") as z:
+        for prefix in ("lijo_1234_5678", "wangwei_late_1235_5679", "nobody_9999_1"):
+            book = fill(rel, {})
+            book.metadata["tag"] = prefix
+            z.writestr(f"{prefix}_{LESSON}.ipynb", nbformat.writes(book))
+    proc = grade_py("--course", str(root), "collect", "--roster", str(roster), str(lms))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert tag(root, "jli") == "lijo_1234_5678" and tag(root, "wwang") == "wangwei_late_1235_5679"
+    assert tag(root, "nobody_9999_1") == "nobody_9999_1"
+    assert "NOT IN THE ROSTER (1 names" in proc.stdout and "'nobody_9999_1'" in proc.stdout, proc.stdout
+    bad = tmp_path / "grades.csv"
+    bad.write_text("user,score\n")
+    proc = grade_py("--course", str(root), "collect", "--roster", str(bad), str(lms))
+    assert proc.returncode == 2 and "header not recognised" in proc.stderr
+
+
+def test_unicode_ids_are_graded_fed_back_and_exported(tmp_path):
+    """nbgrader takes a student id in any script end to end: autograde, feedback, export."""
+    root = make_course(tmp_path / "course")
+    rel = release_nb(root)
+    lms = tmp_path / "lms.zip"
+    with zipfile.ZipFile(lms, "w") as z:
+        z.writestr(f"王伟/{LESSON}.ipynb", nbformat.writes(fill(rel, solution_answers())))
+        z.writestr(f"Zoé Li/{LESSON}.ipynb", nbformat.writes(rel))
+    for step in (["collect", str(lms)], ["--jobs", "2", "autograde"], ["feedback"],
+                 ["export", "--to", str(tmp_path / "grades.csv")]):
+        proc = grade_py("--course", str(root), *step)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {s: v["score"] for s, v in scores(root).items()} == {"王伟": 4, "Zoé_Li": 0}
+    assert (root / "feedback" / "王伟" / LESSON / f"{LESSON}.html").exists()
+    rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "grades.csv").open(encoding="utf-8"))}
+    assert sorted(rows) == ["Zoé_Li", "王伟"] and float(rows["王伟"]["total"]) == 4

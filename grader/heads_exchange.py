@@ -172,7 +172,7 @@ def copy_hand_in(src: str, dest: str, max_bytes: int, max_entries: int = 10000, 
     devices, and what `ignore(folder, names)` (nbgrader's `ignore_patterns`) ignores. HandInRefused,
     with nothing left at `dest`, when `src` is a link or not a folder, or the hand-in has more than
     `max_bytes` of files, more than `max_entries` files and folders or folders more than `max_depth`
-    deep.
+    deep, or when copying fails (OSError: a file removed while it is read, a full disk).
     """
     try:
         top = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -191,6 +191,9 @@ def copy_hand_in(src: str, dest: str, max_bytes: int, max_entries: int = 10000, 
     except HandInRefused:
         shutil.rmtree(dest, ignore_errors=True)
         raise
+    except OSError as err:  # e.g. a file removed while it was copied: this hand-in only, not the collect
+        shutil.rmtree(dest, ignore_errors=True)
+        raise HandInRefused(f"could not be copied ({err.strerror}: {err.filename})") from None
     finally:
         os.close(top)
     return skipped

@@ -172,3 +172,5 @@ def test_the_copy_skips_every_kind_but_plain_files_and_folders(tmp_path):
     with pytest.raises(HandInRefused, match="folders more than 2 deep"):
         copy_hand_in(str(src), str(tmp_path / "out4"), max_bytes=1024, max_depth=2)
     assert not any((tmp_path / name).exists() for name in ("out2", "out3", "out4"))  # nothing half-copied
+    with pytest.raises(HandInRefused, match="could not be copied"):  # an OSError refuses this hand-in only
+        copy_hand_in(str(src), str(tmp_path / "gone" / "out"), max_bytes=1024)

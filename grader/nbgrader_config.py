@@ -107,6 +107,11 @@ GenerateFeedback.init_assignment = copy_release_records
 # `nbgrader release_feedback` goes on past a student whose feedback cannot be released, instead of
 # stopping there (grader/heads_exchange.py).
 c.ExchangeFactory.release_feedback = "heads_exchange.ReleaseFeedback"
+# `nbgrader collect` copies each hand-in from the exchange following no link a student planted in it
+# (nbgrader's copy follows them), leaves out hard links, FIFOs and devices, names what it left out, and
+# refuses a hand-in larger than 64 MiB (grader/heads_exchange.py).
+c.ExchangeFactory.collect = "heads_exchange.Collect"
+c.Collect.max_bytes = 64 * 1024**2
 # Deleted test cells come back (scored), edited ones are restored, a student's copy of a graded
 # cell, or a cell marked with a grade_id the lesson does not have, becomes an ordinary cell instead of
 # failing the notebook.

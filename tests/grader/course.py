@@ -100,5 +100,44 @@ def feedback(root: Path, student: str, lesson: str = LESSON) -> str:
     return feedback_text(root / "feedback" / student / lesson / f"{lesson}.html")
 
 
+# A student on a hub (grader/JUPYTERHUB.md): on Zero to JupyterHub every single-user server runs as the OS
+# user `jovyan`, and nbgrader then names the submission after JUPYTERHUB_USER.
+AS_JOVYAN = ("import sys, nbgrader.utils as u; u.get_osusername = lambda: 'jovyan'; "
+             "from nbgrader.apps.nbgraderapp import main; sys.argv[0] = 'nbgrader'; main()")
+
+
+def hub_course(tmp: Path, lesson: str = LESSON) -> tuple[Path, Path]:
+    """(course root, exchange folder) in `tmp`: a course whose nbgrader uses a temporary exchange,
+    with `lesson` released into it (`nbgrader release_assignment`)."""
+    exchange = tmp / "exchange"
+    exchange.mkdir()
+    exchange.chmod(0o777)
+    exchange_config = f"\nc.Exchange.root = {str(exchange)!r}\nc.Exchange.path_includes_course = True\n"
+    root = make_course(tmp / "course", names=(lesson,), extra_config=exchange_config)
+    nbgrader(root, "release_assignment", lesson, "--force")
+    return root, exchange
+
+
+def student_home(tmp: Path, exchange: Path, student: str) -> Path:
+    """`student`'s own home folder in `tmp`, with an nbgrader configuration that uses `exchange`."""
+    home = tmp / "home" / student
+    home.mkdir(parents=True)
+    (home / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.Exchange.root = {str(exchange)!r}\nc.Exchange.path_includes_course = True\n"
+        'c.CourseDirectory.course_id = "heads"\n')
+    return home
+
+
+def student_nbgrader(home: Path, student: str, *args: str) -> str:
+    """`nbgrader ARGS` as `student` on the hub, run from their `home` (output; fails the test on error)."""
+    import os
+    env = {**os.environ, "JUPYTERHUB_USER": student, "HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-c", AS_JOVYAN, *args], cwd=home, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
+
+
 __all__ = ["LESSON", "REPO", "fill", "looping", "make_course", "nbgrader", "grade_py", "release_nb",
-           "solution_answers", "submit", "colab_saved", "scores", "feedback"]
+           "solution_answers", "submit", "colab_saved", "scores", "feedback",
+           "hub_course", "student_home", "student_nbgrader"]

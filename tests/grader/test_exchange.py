@@ -12,26 +12,12 @@ release_feedback stops at the first student without a secret).
 from __future__ import annotations
 
 import os
-import textwrap
-
-import subprocess
-import sys
 
 import nbformat
 import pytest
 
-from course import LESSON, fill, grade_py, make_course, nbgrader, scores, solution_answers
-
-AS_JOVYAN = ("import sys, nbgrader.utils as u; u.get_osusername = lambda: 'jovyan'; "
-             "from nbgrader.apps.nbgraderapp import main; sys.argv[0] = 'nbgrader'; main()")
-
-
-def student_nbgrader(home, student, *args):
-    env = {**os.environ, "JUPYTERHUB_USER": student, "HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-c", AS_JOVYAN, *args], cwd=home, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout + proc.stderr
+from course import (LESSON, fill, grade_py, hub_course, nbgrader, scores, solution_answers, student_home,
+                    student_nbgrader)
 
 STUDENTS = {"alice": "all", "bob": "padding_mask", "carol": None, "dave": "all"}  # what each one answers
 HOSTILE = "dave"  # his submitted secret is a link to a file outside his folder
@@ -40,22 +26,10 @@ HOSTILE = "dave"  # his submitted secret is a link to a file outside his folder
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("exchange")
-    exchange = tmp / "exchange"
-    exchange.mkdir()
-    os.chmod(exchange, 0o777)
-    exchange_config = f"\nc.Exchange.root = {str(exchange)!r}\nc.Exchange.path_includes_course = True\n"
-    root = make_course(tmp / "course", extra_config=exchange_config)
-    nbgrader(root, "release_assignment", LESSON, "--force")
+    root, exchange = hub_course(tmp)
     sol = solution_answers()
     for student, answers in STUDENTS.items():
-        home = tmp / "home" / student
-        home.mkdir(parents=True)
-        (home / "nbgrader_config.py").write_text(textwrap.dedent(f"""\
-            c = get_config()
-            c.Exchange.root = {str(exchange)!r}
-            c.Exchange.path_includes_course = True
-            c.CourseDirectory.course_id = "heads"
-        """))
+        home = student_home(tmp, exchange, student)
         student_nbgrader(home, student, "fetch_assignment", LESSON, "--course", "heads")
         path = home / "heads" / LESSON / f"{LESSON}.ipynb"  # path_includes_course
         nb = nbformat.read(path, as_version=4)

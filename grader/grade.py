@@ -202,21 +202,20 @@ def print_collect(result: dict, report: Path) -> None:
 
     lines = [f"collected {len(result['collected'])} notebooks:"]
     lines += [f"  {seen(rel)}  ->  {s} / {lesson}" for rel, (s, lesson, _) in sorted(result["collected"].items())]
-    if result["not_collected"]:
-        lines.append(f"NOT COLLECTED ({len(result['not_collected'])} files, kept in downloaded/):")
-        lines += [f"  {seen(rel)}: {why}" for rel, why in sorted(result["not_collected"].items())]
-    if result.get("shared"):
-        lines.append(f"ONE ID FOR TWO NAMES ({len(result['shared'])} names; each kept apart, none replaced):")
-        lines += [f"  {why}" for _, why in sorted(result["shared"].items())]
-    if result.get("unlisted"):
-        lines.append(f"NOT IN THE ROSTER ({len(result['unlisted'])} names; their ids come from the names):")
-        lines += [f"  {shown(name)}" for name in result["unlisted"]]
-    if result.get("misnamed"):
-        lines.append(f"NAMED FOR ANOTHER STUDENT ({len(result['misnamed'])} files; the folder decides):")
-        lines += [f"  {seen(rel)}: {why}" for rel, why in sorted(result["misnamed"].items())]
-    if result.get("not_extracted"):
-        lines.append(f"NOT EXTRACTED ({len(result['not_extracted'])} archive members, left packed):")
-        lines += [f"  {seen(line)}" for line in result["not_extracted"]]
+    # (result key, heading, what each entry shows): a section for each kind of thing to look at.
+    sections = [
+        ("not_collected", "NOT COLLECTED ({} files, kept in downloaded/):", lambda k, v: f"{seen(k)}: {v}"),
+        ("shared", "ONE ID FOR TWO NAMES ({} names; each kept apart, none replaced):", lambda k, v: v),
+        ("unlisted", "NOT IN THE ROSTER ({} names; their ids come from the names):", lambda k, v: shown(k)),
+        ("misnamed", "NAMED FOR ANOTHER STUDENT ({} files; the folder decides):", lambda k, v: f"{seen(k)}: {v}"),
+        ("not_extracted", "NOT EXTRACTED ({} archive members, left packed):", lambda k, v: seen(k)),
+    ]
+    for key, heading, entry in sections:
+        found = result.get(key) or {}
+        items = sorted(found.items()) if isinstance(found, dict) else [(k, None) for k in found]
+        if items:
+            lines.append(heading.format(len(items)))
+            lines += [f"  {entry(k, v)}" for k, v in items]
     for lesson, log in result["failed"].items():
         lines.append(f"zip_collect {lesson} FAILED:\n{log}")
     text = "\n".join(lines)

@@ -15,6 +15,13 @@ LESSON_03 = "03_sequence_head"
 NOTEBOOKS = [LESSON_03]
 
 
+def tagged(rel, tag: str, answers=None) -> bytes:
+    """The released notebook, filled with `answers`, marked `tag` to tell the copies apart afterwards."""
+    book = fill(rel, answers or {})
+    book.metadata["tag"] = tag
+    return nbformat.writes(book).encode()
+
+
 @pytest.mark.parametrize("path, student, rank", [
     ("class/alice/03_sequence_head.ipynb", "alice", 0),
     ("class/alice_03_sequence_head.ipynb", "alice", 0),
@@ -134,9 +141,7 @@ def hostile(tmp_path_factory):
     rel = release_nb(root)
 
     def nb(tag: str) -> bytes:
-        book = fill(rel, {})
-        book.metadata["tag"] = tag
-        return nbformat.writes(book).encode()
+        return tagged(rel, tag)
 
     lms = tmp / "lms.zip"
     with zipfile.ZipFile(lms, "w") as z:
@@ -285,9 +290,7 @@ def names(tmp_path_factory):
     rel = release_nb(root)
 
     def nb(tag: str) -> bytes:
-        book = fill(rel, {})
-        book.metadata["tag"] = tag
-        return nbformat.writes(book).encode()
+        return tagged(rel, tag)
 
     lms = tmp / "lms.zip"
     with zipfile.ZipFile(lms, "w") as z:

@@ -144,3 +144,10 @@ def test_a_mean_over_no_position_says_that_specials_count():
     with pytest.raises(CheckFailed, match=r"\[CLS\] and \[SEP\] included") as caught:
         ch08.sentence_embedding(without_specials)
     assert caught.value.mistake == "wrong-values"
+
+
+def test_a_mask_on_the_feature_axis_is_told_apart_from_a_missing_keepdim():
+    """Both raise a broadcasting error; B, n and d differ in every case, so the error's sizes say which axes met."""
+    with pytest.raises(CheckFailed) as caught:
+        ch08.sentence_embedding(lambda H, m: F.normalize((H * m).sum(1) / m.sum(1, keepdim=True), dim=-1))
+    assert "Line the (B, n) mask up with H's position axis" in str(caught.value) and "keepdim" not in str(caught.value)

@@ -44,8 +44,10 @@ def test_right_answers_pass(capsys):
     (lambda H, m: F.normalize(H[torch.arange(len(H)), m.bool().sum(1) - 1], dim=-1), "last-real-token"),
     (lambda H, m: F.normalize(H.masked_fill(~m.bool()[:, :, None], -1e9).amax(1), dim=-1), "max-pooling"),
     (lambda H, m: F.normalize(masked(H, m) + 0.1, dim=-1), "wrong-values"),           # no table entry: shown
-    (lambda H, m: masked(H, m) / masked(H, m).norm(dim=-1), "norm-without-keepdim"),    # runs where B = d
-    (lambda H, m: F.normalize((H * m[:, :, None]).sum(1) / m.sum(1), dim=-1), "count-without-keepdim"),
+    # A (B,) norm or count without keepdim: the cases' B ≠ d, so it raises, and the error's sizes name it.
+    (lambda H, m: masked(H, m) / masked(H, m).norm(dim=-1), "divided-without-keepdim"),
+    (lambda H, m: F.normalize((H * m[:, :, None]).sum(1) / m.sum(1), dim=-1), "divided-without-keepdim"),
+    (lambda H, m: (z := (H * m[:, :, None]).sum(1) / m.sum(1)) / z.norm(dim=-1), "divided-without-keepdim"),  # both
     (lambda H, m: embedding(torch.tensor(H.tolist()), m), "no-gradient"),   # right values from a copy of H
 ])
 def test_wrong_embeddings_are_named(wrong, key):
@@ -142,3 +144,10 @@ def test_a_mean_over_no_position_says_that_specials_count():
     with pytest.raises(CheckFailed, match=r"\[CLS\] and \[SEP\] included") as caught:
         ch08.sentence_embedding(without_specials)
     assert caught.value.mistake == "wrong-values"
+
+
+def test_a_mask_on_the_feature_axis_is_told_apart_from_a_missing_keepdim():
+    """Both raise a broadcasting error; B, n and d differ in every case, so the error's sizes say which axes met."""
+    with pytest.raises(CheckFailed) as caught:
+        ch08.sentence_embedding(lambda H, m: F.normalize((H * m).sum(1) / m.sum(1, keepdim=True), dim=-1))
+    assert "Line the (B, n) mask up with H's position axis" in str(caught.value) and "keepdim" not in str(caught.value)

@@ -29,7 +29,7 @@ padding_mask = Exercise(
     cases=[
         # n is not the longest length + 1, so an n − 1 slip is not told it padded to the longest length
         ([3, 1, 4], 6, [[T, T, T, F, F, F], [T, F, F, F, F, F], [T, T, T, T, F, F]]),
-        ([2, 2], 2, [[T, T], [T, T]]),
+        ([3, 3], 3, [[T, T, T], [T, T, T]]),
         ([1, 3], 4, [[T, F, F, F], [T, T, T, F]]),
     ],
     read=inputs_as(torch.long, None, torch.bool),

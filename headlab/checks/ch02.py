@@ -1,7 +1,6 @@
 """Checks for lesson 02: cls_pool, Pooler, mean_pool and max_pool."""
 from __future__ import annotations
 
-import re
 from functools import partial
 from typing import Callable
 
@@ -9,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from .core import CheckFailed, call, drive, fail, passed, require_module_class
-from .engine import Exercise, Mistake, gradient_facts, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, clashing_sizes, gradient_facts, inputs_as, judge_gradients, show
 
 T, F = True, False
 
@@ -17,7 +16,9 @@ T, F = True, False
 # (H, expected). The hundreds say the row and the tens the position, so every entry shows where it comes
 # from; the positions are not evenly spaced, so the mean of a row is none of its positions.
 CLS_CASES = [
-    ([[[0., 1.], [10., 11.], [50., 51.]], [[100., 101.], [110., 111.], [150., 151.]]], [[0., 1.], [100., 101.]]),
+    ([[[0., 1., 2., 3.], [10., 11., 12., 13.], [50., 51., 52., 53.]],
+      [[100., 101., 102., 103.], [110., 111., 112., 113.], [150., 151., 152., 153.]]],
+     [[0., 1., 2., 3.], [100., 101., 102., 103.]]),
     ([[[1.5, -2.0, 0.5], [7.0, 8.0, 9.0]]], [[1.5, -2.0, 0.5]]),
     ([[[3., 1.], [0., 0.], [5., 5.], [-1., 2.]], [[-4., 4.], [9., 9.], [0., 1.], [2., 2.]],
       [[6., -6.], [1., 1.], [1., 1.], [7., 7.]]], [[3., 1.], [-4., 4.], [6., -6.]]),
@@ -55,9 +56,9 @@ POOLER_CASES = [
      [[0.7616, 0.0, 0.0], [-0.9640, 0.7616, 0.7616]]),
 ]
 # nn.Linear fixes the layout: its weight is (out, in), used as c @ weight.T. A pooler built on one must get
-# tanh([1, 0]) and tanh([2, 1]) from this W, not their transposed map.
-LINEAR_LAYOUT_CASE = (2, [[1.0, 2.0], [0.0, 1.0]], [0.0, 0.0], [[1.0, 0.0], [0.0, 1.0]],
-                      [[0.7616, 0.0], [0.9640, 0.7616]])
+# tanh([1, 0]), tanh([2, 1]) and tanh([3, 1]) from this W, not their transposed map.
+LINEAR_LAYOUT_CASE = (2, [[1.0, 2.0], [0.0, 1.0]], [0.0, 0.0], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+                      [[0.7616, 0.0], [0.9640, 0.7616], [0.9951, 0.7616]])
 _dense = lambda d, W, b, c, act=lambda x: x: act(c @ W.T + b)   # noqa: E731  the pooler with `act` for tanh
 _pooler = Exercise(
     "Pooler.forward", [*POOLER_CASES, LINEAR_LAYOUT_CASE], read=inputs_as(None, *[torch.float32] * 4),
@@ -143,14 +144,15 @@ def drive_pooler(cls, d: int, W: torch.Tensor, b: torch.Tensor, c: torch.Tensor)
 
 
 # --- mean_pool(H, mask) and max_pool(H, mask) → (B, d) -----------------------------------------------
-# (H, mask, expected). In each first case B, n and d differ, so a mask or a count on the wrong axis raises an
+# (H, mask, expected). In every case B, n and d differ, so a mask or a count on the wrong axis raises an
 # error whose sizes say which; padding holds loud values, so any padding in a result shows.
 MEAN_CASES = [
     ([[[1., -1.], [2., -2.], [3., -3.], [6., -6.]], [[-5., 5.], [40., 40.], [40., 40.], [40., 40.]],
       [[2., 0.], [0., 2.], [-70., -70.], [-70., -70.]]],
      [[T, T, T, T], [T, F, F, F], [T, T, F, F]], [[3., -3.], [-5., 5.], [1., 1.]]),
-    ([[[1., 2., 3.], [3., 6., -3.], [90., 90., 90.]], [[0., 3., 6.], [3., 0., -6.], [-3., -3., 3.]]],
-     [[T, T, F], [T, T, T]], [[2., 4., 0.], [0., 0., 1.]]),
+    ([[[1., 2., 3.], [3., 6., -3.], [90., 90., 90.], [90., 90., 90.]],
+      [[0., 3., 6.], [3., 0., -6.], [-3., -3., 3.], [70., 70., 70.]]],
+     [[T, T, F, F], [T, T, T, F]], [[2., 4., 0.], [0., 0., 1.]]),
     # A batch of one, so a `.squeeze()` drops its batch axis; left-padded, so slicing the first ℓ positions
     # instead of using the mask takes the padding.
     ([[[50., 50.], [2., 4.], [4., 0.]]], [[F, T, T]], [[3., 2.]]),
@@ -160,14 +162,14 @@ MAX_CASES = [
     ([[[-7., -8.], [5., 5.], [5., 5.], [5., 5.]], [[1., -1.], [-2., 2.], [0., 0.], [3., -3.]],
       [[-1., -9.], [-6., -2.], [0., 0.], [0., 0.]]],
      [[T, F, F, F], [T, T, T, T], [T, T, F, F]], [[-7., -8.], [3., 2.], [-1., -2.]]),
-    ([[[-3., -1., -4.], [-2., -5., -6.], [9., 9., 9.]], [[1., -2., -8.], [-1., -3., -7.], [0., -4., -9.]]],
-     [[T, T, F], [T, T, T]], [[-2., -1., -4.], [1., -2., -7.]]),
+    ([[[-3., -1., -4.], [-2., -5., -6.], [9., 9., 9.], [9., 9., 9.]],
+      [[1., -2., -8.], [-1., -3., -7.], [0., -4., -9.], [9., 9., 9.]]],
+     [[T, T, F, F], [T, T, T, F]], [[-2., -1., -4.], [1., -2., -7.]]),
     ([[[9., 9.], [-1., -6.], [-3., -5.]]], [[F, T, T]], [[-1., -5.]]),   # a batch of one, left-padded
 ]
 # The contract accepts a bool mask or 0/1 numbers: every case runs with each, bool first.
 _KINDS = {torch.bool: "", torch.long: " (the mask was a 0/1 integer tensor)",
           torch.float32: " (the mask was a 0/1 float tensor)"}
-_CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 
 
 def _where(H, mask) -> str:
@@ -180,8 +182,7 @@ def _where(H, mask) -> str:
 def _raised(name, err, H, mask):
     """Fail with the mistake an error shows; the engine's hints can only say raised-<Error>."""
     B, n, d = H.shape
-    clash = _CLASH.search(str(err))
-    sizes = tuple(map(int, clash.groups())) if clash and len({B, n, d}) == 3 else ()   # sizes that say which axis
+    sizes = clashing_sizes(err) if len({B, n, d}) == 3 else ()   # sizes that say which axis
     for key, found, fix in [
         ("bool-mask-only", mask.dtype != torch.bool, "It worked with a bool mask; a mask may be bool or 0/1 numbers: "
          "turn it into what you need first, e.g. `mask.bool()` or `mask.to(H.dtype)`."),

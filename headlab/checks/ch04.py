@@ -14,7 +14,7 @@ from .dropout import identity_on_top, judge_train_pass
 from .engine import Exercise, Mistake, backward_through, gradient_facts, judge_gradients, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
-HEAD_CASES = [(8, 5, 2, 6), (16, 3, 3, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
+HEAD_CASES = [(8, 5, 2, 6), (16, 3, 2, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
 
 
 def TokenClassifier(cls: Callable, cases: Sequence | None = None) -> None:

@@ -54,7 +54,7 @@ last_token_pool = Exercise(
     # (lengths, n, d, the position each row must use: ℓ − 1), written out by hand.
     cases=[
         ([5, 3, 4], 6, 4, [4, 2, 3]),       # the lesson's worked example
-        ([2, 6, 1], 6, 3, [1, 5, 0]),       # a full row (ℓ = n) and a one-token row
+        ([2, 6, 1], 6, 2, [1, 5, 0]),       # a full row (ℓ = n) and a one-token row
         ([7, 4, 9], 10, 5, [6, 3, 8]),
     ],
     read=_read_pool,

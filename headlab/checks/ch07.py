@@ -174,8 +174,9 @@ restrict_to_labels = Exercise(
     # (logits (B, V), label_token_ids, expected (B, C)) by hand. The label tokens' logits are logarithms, so
     # their softmax is a fraction, softmax(ln a, ln b) = (a, b) / (a + b); the other tokens' logits are large,
     # so a softmax over the whole vocabulary gives very different numbers.
-    cases=[([[0.0, LN(3), 2.0, -1.0, 0.0, 5.0], [1.0, 0.0, 3.0, 3.0, LN(7), 0.5]],   # tokens 4, 1: ln 1, ln 3 …
-            [4, 1], [[0.25, 0.75], [0.875, 0.125]]),
+    cases=[([[0.0, LN(3), 2.0, -1.0, 0.0, 5.0], [1.0, 0.0, 3.0, 3.0, LN(7), 0.5],   # tokens 4, 1: ln 1, ln 3 …
+             [2.0, LN(4), 0.0, 4.0, LN(1), -3.0]],
+            [4, 1], [[0.25, 0.75], [0.875, 0.125], [0.2, 0.8]]),
            ([[LN(1), 4.0, LN(5), 3.0, -2.0, LN(2)]],                               # tokens 5, 0, 2: ln 2, ln 1, …
             torch.tensor([5, 0, 2]), [[0.25, 0.125, 0.625]]),
            ([[2.0, LN(1), LN(3), 6.0], [2.0, LN(5), LN(3), 1.0], [2.0, LN(1), LN(1), 0.0]],   # tokens 2, 1

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import CheckFailed, call, fail
-from .engine import Exercise, Mistake, close_gradient, gradient_of, inputs_as
+from .engine import Exercise, Mistake, clashing_sizes, close_gradient, gradient_of, inputs_as
 
 T, F_ = True, False
 IGNORE = -100
@@ -47,11 +47,18 @@ def _padded(H, mask) -> dict:
     return {"padded": f"row {b} has {counts[b]} real tokens, but your mean averaged all {H.shape[1]} positions"}
 
 
-def _mask_hint(err, H, mask) -> str | None:
+def _mask_hint(err, H, mask) -> str | tuple[str, str] | None:
+    B, n, d = H.shape
+    sizes = clashing_sizes(err)
+    if sizes == (d, B):   # (B, d) / (B,): the two divisions of a mean and a norm, one or both without keepdim
+        return (f"A value with one entry per sentence, shape (B,) = ({B},), met the d = {d} features of the (B, d) "
+                "mean: the count of real tokens or the row norms lost their axis, so they line up with the features, "
+                "not with the rows. Keep it: `attention_mask.sum(dim=1, keepdim=True)` and "
+                "`z.norm(dim=-1, keepdim=True)` have shape (B, 1) and divide each row.", "divided-without-keepdim")
     if mask.dtype != torch.bool:
         return (f"The mask was a {_kind(mask)} tensor, as a tokenizer returns it. A mask may be bool or 0/1 "
                 "numbers: convert it first, e.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
-    if "size of tensor" in str(err) or "shape" in str(err):
+    if set(sizes) == {n, d} or (not sizes and "shape" in str(err)):
         return ("Line the (B, n) mask up with H's position axis: `attention_mask[:, :, None]` has shape (B, n, 1) and "
                 "broadcasts over the d features.")
     return None
@@ -92,23 +99,27 @@ def _pooled(key, pool, message):
 _embedding = Exercise(
     "sentence_embedding",
     # (H, mask, expected) by hand. Each row's real vectors average to a vector with a whole-number length
-    # (3-4-5, 2-3-6-7, 1-2-2-3, 0-4-3-5), so the unit vectors can be written out; padding holds large values,
-    # so any padding that enters the mean shows.
+    # (3-4-5, 2-3-6-7, 1-2-2-3, 0-4-3-5, 2-6-3-7), so the unit vectors can be written out; padding holds large
+    # values, so any padding that enters the mean shows. B, n and d differ in every case: a (B,) count or norm
+    # divided without keepdim then raises an error whose sizes say so, instead of running when B = d.
     cases=_with_every_mask([
         ([[[1., 2.], [5., 6.], [-40., 0.], [-40., 0.]],          # 2 real: mean (3, 4), length 5
-          [[8., 1.], [2., -4.], [2., 12.], [0., 50.]]],         # 3 real: mean (4, 3), length 5
-         [[T, T, F_, F_], [T, T, T, F_]],
-         [[0.6, 0.8], [0.8, 0.6]]),
+          [[8., 1.], [2., -4.], [2., 12.], [0., 50.]],          # 3 real: mean (4, 3), length 5
+          [[-4., 0.], [-6., 6.], [-2., 3.], [-4., 3.]]],        # 4 real: mean (-4, 3), length 5
+         [[T, T, F_, F_], [T, T, T, F_], [T, T, T, T]],
+         [[0.6, 0.8], [0.8, 0.6], [-0.8, 0.6]]),
         ([[[1., 0., 0.], [3., 6., 6.], [2., 3., 6.], [0., 3., 12.], [6., 3., 6.], [0., 3., 6.]],   # mean (2, 3, 6)
           [[3., 0., 4.], [0., 6., 0.], [0., 0., 2.], [50., -50., 0.], [50., -50., 0.], [50., -50., 0.]],
-          [[0., -4., 3.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.]]],
-         [[T, T, T, T, T, T], [T, T, T, F_, F_, F_], [T, F_, F_, F_, F_, F_]],
-         [[2 / 7, 3 / 7, 6 / 7], [1 / 3, 2 / 3, 2 / 3], [0., -0.8, 0.6]]),
-        # Row 0 is left-padded (a tokenizer may pad on either side): its real tokens are the last two.
-        ([[[-40., 0.], [1., 2.], [5., 6.]],                     # 2 real: mean (3, 4), length 5
-          [[8., 1.], [2., -4.], [2., 12.]]],                    # 3 real: mean (4, 3), length 5
-         [[F_, T, T], [T, T, T]],
-         [[0.6, 0.8], [0.8, 0.6]]),
+          [[0., -4., 3.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.], [9., 9., 9.]],
+          [[10., 0., 0.], [0., -30., 0.], [0., 0., 15.], [0., 0., 0.], [0., 0., 0.], [-50., 50., 50.]]],
+         [[T, T, T, T, T, T], [T, T, T, F_, F_, F_], [T, F_, F_, F_, F_, F_], [T, T, T, T, T, F_]],
+         [[2 / 7, 3 / 7, 6 / 7], [1 / 3, 2 / 3, 2 / 3], [0., -0.8, 0.6], [2 / 7, -6 / 7, 3 / 7]]),
+        # Rows 0 and 1 are left-padded (a tokenizer may pad on either side): their real tokens come last.
+        ([[[-40., 0.], [-40., 0.], [1., 2.], [5., 6.]],         # 2 real: mean (3, 4), length 5
+          [[30., 30.], [8., 1.], [2., -4.], [2., 12.]],         # 3 real: mean (4, 3), length 5
+          [[-4., 0.], [-6., 6.], [-2., 3.], [-4., 3.]]],        # 4 real: mean (-4, 3), length 5
+         [[F_, F_, T, T], [F_, T, T, T], [T, T, T, T]],
+         [[0.6, 0.8], [0.8, 0.6], [-0.8, 0.6]]),
     ]),
     read=inputs_as(torch.float32, None, torch.float32),
     shape=lambda H, mask: (H.shape[0], H.shape[2]),
@@ -132,14 +143,6 @@ _embedding = Exercise(
         Mistake("kept-position-axis", lambda H, m: _unit(_mean(H, m))[:, None],
                 "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
                 "sum over positions). The result is (B, d)."),
-        Mistake("norm-without-keepdim", lambda H, m: _mean(H, m) / _mean(H, m).norm(dim=-1),
-                "sentence_embedding divided the mean z, (B, d), by its (B,) row norms{where}: without keepdim=True "
-                "they line up with the feature axis, not with the rows (it only runs because B = d here). Keep the "
-                "axis: `z.norm(dim=-1, keepdim=True)`."),
-        Mistake("count-without-keepdim", lambda H, m: _unit((H * _real(H, m)).sum(1) / _real(H, m).sum((1, 2))),
-                "sentence_embedding divided the sums, (B, d), by the (B,) counts of real tokens{where}: without "
-                "keepdim=True they line up with the feature axis, not with the rows (it only runs because B = d "
-                "here). Keep the axis: `attention_mask.sum(dim=1, keepdim=True)`."),
         Mistake("not-normalised", _mean, NOT_NORMALISED),
         Mistake("not-normalised", lambda H, m: (H * _real(H, m)).sum(1), NOT_NORMALISED),
         *_pooled("padding-in-mean", lambda H, m: H.mean(1), PADDING),

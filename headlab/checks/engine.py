@@ -16,6 +16,7 @@ and refuses an answer that wrote into its inputs.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
@@ -375,6 +376,16 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: C
              f"it returns: part of them is computed from a detached copy of {given} (`.detach()`, `.data`, "
              "`torch.no_grad()`), so fine-tuning would train the encoder below for another output than the one "
              "the head gives.", "wrong-input-gradient")
+
+
+_CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def clashing_sizes(err: Exception) -> tuple[int, ...]:
+    """The two sizes that met in torch's broadcasting error, (a, b), or () for another error. Every case's sizes
+    differ from each other (tests/test_case_sizes.py), so the two sizes say which axes a mistake lined up."""
+    clash = _CLASH.search(str(err))
+    return tuple(map(int, clash.groups())) if clash else ()
 
 
 def inputs_as(*dtypes: torch.dtype | None) -> Callable[[Any], tuple[tuple, Any]]:

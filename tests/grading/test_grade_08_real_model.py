@@ -6,6 +6,17 @@ WRONG = [
     # sentence_embedding
     Wrong.edit("sentence_embedding-mean-over-padding", "sentence_embedding",
                "(H * mask).sum(dim=1) / mask.sum(dim=1)", "H.mean(dim=1)", "padding-in-mean"),
+    # Forgetting keepdim on a (B,) norm or count: the visible cases have B ≠ d, so it raises, and the error's
+    # sizes name it (with B = d it ran and was told "not L2-normalised").
+    Wrong.edit("sentence_embedding-norm-without-keepdim", "sentence_embedding",
+               "return mean / mean.norm(dim=-1, keepdim=True)", "return mean / mean.norm(dim=-1)",
+               "divided-without-keepdim"),
+    Wrong("sentence_embedding-count-and-norm-without-keepdim", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            m = attention_mask.to(H.dtype)
+            z = (H * m[:, :, None]).sum(dim=1) / m.sum(dim=1)
+            return z / z.norm(dim=-1)
+        """, "divided-without-keepdim"),
     Wrong.edit("sentence_embedding-no-normalisation", "sentence_embedding",
                "return mean / mean.norm(dim=-1, keepdim=True)", "return mean", "not-normalised"),
     Wrong("sentence_embedding-normalise-before-mean", "sentence_embedding", """

@@ -9,15 +9,14 @@ A lesson is a solution with its answers removed, so under nbval:
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from lessons import python_tools_on_path
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models run faster on one thread per process
-# nbgrader runs the `alembic` command by name: find it beside this Python when the environment is not
-# activated (`.venv/bin/pytest`).
-os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+python_tools_on_path()  # nbgrader finds `alembic` under `.venv/bin/pytest` too (grader/lessons.py)
 
 ROOT = Path(__file__).parent
 # The slow tier: real nbgrader runs, browsers, the weights rebuild, packaging and notebooks.

@@ -414,6 +414,9 @@ def scores(course: Course, lessons: list[str]) -> dict[tuple[str, str], tuple[fl
 
 # --- command line --------------------------------------------------------------------------------
 def main(argv=None) -> int:
+    from lessons import python_tools_on_path
+
+    python_tools_on_path()  # every nbgrader command runs `alembic` by name
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--course", type=Path, default=GRADER,
                         help="folder with the nbgrader_config.py to use (default: grader/)")

@@ -15,7 +15,9 @@ import atexit
 import functools
 import json
 import logging
+import os
 import shutil
+import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -135,11 +137,21 @@ def course_config(root: Path):
     return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
 
 
+def python_tools_on_path() -> None:
+    """Put this Python's own scripts folder first on PATH: nbgrader runs the `alembic` command by name, and
+    a venv used without activating it (`.venv/bin/python grader/release.py`) is not on PATH. Without
+    this, a new gradebook fails, and `generate_assignment --force` has already removed the lesson."""
+    scripts = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+
+
 def nbgrader_api(config):
     """nbgrader's own API (what its commands and the formgrader run) on the course `config` describes."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
+    python_tools_on_path()
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     api.log.setLevel(logging.WARNING)
     return api

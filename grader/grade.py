@@ -98,22 +98,20 @@ def unsandboxed_reads(course: Course) -> list[str]:
 def sandbox_in_force(course: Course) -> str | None:
     """None when every kernel will run in the sandbox; else a warning that says why not and what the
     kernel can then read. RuntimeError when the sandbox is required and bubblewrap does not work."""
-    from heads_sandbox import NO_SANDBOX, SandboxKernelManager, bwrap_works, sandbox_mode
+    from heads_sandbox import SandboxKernelManager, sandbox_mode, sandboxed
 
     configured = course.config.SandboxKernelManager.get("sandbox", SandboxKernelManager.sandbox.default_value)
     mode = course.env.get("HEADS_SANDBOX") or sandbox_mode(configured)
-    if mode == "off" or (mode == "auto" and not bwrap_works()):
-        if course.env.get("HEADS_SANDBOX") == "off":
-            why = "--no-sandbox"
-        elif mode == "off":
-            why = "sandbox mode 'off', from HEADS_SANDBOX or SandboxKernelManager.sandbox"
-        else:
-            why = "sandbox mode 'auto', and bubblewrap does not work here"
-        return (f"WARNING: student code runs WITHOUT the sandbox ({why}). Each kernel can read:\n"
-                + "\n".join(f"  - {line}" for line in unsandboxed_reads(course)))
-    if not bwrap_works():
-        raise RuntimeError(NO_SANDBOX)
-    return None
+    if sandboxed(mode):  # the kernel manager's own rule, so this says what grading will do
+        return None
+    if course.env.get("HEADS_SANDBOX") == "off":
+        why = "--no-sandbox"
+    elif mode == "off":
+        why = "sandbox mode 'off', from HEADS_SANDBOX or SandboxKernelManager.sandbox"
+    else:
+        why = "sandbox mode 'auto', and bubblewrap does not work here"
+    return (f"WARNING: student code runs WITHOUT the sandbox ({why}). Each kernel can read:\n"
+            + "\n".join(f"  - {line}" for line in unsandboxed_reads(course)))
 
 
 def jobs_default() -> int:

@@ -82,6 +82,18 @@ def sandbox_mode(configured: str = "required") -> str:
     return os.environ.get("HEADS_SANDBOX", configured).strip().lower()
 
 
+def sandboxed(mode: str) -> bool:
+    """Whether a kernel runs in bubblewrap under the sandbox `mode` ("off", "auto" or "required");
+    RuntimeError(NO_SANDBOX) when the sandbox is required and bubblewrap does not work here."""
+    if mode == "off":
+        return False
+    if bwrap_works():
+        return True
+    if mode != "auto":
+        raise RuntimeError(NO_SANDBOX)
+    return False
+
+
 def python_paths() -> list[str]:
     """Folders the kernel's Python needs: the interpreter, the venv, site-packages, headlab."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
@@ -222,14 +234,11 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def _use_sandbox(self) -> bool:
         mode = sandbox_mode(self.sandbox)
-        if mode == "off":
-            return False
-        if bwrap_works():
+        if sandboxed(mode):
             return True
-        if mode != "auto":
-            raise RuntimeError(NO_SANDBOX)
-        self.log.warning("bubblewrap (or, for a root grader, setpriv) not available: student code "
-                         "runs WITHOUT a sandbox")
+        if mode == "auto":
+            self.log.warning("bubblewrap (or, for a root grader, setpriv) not available: student code "
+                             "runs WITHOUT a sandbox")
         return False
 
     def _workdir(self) -> str:

@@ -34,12 +34,16 @@ can then read (the recordings, with every hidden case and expected value; the so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import hashlib
 import os
 import re
 import shutil
+import itertools
 import subprocess
 import sys
+import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -59,6 +63,12 @@ class Course:
         self.coursedir = CourseDirectory(config=self.config)
         self.base = Path(self.coursedir.root or self.root)
         self.env: dict[str, str] = {}  # for every nbgrader command (HEADS_SANDBOX=off: --no-sandbox)
+        self.db_args: list[str] = []   # for the nbgrader commands that read the gradebook
+
+    def use_gradebook(self, db_url: str) -> None:
+        """Grade into the gradebook at `db_url` (`--db-url`), not the configured one."""
+        self.coursedir.db_url = self.config.CourseDirectory.db_url = db_url
+        self.db_args = [f"--CourseDirectory.db_url={db_url}"]
 
     def folder(self, name: str) -> Path:
         return (self.base / getattr(self.coursedir, f"{name}_directory")).resolve()
@@ -251,77 +261,181 @@ def set_aside_bad(course: Course, lesson: str) -> dict[str, str]:
     return problems
 
 
-def autograde(course: Course, lessons: list[str], jobs: int) -> dict:
-    """Autograde every submission of `lessons`, `jobs` nbgrader processes at a time."""
-    problems, tasks = {}, []
+def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | None = None,
+              regrade: bool = False) -> dict:
+    """Autograde every submission of `lessons` that the ledger has not applied yet (all of them with
+    `regrade`): one Dask task per hand-in (grader/heads_task.py) on an in-process cluster of `jobs`
+    worker processes, or on the cluster at `scheduler`; each result applied here, once
+    (grader/heads_ledger.py)."""
+    from heads_ledger import Writer
+
+    problems, not_graded = {}, set()
     for lesson in lessons:
         problems.update(set_aside_bad(course, lesson))
-        everyone = course.students(lesson)
-        # A student with no notebook left (none handed in, or set aside above) is not given to
-        # nbgrader, which would stop on the empty folder: record_ungraded scores them 0.
-        students = [s for s in everyone if any(
-            (course.folder("submitted") / s / lesson / f"{nb}.ipynb").exists() for nb in course.notebooks(lesson))]
-        shares = [students[i::jobs] for i in range(jobs)]
-        for share in filter(None, shares):
-            others = sorted(set(everyone) - set(share))
-            tasks.append((lesson, share, others))
-    # SQLite waits for the other processes' writes instead of failing with "database is locked".
-    db_url = course.coursedir.db_url
-    if db_url.startswith("sqlite") and "timeout=" not in db_url:
-        db_url += ("&" if "?" in db_url else "?") + "timeout=120"
-
-    def run(task):
-        lesson, share, others = task
-        args = ["autograde", lesson, "--force", f"--CourseDirectory.db_url={db_url}"]
-        if others:
-            args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
-        proc = course.nbgrader(*args, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-        return task, proc
-
-    logs = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        done = list(pool.map(run, tasks))
-        # nbgrader stops its whole process on a few errors of one notebook (a database error, a metadata
-        # format it does not know): the students of that share it never reached are graded again, one
-        # process each, so that one submission cannot cost its classmates their grade.
-        again = [(lesson, [student], sorted(set(course.students(lesson)) - {student}))
-                 for task, proc in done if len(task[1]) > 1 for student in never_reached(course, task, proc)]
-        done += list(pool.map(run, again))
-    for (lesson, share, _), proc in done:
-        log = proc.stdout + proc.stderr
-        logs.append(log)
-        for student in sorted(_failed_students(log) & set(share)):
-            problems[f"{student}/{lesson}"] = "nbgrader autograde failed for it (log above)"
-        for student in never_reached(course, (lesson, share, []), proc) if len(share) == 1 else []:
-            problems[f"{student}/{lesson}"] = f"nbgrader stopped on this notebook: {_last_error(log)}"
-        for where, text in _reported(log):
-            problems[where] = f"{problems[where]}; {text}" if where in problems else text
-        if proc.returncode != 0:
-            print(log[-4000:], file=sys.stderr)
-    for where, text in record_ungraded(course, lessons).items():
+    ensure_assignments(course, lessons)
+    writer = Writer(course.coursedir.db_url, course.coursedir.course_id, course.folder("autograded"),
+                    course.base / "verdicts")
+    counts = {"graded": 0, "unchanged": 0, "duplicates": 0}
+    try:
+        if regrade:
+            writer.forget(lessons)
+        work = handins(course, lessons, writer.applied(), problems, counts)
+        first = next(work, None)
+        if first is not None:
+            with dask_client(scheduler, jobs, course.env) as client:
+                for result in run_tasks(client, itertools.chain([first], work)):
+                    where = f"{result['student']}/{result['lesson']}"
+                    for place, text in result.get("problems", []):
+                        problems[place] = f"{problems[place]}; {text}" if place in problems else text
+                    if result["status"] == "graded":
+                        counts["graded" if writer.apply(result) else "duplicates"] += 1
+                    elif result["status"] == "refused":   # left out of the gradebook, for a later run
+                        not_graded.add((result["student"], result["lesson"]))
+                        problems[where] = f"NOT GRADED: {result['error']}"
+                    else:
+                        problems[where] = f"nbgrader stopped on this notebook: {result['error']}"
+    finally:
+        writer.close()
+    for where, text in record_ungraded(course, lessons, skip=not_graded).items():
         problems[where] = f"{problems[where]}; scored 0" if where in problems else text
     return {"problems": problems, "scores": scores(course, lessons), "flags": flags(course, lessons),
-            "log": "\n".join(logs)}
+            "counts": counts, "refused": any(t.startswith("NOT GRADED") for t in problems.values())}
 
 
-def never_reached(course: Course, task: tuple, proc: subprocess.CompletedProcess) -> list[str]:
-    """The students of a failed nbgrader process that it neither graded nor named as failed."""
-    lesson, share, _ = task
-    if proc.returncode == 0:
-        return []
-    failed = _failed_students(proc.stdout + proc.stderr)
-    return [s for s in share if s not in failed and not (course.folder("autograded") / s / lesson).is_dir()]
+def handins(course: Course, lessons: list[str], done: set, problems: dict, counts: dict):
+    """The task of every hand-in still to grade, read when its turn comes (a class of any size is never
+    all in memory): each submitted folder holding a notebook of its lesson whose (student, lesson,
+    hand-in, grader version) the ledger lacks."""
+    from heads_task import grader_version, handin_hash, read_handin
+    from nbgrader.api import Gradebook
+
+    budget = course.config.HeadsExecute.get("notebook_timeout", 180)
+    record = course.config.RunAnswersOnly.get("record_timeout", 600)
+    for lesson in lessons:
+        version = grader_version(course.config, lesson)
+        with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+            due = gb.find_assignment(lesson).duedate
+        notebooks = course.notebooks(lesson)
+        for student in course.students(lesson):
+            folder = course.folder("submitted") / student / lesson
+            present = [nb for nb in notebooks if (folder / f"{nb}.ipynb").exists()]
+            if not present:
+                continue   # none handed in, or set aside: record_ungraded scores them 0
+            try:
+                files = read_handin(folder)
+            except (OSError, ValueError) as err:
+                problems[f"{student}/{lesson}"] = f"not graded: {err}"
+                continue
+            graded = all((course.folder("autograded") / student / lesson / f"{nb}.ipynb").exists()
+                         for nb in present)
+            if graded and (student, lesson, handin_hash(files), version) in done:
+                counts["unchanged"] += 1
+                continue
+            yield {"course": str(course.root), "lesson": lesson, "student": student, "files": files,
+                   "version": version, "sandbox": course.env.get("HEADS_SANDBOX"),
+                   "duedate": due.isoformat() if due else None,
+                   "timeout": len(notebooks) * budget + record + 120}
 
 
-def _last_error(log: str) -> str:
-    """nbgrader's last error line, for a report that says why."""
-    errors = [line for line in log.splitlines() if "ERROR" in line or "Error" in line]
-    return (errors[-1].strip()[:300] if errors else "no error message") + " (log above)"
+def ensure_assignments(course: Course, lessons: list[str]) -> None:
+    """Every lesson in the gradebook, whose schema is created here, once, before any task: a gradebook
+    that lacks a lesson (a new PostgreSQL one) gets it from nbgrader's generate_assignment, released
+    into a temporary folder (the course's own release folder is left alone)."""
+    import copy
+    import tempfile
+
+    from lessons import generate_assignments
+    from nbgrader.api import Gradebook, MissingEntry
+
+    missing = []
+    with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+        for lesson in lessons:
+            try:
+                gb.find_assignment(lesson)
+            except MissingEntry:
+                missing.append(lesson)
+    if missing:
+        with tempfile.TemporaryDirectory(prefix="heads-release-") as tmp:
+            config = copy.deepcopy(course.config)
+            config.CourseDirectory.db_url = course.coursedir.db_url
+            config.CourseDirectory.release_directory = tmp
+            generate_assignments(missing, config)
 
 
-def _reported(log: str) -> list[tuple[str, str]]:
-    """The course's `HEADS-PROBLEM student/lesson: text` log lines (grader/heads_files.py)."""
-    return re.findall(r"HEADS-PROBLEM (\S+?): (.*)", log)
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, jobs: int, env: dict[str, str]):
+    """A Dask client: of the cluster at `scheduler`, or of an in-process LocalCluster of `jobs` worker
+    processes with one thread each (the same code path, no server to start)."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        check_scheduler(scheduler)
+        client = Client(scheduler, timeout=60)
+        try:
+            client.wait_for_workers(1, timeout=120)
+            yield client
+        finally:
+            client.close()
+        return
+    worker_env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **env}
+    with LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                      memory_limit=0, silence_logs=logging.ERROR, env=worker_env) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def check_scheduler(address: str) -> None:
+    """A plain `tcp://` scheduler is refused off this machine: Dask's default is unauthenticated and
+    unencrypted, the tasks carry hand-ins and the workers hold every hidden case."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme == "tls":
+        return
+    host = parts.hostname or ""
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = False
+    if parts.scheme != "tcp" or not local:
+        raise SystemExit(f"REFUSED: scheduler {address}: off this machine the connection must use TLS "
+                         "(tls://HOST:PORT, with Dask's distributed.comm.tls settings: grader/CLUSTER.md)")
+
+
+def run_tasks(client, work):
+    """Results of `work` (task specs) as they finish, a few tasks per worker thread in flight; a task
+    that could not finish (its workers kept dying, a worker lacks the grader) is a "failed" result
+    with the reason."""
+    from distributed import as_completed
+    from heads_task import on_worker
+
+    window = max(2, 2 * sum(client.nthreads().values()))
+    finished, owner = as_completed(), {}
+
+    def submit_next() -> None:
+        for spec in work:
+            name = hashlib.sha256(f"{spec['lesson']}/{spec['student']}".encode()).hexdigest()[:12]
+            future = client.submit(on_worker, spec,
+                                   key=f"heads-{name}-{uuid.uuid4().hex[:8]}", pure=False)
+            owner[future.key] = (spec["student"], spec["lesson"])
+            finished.add(future)
+            return
+
+    for _ in range(window):
+        submit_next()
+    for future in finished:
+        student, lesson = owner.pop(future.key)
+        try:
+            yield future.result()
+        except Exception as err:   # KilledWorker, a worker without the course at this path, ...
+            yield {"status": "failed", "student": student, "lesson": lesson,
+                   "error": f"the grading task did not finish: {type(err).__name__}: {err}"}
+        finally:
+            future.release()
+        submit_next()
 
 
 def flags(course: Course, lessons: list[str]) -> dict[str, list[str]]:
@@ -346,9 +460,10 @@ def flags(course: Course, lessons: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def record_ungraded(course: Course, lessons: list[str]) -> dict[str, str]:
+def record_ungraded(course: Course, lessons: list[str], skip: set = frozenset()) -> dict[str, str]:
     """A student with a submission folder but no graded notebook (missing or unreadable) gets a
-    submission of 0 in the gradebook, so the export lists them; extra notebooks are reported."""
+    submission of 0 in the gradebook, so the export lists them; extra notebooks are reported.
+    `skip`: (student, lesson) pairs no worker could grade, left out of the gradebook for a later run."""
     from nbgrader.api import Gradebook, MissingEntry
 
     problems = {}
@@ -356,6 +471,8 @@ def record_ungraded(course: Course, lessons: list[str]) -> dict[str, str]:
         for lesson in lessons:
             expected = {f"{nb}.ipynb" for nb in course.notebooks(lesson)}
             for student in course.students(lesson):
+                if (student, lesson) in skip:
+                    continue
                 folder = course.folder("submitted") / student / lesson
                 present = {p.name for p in folder.iterdir()}
                 for extra in sorted(p for p in present - expected if p.endswith(".ipynb")):
@@ -387,13 +504,6 @@ def not_exportable(course: Course, lessons: list[str]) -> dict[str, str]:
     return out
 
 
-def _failed_students(log: str) -> set[str]:
-    """Students nbgrader names in its closing "errors" summary."""
-    import re
-
-    return set(re.findall(r"error processing assignment .* for student '([^']+)'", log))
-
-
 def scores(course: Course, lessons: list[str]) -> dict[tuple[str, str], tuple[float, float]]:
     """{(student, lesson): (score, max_score)} from the gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -419,7 +529,16 @@ def main(argv=None) -> int:
     parser.add_argument("--course", type=Path, default=GRADER,
                         help="folder with the nbgrader_config.py to use (default: grader/)")
     parser.add_argument("--jobs", "-j", type=int, default=jobs_default(),
-                        help="nbgrader processes at a time (default: the cores available)")
+                        help="worker processes of the in-process Dask cluster, one hand-in at a time "
+                             "each (default: the cores available; ignored with --scheduler)")
+    parser.add_argument("--scheduler", default=os.environ.get("HEADS_SCHEDULER"),
+                        help="grade on the Dask cluster at this address (tcp://127.0.0.1:8786 on this "
+                             "machine, tls://HOST:PORT off it; grader/CLUSTER.md) instead of an "
+                             "in-process one (default: $HEADS_SCHEDULER)")
+    parser.add_argument("--db-url", default=os.environ.get("HEADS_DB_URL"),
+                        help="the gradebook to use instead of the configured one, e.g. "
+                             "postgresql+psycopg://USER@HOST/DB (default: $HEADS_DB_URL); only this "
+                             "process opens it, never a worker")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run student code without the sandbox (bubblewrap), which is otherwise "
                              "required: the kernel can then read the recordings (every hidden case "
@@ -430,8 +549,10 @@ def main(argv=None) -> int:
     p.add_argument("--roster", type=Path, default=None,
                    help="an LMS roster export (Canvas gradebook CSV, Moodle participants CSV, or a "
                         "name,id CSV) that decides the id of every student it lists")
-    p = sub.add_parser("autograde", help="autograde every submission (sandboxed, in parallel)")
+    p = sub.add_parser("autograde", help="autograde every new or changed hand-in (sandboxed, in parallel)")
     p.add_argument("lessons", nargs="*")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every hand-in again, also those the ledger has applied unchanged")
     p = sub.add_parser("feedback", help="generate feedback HTML for every graded submission")
     p.add_argument("lessons", nargs="*")
     p.add_argument("--zip", action="store_true",
@@ -447,7 +568,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None,
                    help="folder for class.html and mistakes.csv (default: reports/ in the course)")
     args = parser.parse_args(argv)
+    if args.scheduler:
+        check_scheduler(args.scheduler)
     course = Course(args.course)
+    if args.db_url:
+        course.use_gradebook(args.db_url)
     if args.no_sandbox:
         course.env = {"HEADS_SANDBOX": "off"}
 
@@ -471,7 +596,8 @@ def main(argv=None) -> int:
         if args.lessons and not wanted:
             print("nothing to export: no CSV written")
             return 1
-        proc = course.nbgrader("export", "--to", str(dest), *(f"--assignment={lesson}" for lesson in wanted))
+        proc = course.nbgrader("export", "--to", str(dest), *(f"--assignment={lesson}" for lesson in wanted),
+                               *course.db_args)
         if proc.returncode:
             print(proc.stdout + proc.stderr)
             return proc.returncode
@@ -496,22 +622,28 @@ def main(argv=None) -> int:
         if warning:
             print(warning)
             print(warning, file=sys.stderr)
-        result = autograde(course, lessons, max(1, args.jobs))
+        result = autograde(course, lessons, max(1, args.jobs), args.scheduler, args.regrade)
+        counts = result["counts"]
+        print(f"graded {counts['graded']} hand-ins; {counts['unchanged']} unchanged since they were "
+              f"graded (--regrade grades them again)"
+              + (f"; {counts['duplicates']} results delivered twice, applied once" if counts["duplicates"] else ""))
         for (student, lesson), (score, max_score) in sorted(result["scores"].items()):
             print(f"{student:30s} {lesson:28s} {score:g} / {max_score:g}")
         for what, why in sorted(result["problems"].items()):
             print(f"PROBLEM {what}: {why}")
         for what, found in sorted(result["flags"].items()):
             print(f"FLAG {what}: " + "; ".join(found))
-        return 0
+        return 1 if result["refused"] else 0
     if args.step == "feedback":
+        from heads_task import reported
+
         status = 0
         for lesson in lessons:
-            proc = course.nbgrader("generate_feedback", lesson, "--force")
+            proc = course.nbgrader("generate_feedback", lesson, "--force", *course.db_args)
             if proc.returncode:
                 print(proc.stdout + proc.stderr, file=sys.stderr)
                 status = 1
-            for where, text in _reported(proc.stdout + proc.stderr):
+            for where, text in reported(proc.stdout + proc.stderr):
                 print(f"PROBLEM {where}: {text}")
         print(f"feedback in {course.folder('feedback')}")
         if args.zip:

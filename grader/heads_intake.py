@@ -87,6 +87,9 @@ def refuse_oversized(convert):
     notebook only."""
     from heads_files import problem
 
+    if getattr(convert, "refuses_oversized", False):   # the configuration is loaded once per task on a worker
+        return convert
+
     @functools.wraps(convert)
     def checked(self, notebook_filename: str) -> None:
         why = HandInLimits(parent=self).over(notebook_filename)
@@ -95,6 +98,7 @@ def refuse_oversized(convert):
             problem(self.log, student, lesson, f"refused before grading: {why}; scored 0")
             raise HandInTooLarge(why)
         convert(self, notebook_filename)
+    checked.refuses_oversized = True
     return checked
 
 

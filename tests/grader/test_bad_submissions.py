@@ -258,8 +258,9 @@ def test_a_huge_hand_in_never_holds_the_grader(tmp_path):
 
 def test_a_process_nbgrader_stops_costs_no_classmate_a_grade(tmp_path):
     """nbgrader stops its whole process on some errors of one notebook. With the schema step removed,
-    a `schema_version` nbgrader does not know is one: the classmates after it in the same process are
-    graded again, one process each, and the notebook that stopped it is reported with the reason."""
+    a `schema_version` nbgrader does not know is one: every hand-in is a task of its own, so the
+    classmates are graded, and the notebook that stopped nbgrader scores 0 and is reported with the
+    reason."""
     root = make_course(tmp_path / "course", extra_config="""
         c.Autograde.sanitize_preprocessors = [p for p in c.Autograde.sanitize_preprocessors
                                               if p.__name__ != "CurrentSchemaVersion"]

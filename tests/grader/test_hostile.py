@@ -342,8 +342,12 @@ def test_output_floods_are_capped(graded):
 
 def test_tmpfs_and_disk_are_bounded(graded):
     root = graded["root"]
-    text = outputs_text(autograded(root, "xss-and-scratch"))
-    written = int(re.search(r"scratch full after (\d+)", text).group(1))
+    nb = autograded(root, "xss-and-scratch")
+    text = outputs_text(nb)
+    filled = re.search(r"scratch full after (\d+)", text)
+    cell = next((c.get("outputs") for c in nb.cells if "/scratch/f" in c.source), "no such cell")
+    assert filled, f"the cell that fills /scratch printed no result; its outputs: {cell}"
+    written = int(filled.group(1))
     assert 0 < written <= 256, text[-500:]
     assert "no /dev/shm" in text
     disk = autograded(root, "spawner-disk-frames")

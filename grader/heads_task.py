@@ -1,0 +1,301 @@
+"""One hand-in graded on a worker: the task that `grade.py autograde` sends to Dask.
+
+    grade_handin(spec) -> result            # plain data in, plain data out
+
+A task grades one student's hand-in of one lesson in a private scratch course of its own: nbgrader's
+`autograde` with the course's configuration (the sandbox, the recording, the judge outside the
+kernel), on a copy of a small gradebook that holds only that lesson. It returns what the course's
+one writer (grader/heads_ledger.py) needs to apply it: the cells' scores and comments, the
+autograded folder's files, the verdicts, the `HEADS-PROBLEM` lines and the log. Nothing on the
+worker touches the real gradebook, the real course folders or another student: the task carries
+the hand-in's files, and workers never see the gradebook's address or credentials.
+
+A worker needs the course (its nbgrader_config.py, grader/ and solutions/, the headlab package) at
+the path the coordinator uses: a shared file system or a checkout at that path. `grader_version` is
+computed on both sides, and a worker whose copy differs refuses the task. A worker on which the
+sandbox cannot run refuses it too, as nbgrader's kernel manager would refuse to start a kernel.
+Run workers with one thread each (`--nthreads 1`): a task owns its worker process while it runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import importlib.util
+import os
+import shutil
+import socket
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+GRADER = Path(__file__).resolve().parent
+HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
+
+_templates: dict[tuple, Path] = {}   # (course, lesson, version) -> a scratch course with the lesson released
+_lock = threading.Lock()
+
+
+def load_config(course_root: str | Path):
+    """The configuration nbgrader reads for the course in `course_root` (its nbgrader_config.py)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course_root)).load_config()
+
+
+def source_folder(config, lesson: str) -> Path:
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config)
+    return Path(coursedir.format_path(coursedir.source_directory, ".", lesson)).resolve()
+
+
+def grader_version(config, lesson: str) -> str:
+    """A hash of everything that decides a grade of `lesson`: the course configuration, the grader's
+    code, the headlab package (checks, judge) and the lesson's source folder. The ledger keys every
+    applied result by it, so changing any of these grades the class again."""
+    from nbgrader.coursedir import CourseDirectory
+
+    key = hashlib.sha256()
+    root = Path(CourseDirectory(config=config).root or ".")
+    files = [root / "nbgrader_config.py", *sorted(GRADER.glob("*.py")), *sorted(HEADLAB.rglob("*.py"))]
+    source = source_folder(config, lesson)
+    files += sorted(p for p in source.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+    for path in files:
+        if path.is_file():
+            key.update(path.name.encode() + b"\0" + path.read_bytes())
+    return key.hexdigest()[:32]
+
+
+def read_handin(folder: Path, max_bytes: int = 64 * 1024**2) -> dict[str, bytes]:
+    """The regular files of a submitted folder, {relative path: bytes}; links and special files are
+    left out (collect never makes them), and ValueError beyond `max_bytes` in all."""
+    files, total = {}, 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            data = Path(path).read_bytes()
+            total += len(data)
+            if total > max_bytes:
+                raise ValueError(f"the hand-in's folder holds more than {max_bytes // 2**20} MiB")
+            files[os.path.relpath(path, folder)] = data
+    return files
+
+
+def handin_hash(files: dict[str, bytes]) -> str:
+    key = hashlib.sha256()
+    for rel in sorted(files):
+        key.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    return key.hexdigest()
+
+
+def scratch_config(base, root: Path, db: Path, release: Path, source: Path):
+    """`base` pointed at a scratch course in `root`: its own gradebook and folders, the lesson's source
+    from the real course, the release from the worker's template."""
+    config = copy.deepcopy(base)
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.db_url = f"sqlite:///{db}"
+    config.CourseDirectory.source_directory = str(source.parent)
+    config.CourseDirectory.release_directory = str(release)
+    for folder in ("submitted", "autograded", "feedback"):
+        setattr(config.CourseDirectory, f"{folder}_directory", folder)
+    config.CourseDirectory.student_id_exclude = ""
+    return config
+
+
+def template(course_root: str, lesson: str, version: str) -> tuple[object, Path]:
+    """(the course configuration, a scratch course holding `lesson` released into its own gradebook),
+    made once per worker process by nbgrader's generate_assignment and copied for every task."""
+    key = (course_root, lesson, version)
+    with _lock:
+        if key not in _templates:
+            from lessons import generate_assignments, python_tools_on_path
+
+            python_tools_on_path()   # nbgrader runs `alembic` by name
+            base = load_config(course_root)
+            folder = Path(tempfile.mkdtemp(prefix=f"heads-template-{lesson}-"))
+            config = scratch_config(base, folder, folder / "gradebook.db", folder / "release",
+                                    source_folder(base, lesson))
+            generate_assignments([lesson], config)
+            _templates[key] = folder
+        return load_config(course_root), _templates[key]
+
+
+# The task as sent to Dask. Its scheduler and workers unpickle it and need not have grader/ on their
+# path: the function is made outside any module (its __module__ is "__main__"), so Dask's pickling
+# sends it by value (cloudpickle). On the worker it loads the course's configuration, which puts the
+# course's plugins (grader/) on the path, as it does for nbgrader's own commands.
+_ON_WORKER = """
+def on_worker(spec):
+    from traitlets.config.loader import PyFileConfigLoader
+    PyFileConfigLoader("nbgrader_config.py", path=spec["course"]).load_config()
+    from heads_task import grade_handin
+    return grade_handin(spec)
+"""
+_namespace = {"__name__": "__main__"}
+exec(_ON_WORKER, _namespace)
+on_worker = _namespace["on_worker"]
+
+
+class Refused(Exception):
+    """This worker cannot grade the task (another grader version, no sandbox)."""
+
+
+def grade_handin(spec: dict) -> dict:
+    """Grade one hand-in (see the module's docstring). `spec`: course (its root path), lesson, student,
+    files ({relative path: bytes} of the submitted folder), version (the coordinator's
+    grader_version), sandbox (None, or "off" for --no-sandbox), duedate (ISO text or None), timeout
+    (seconds for the whole task). The result always has `status`: "graded", "failed" or "refused"."""
+    where = f"{spec['student']}/{spec['lesson']}"
+    result = {key: spec[key] for key in ("lesson", "student", "version")}
+    result.update(handin=handin_hash(spec["files"]), worker=socket.gethostname(), pid=os.getpid())
+    try:
+        base = load_config(spec["course"])
+        mine = grader_version(base, spec["lesson"])
+        if mine != spec["version"]:
+            raise Refused(f"this worker's copy of the course differs from the coordinator's (grader "
+                          f"version {mine} here, {spec['version']} there): update it")
+        _require_sandbox(base, spec.get("sandbox"))
+        started = time.monotonic()
+        result.update(_grade(spec, base))
+        result["seconds"] = round(time.monotonic() - started, 2)
+    except Refused as err:
+        result.update(status="refused", error=f"worker {result['worker']} refused {where}: {err}")
+    return result
+
+
+def _require_sandbox(config, requested: str | None) -> None:
+    from heads_sandbox import SandboxKernelManager, sandbox_mode, sandboxed
+
+    configured = config.SandboxKernelManager.get("sandbox", SandboxKernelManager.sandbox.default_value)
+    try:
+        sandboxed(sandbox_mode(requested or configured))
+    except RuntimeError as err:
+        raise Refused(str(err)) from None
+
+
+def _grade(spec: dict, base) -> dict:
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    from lessons import nbgrader_api
+
+    lesson, student = spec["lesson"], spec["student"]
+    _, folder = template(spec["course"], lesson, spec["version"])
+    scratch = Path(tempfile.mkdtemp(prefix="heads-task-"))
+    try:
+        shutil.copy(folder / "gradebook.db", scratch / "gradebook.db")
+        config = scratch_config(base, scratch, scratch / "gradebook.db", folder / "release",
+                                source_folder(base, lesson))
+        if spec.get("sandbox") == "off":
+            config.SandboxKernelManager.sandbox = "off"
+        handin = scratch / "submitted" / student / lesson
+        for rel, data in spec["files"].items():
+            target = (handin / rel).resolve()
+            if handin.resolve() not in target.parents:   # a name with ../ in it
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
+            gb.find_assignment(lesson).duedate = parse_utc(spec["duedate"]) if spec.get("duedate") else None
+            gb.db.commit()
+        os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        with _deadline(spec.get("timeout") or 0), _output_to(scratch / "output.txt"):
+            run = nbgrader_api(config).autograde(lesson, student, force=True, create=True)
+        return _collect(scratch, config, lesson, student, run)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _output_to(path: Path):
+    """The worker process's standard output and error (the kernel inherits them) into `path` while a
+    task runs, as nbgrader's own command would have captured them."""
+    import sys
+
+    sys.stdout.flush(), sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(path, "wb") as sink:
+        os.dup2(sink.fileno(), 1), os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+            os.close(saved[0]), os.close(saved[1])
+
+
+class _deadline:
+    """Past `seconds`, stop every process this worker started (the kernel): nbgrader then scores the
+    cells that did not run 0 and returns. Dask has no per-task timeout (distributed#391)."""
+
+    def __init__(self, seconds: float):
+        self.timer = threading.Timer(seconds, self._stop) if seconds > 0 else None
+
+    def _stop(self) -> None:
+        import signal
+
+        from heads_sandbox import descendants, process_tree
+
+        for pid in descendants(process_tree(), os.getpid()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        if self.timer:
+            self.timer.daemon = True
+            self.timer.start()
+
+    def __exit__(self, *exc):
+        if self.timer:
+            self.timer.cancel()
+
+
+def _collect(scratch: Path, config, lesson: str, student: str, run: dict) -> dict:
+    """What the writer applies, read from the scratch course after nbgrader's autograde."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    log = (run.get("log") or "") + (run.get("error") or "")
+    out = {"status": "graded" if run.get("success") else "failed", "log": log[-20000:],
+           "problems": reported(log), "notebooks": {}, "files": {}, "verdicts": {}}
+    if not run.get("success"):
+        out["error"] = _last_error(log)
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
+        try:
+            sub = gb.find_submission(lesson, student)
+        except MissingEntry:
+            out.update(status="failed", error=out.get("error") or "nbgrader recorded no submission")
+            return out
+        out["timestamp"] = sub.timestamp.isoformat() if sub.timestamp else None
+        for nb in sub.notebooks:
+            out["notebooks"][nb.name] = {
+                "grades": {g.name: g.auto_score for g in nb.grades},
+                "comments": {c.name: c.auto_comment for c in nb.comments},
+                "late_penalty": nb.late_submission_penalty}
+    graded = scratch / "autograded" / student / lesson
+    if graded.is_dir():
+        out["files"] = read_handin(graded)
+    verdicts = scratch / "verdicts" / lesson / student
+    if verdicts.is_dir():
+        out["verdicts"] = {p.name: p.read_text() for p in verdicts.glob("*.json")}
+    return out
+
+
+def reported(log: str) -> list[tuple[str, str]]:
+    """The course's `HEADS-PROBLEM student/lesson: text` log lines (grader/heads_files.py)."""
+    import re
+
+    return re.findall(r"HEADS-PROBLEM (\S+?): (.*)", log)
+
+
+def _last_error(log: str) -> str:
+    """nbgrader's last error line, for a report that says why."""
+    errors = [line for line in log.splitlines() if "ERROR" in line or "Error" in line]
+    return (errors[-1].strip()[:300] if errors else "no error message")

@@ -14,7 +14,8 @@ A worker needs the course (its nbgrader_config.py, grader/ and solutions/, the h
 the path the coordinator uses: a shared file system or a checkout at that path. `grader_version` is
 computed on both sides, and a worker whose copy differs refuses the task. A worker on which the
 sandbox cannot run refuses it too, as nbgrader's kernel manager would refuse to start a kernel.
-Run workers with one thread each (`--nthreads 1`): a task owns its worker process while it runs.
+A worker process grades one hand-in at a time (a task owns its process while it runs), so start one
+worker process per core, each with one thread (`--nworkers N --nthreads 1`).
 """
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
 
 _templates: dict[tuple, Path] = {}   # (course, lesson, version) -> a scratch course with the lesson released
 _lock = threading.Lock()
+# One hand-in at a time in a worker process, whatever its thread count: a task redirects the process's
+# output, its deadline stops the processes the worker started, and the sandbox gives a kernel the uid of
+# its grading process (heads_sandbox.SandboxKernelManager._kernel_uid).
+_one_at_a_time = threading.Lock()
 
 
 def load_config(course_root: str | Path):
@@ -108,9 +113,9 @@ def scratch_config(base, root: Path, db: Path, release: Path, source: Path):
     return config
 
 
-def template(course_root: str, lesson: str, version: str) -> tuple[object, Path]:
-    """(the course configuration, a scratch course holding `lesson` released into its own gradebook),
-    made once per worker process by nbgrader's generate_assignment and copied for every task."""
+def template(course_root: str, lesson: str, version: str) -> Path:
+    """A scratch course holding `lesson` released into its own gradebook, made once per worker process
+    by nbgrader's generate_assignment; every task grades on a copy of its gradebook."""
     key = (course_root, lesson, version)
     with _lock:
         if key not in _templates:
@@ -123,7 +128,7 @@ def template(course_root: str, lesson: str, version: str) -> tuple[object, Path]
                                     source_folder(base, lesson))
             generate_assignments([lesson], config)
             _templates[key] = folder
-        return load_config(course_root), _templates[key]
+        return _templates[key]
 
 
 # The task as sent to Dask. Its scheduler and workers unpickle it and need not have grader/ on their
@@ -161,9 +166,10 @@ def grade_handin(spec: dict) -> dict:
             raise Refused(f"this worker's copy of the course differs from the coordinator's (grader "
                           f"version {mine} here, {spec['version']} there): update it")
         _require_sandbox(base, spec.get("sandbox"))
-        started = time.monotonic()
-        result.update(_grade(spec, base))
-        result["seconds"] = round(time.monotonic() - started, 2)
+        with _one_at_a_time:
+            started = time.monotonic()
+            result.update(_grade(spec, base))
+            result["seconds"] = round(time.monotonic() - started, 2)
     except Refused as err:
         result.update(status="refused", error=f"worker {result['worker']} refused {where}: {err}")
     return result
@@ -186,7 +192,7 @@ def _grade(spec: dict, base) -> dict:
     from lessons import nbgrader_api
 
     lesson, student = spec["lesson"], spec["student"]
-    _, folder = template(spec["course"], lesson, spec["version"])
+    folder = template(spec["course"], lesson, spec["version"])
     scratch = Path(tempfile.mkdtemp(prefix="heads-task-"))
     try:
         shutil.copy(folder / "gradebook.db", scratch / "gradebook.db")

@@ -415,6 +415,14 @@ def lesson07(k: int) -> dict:
         out["base rate"] = base_rate(y_test)
         out["temperature"] = T
         out["ECE before, after"] = (ece(few(Z_test).softmax(-1), y_test), ece((few(Z_test) / T).softmax(-1), y_test))
+        out["few: accuracy, confidence"] = (accuracy(few(Z_test).argmax(-1), y_test), few(Z_test).softmax(-1).max(-1).values.mean().item())
+        out["head temperature"] = temperatures[torch.stack([F.cross_entropy(head(Z_val) / t, y_val) for t in temperatures]).argmin()].item()
+        out["rejection"] = {}                    # (coverage, accuracy when answering) at thresholds 0.5 and 0.9
+        for name, probs in [("typed", head(Z_test).softmax(-1)), ("raw", few(Z_test).softmax(-1)),
+                            ("scaled", (few(Z_test) / T).softmax(-1))]:
+            top, pred = probs.max(-1)
+            out["rejection"][name] = {t: ((top >= t).float().mean().item(), accuracy(pred[top >= t], y_test[top >= t]))
+                                      for t in (0.5, 0.9)}
     return out
 
 
@@ -453,3 +461,22 @@ def test_07_frozen_head_temperature_and_sampling_rank_as_the_lesson_says(k):
     assert r["outside"][2.0] >= 10 * max(r["outside"][1.0], 1), \
         f"lesson 07, seed {k}: 'at T = 2 over ten times as many sampled answers leave the label set as at T = 1' " \
         f"(none at T = 1 counted as one) ({r})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_07_the_over_confident_head_and_the_rejection_option_rank_as_the_lesson_says(k):
+    r = lesson07(k)
+    few_accuracy, few_confidence = r["few: accuracy, confidence"]
+    assert few_confidence > few_accuracy and r["base rate"] < few_accuracy < r["frozen head"], \
+        f"lesson 07, seed {k}: 'the 50-review head is more confident than accurate, above the base rate and below the head " \
+        f"trained on 600' flipped ({r})"
+    assert 0.7 < r["head temperature"] < 1.5, f"lesson 07, seed {k}: 'the regularised head needs little or no scaling' ({r})"
+    typed, raw, scaled = (r["rejection"][name] for name in ("typed", "raw", "scaled"))
+    assert typed[0.9][0] < typed[0.5][0] and typed[0.9][1] > typed[0.5][1], \
+        f"lesson 07, seed {k}: 'for the typed head a higher threshold answers fewer rows, more accurately' ({r})"
+    assert raw[0.9][0] > 0.9 and raw[0.9][1] < 0.9, \
+        f"lesson 07, seed {k}: 'at 0.9 the over-confident head answers almost everything, under 90 % correctly' ({r})"
+    assert scaled[0.9][0] < raw[0.9][0] and scaled[0.9][1] > raw[0.9][1], \
+        f"lesson 07, seed {k}: 'after scaling the same threshold rejects more, and the answered rows are right " \
+        f"more often' flipped ({r})"

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from sqlalchemy import Column, DateTime, MetaData, String, Table, select
 
+from heads_task import write_files
+
 _metadata = MetaData()
 LEDGER = Table(
     "heads_ledger", _metadata,
@@ -121,15 +123,10 @@ class _OneTransaction:
 
 
 def write_folder(folder: Path, files: dict[str, bytes]) -> None:
-    """Replace `folder` by `files` ({relative path: bytes}), built beside it and swapped in."""
+    """Replace `folder` by `files` (heads_task.read_handin), built beside it and swapped in."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    for rel, data in files.items():
-        target = (fresh / rel).resolve()
-        if fresh.resolve() not in target.parents:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    write_files(fresh, files)
     fresh.chmod(0o755)
     if folder.is_symlink() or folder.is_file():
         folder.unlink()

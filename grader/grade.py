@@ -2,7 +2,8 @@
 
     python grader/grade.py collect SUBMISSIONS...   # an LMS zip, a folder of downloads, files
                                                     # (--roster FILE: an LMS roster decides ids)
-    python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, one kernel per core
+    python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, each hand-in applied once
+                                                    # (--scheduler ADDRESS, --db-url URL: grader/CLUSTER.md)
     python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
     python grader/grade.py feedback --zip           # and grader/lms/<lesson>_feedback.zip for the LMS
     python grader/grade.py export [LESSON...] [--to grades.csv]  # a row per student, a column per notebook
@@ -15,8 +16,10 @@ folder, every refused student name (grader/heads_identity.py), every two names t
 kept) and, with `--roster`, every name the roster lacks. `autograde` checks that each submitted notebook
 is within the size caps (bytes, cells, stored output: grader/heads_intake.py, measured before it is
 parsed; one over a cap is set aside as `NAME.ipynb.too-large`) and is readable JSON (else it is set
-aside as `NAME.ipynb.unreadable`); either scores 0 as missing, with the reason printed. Then it runs
-`nbgrader autograde LESSON` in parallel processes, each on its own share of the students, and prints
+aside as `NAME.ipynb.unreadable`); either scores 0 as missing, with the reason printed. Then it grades
+every new or changed hand-in as one Dask task (nbgrader's `autograde` on a worker, grader/heads_task.py;
+an in-process cluster of `--jobs` workers, or `--scheduler ADDRESS`), applies each result once
+(grader/heads_ledger.py; `--regrade` grades all again; `--db-url` for PostgreSQL), and prints
 every student's score, a `PROBLEM` line for what the grader had to clean up or stop (links removed,
 processes stopped, a kernel killed over a limit) and a `FLAG` line for a submission to look at
 (grader/heads_flags.py). `feedback` and `export` are `nbgrader generate_feedback` and `nbgrader export`.
@@ -306,13 +309,14 @@ def handins(course: Course, lessons: list[str], done: set, problems: dict, count
     """The task of every hand-in still to grade, read when its turn comes (a class of any size is never
     all in memory): each submitted folder holding a notebook of its lesson whose (student, lesson,
     hand-in, grader version) the ledger lacks."""
-    from heads_task import grader_version, handin_hash, read_handin
+    from heads_task import grader_version, handin_hash, read_handin, template
     from nbgrader.api import Gradebook
 
     budget = course.config.HeadsExecute.get("notebook_timeout", 180)
     record = course.config.RunAnswersOnly.get("record_timeout", 600)
     for lesson in lessons:
         version = grader_version(course.config, lesson)
+        made = None   # the lesson's scratch course, made here once and sent along, not on every worker
         with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
             due = gb.find_assignment(lesson).duedate
         notebooks = course.notebooks(lesson)
@@ -331,10 +335,11 @@ def handins(course: Course, lessons: list[str], done: set, problems: dict, count
             if graded and (student, lesson, handin_hash(files), version) in done:
                 counts["unchanged"] += 1
                 continue
+            made = made or read_handin(template(str(course.root), lesson, version))
             yield {"course": str(course.root), "lesson": lesson, "student": student, "files": files,
                    "version": version, "sandbox": course.env.get("HEADS_SANDBOX"),
                    "duedate": due.isoformat() if due else None,
-                   "timeout": len(notebooks) * budget + record + 120}
+                   "timeout": len(notebooks) * budget + record + 120, "template": made}
 
 
 def ensure_assignments(course: Course, lessons: list[str]) -> None:
@@ -363,13 +368,17 @@ def ensure_assignments(course: Course, lessons: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, jobs: int, env: dict[str, str]):
-    """A Dask client: of the cluster at `scheduler`, or of an in-process LocalCluster of `jobs` worker
-    processes with one thread each (the same code path, no server to start)."""
+def dask_client(scheduler, jobs: int, env: dict[str, str]):
+    """A Dask client: of the cluster at `scheduler` (an address, or a Client already connected, such as
+    a dask-gateway cluster's), or of an in-process LocalCluster of `jobs` worker processes with one
+    thread each (the same code path, no server to start)."""
     import logging
 
     from distributed import Client, LocalCluster
 
+    if isinstance(scheduler, Client):
+        yield scheduler
+        return
     if scheduler:
         check_scheduler(scheduler)
         client = Client(scheduler, timeout=60)
@@ -614,8 +623,8 @@ def main(argv=None) -> int:
         return 1 if refused or left_out else 0
     lessons = args.lessons or [lesson for lesson in course.lessons() if course.students(lesson)]
     if args.step == "autograde":
-        try:
-            warning = sandbox_in_force(course)
+        try:   # on a cluster the kernels run on the workers, and each worker checks its own sandbox
+            warning = sandbox_in_force(course) if not args.scheduler or args.no_sandbox else None
         except RuntimeError as err:
             print(f"REFUSED: {err}", file=sys.stderr)
             return 1

@@ -129,20 +129,24 @@ def scratch_config(base, root: Path, db: Path, release: Path, source: Path):
     return config
 
 
-def template(course_root: str, lesson: str, version: str) -> Path:
-    """A scratch course holding `lesson` released into its own gradebook, made once per worker process
-    by nbgrader's generate_assignment; every task grades on a copy of its gradebook."""
+def template(course_root: str, lesson: str, version: str, files: dict[str, bytes] | None = None) -> Path:
+    """A scratch course holding `lesson` released into its own gradebook, made once per process by
+    nbgrader's generate_assignment, or from `files` (read_handin of one made by the coordinator, sent
+    with the task: a worker then need not make it); every task grades on a copy of its gradebook."""
     key = (course_root, lesson, version)
     with _lock:
         if key not in _templates:
-            from lessons import generate_assignments, python_tools_on_path
-
-            python_tools_on_path()   # nbgrader runs `alembic` by name
-            base = load_config(course_root)
             folder = Path(tempfile.mkdtemp(prefix=f"heads-template-{lesson}-"))
-            config = scratch_config(base, folder, folder / "gradebook.db", folder / "release",
-                                    source_folder(base, lesson))
-            generate_assignments([lesson], config)
+            if files:
+                write_files(folder, files)
+            else:
+                from lessons import generate_assignments, python_tools_on_path
+
+                python_tools_on_path()   # nbgrader runs `alembic` by name
+                base = load_config(course_root)
+                config = scratch_config(base, folder, folder / "gradebook.db", folder / "release",
+                                        source_folder(base, lesson))
+                generate_assignments([lesson], config)
             _templates[key] = folder
         return _templates[key]
 
@@ -171,7 +175,7 @@ def grade_handin(spec: dict) -> dict:
     """Grade one hand-in (see the module's docstring). `spec`: course (its root path), lesson, student,
     files ({relative path: bytes} of the submitted folder), version (the coordinator's
     grader_version), sandbox (None, or "off" for --no-sandbox), duedate (ISO text or None), timeout
-    (seconds for the whole task). The result always has `status`: "graded", "failed" or "refused"."""
+    (seconds for the whole task), template (optional: the lesson's scratch course, see `template`). The result always has `status`: "graded", "failed" or "refused"."""
     where = f"{spec['student']}/{spec['lesson']}"
     result = {key: spec[key] for key in ("lesson", "student", "version")}
     result.update(handin=handin_hash(spec["files"]), worker=socket.gethostname(), pid=os.getpid())
@@ -208,7 +212,7 @@ def _grade(spec: dict, base) -> dict:
     from lessons import nbgrader_api
 
     lesson, student = spec["lesson"], spec["student"]
-    folder = template(spec["course"], lesson, spec["version"])
+    folder = template(spec["course"], lesson, spec["version"], spec.get("template"))
     scratch = Path(tempfile.mkdtemp(prefix="heads-task-"))
     try:
         shutil.copy(folder / "gradebook.db", scratch / "gradebook.db")

@@ -40,10 +40,9 @@ import argparse
 import contextlib
 import csv
 import hashlib
-import os
-import re
-import shutil
 import itertools
+import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -272,6 +271,8 @@ def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | No
     (grader/heads_ledger.py)."""
     from heads_ledger import Writer
 
+    if isinstance(scheduler, str):
+        check_scheduler(scheduler)   # before anything is read or written
     problems, not_graded = {}, set()
     for lesson in lessons:
         problems.update(set_aside_bad(course, lesson))
@@ -302,7 +303,7 @@ def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | No
     for where, text in record_ungraded(course, lessons, skip=not_graded).items():
         problems[where] = f"{problems[where]}; scored 0" if where in problems else text
     return {"problems": problems, "scores": scores(course, lessons), "flags": flags(course, lessons),
-            "counts": counts, "refused": any(t.startswith("NOT GRADED") for t in problems.values())}
+            "counts": counts, "refused": bool(not_graded)}
 
 
 def handins(course: Course, lessons: list[str], done: set, problems: dict, counts: dict):
@@ -380,7 +381,6 @@ def dask_client(scheduler, jobs: int, env: dict[str, str]):
         yield scheduler
         return
     if scheduler:
-        check_scheduler(scheduler)
         client = Client(scheduler, timeout=60)
         try:
             client.wait_for_workers(1, timeout=120)
@@ -577,8 +577,6 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None,
                    help="folder for class.html and mistakes.csv (default: reports/ in the course)")
     args = parser.parse_args(argv)
-    if args.scheduler:
-        check_scheduler(args.scheduler)
     course = Course(args.course)
     if args.db_url:
         course.use_gradebook(args.db_url)

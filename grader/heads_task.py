@@ -158,9 +158,9 @@ def template(course_root: str, lesson: str, version: str, files: dict[str, bytes
 _ON_WORKER = """
 def on_worker(spec):
     from traitlets.config.loader import PyFileConfigLoader
-    PyFileConfigLoader("nbgrader_config.py", path=spec["course"]).load_config()
+    config = PyFileConfigLoader("nbgrader_config.py", path=spec["course"]).load_config()
     from heads_task import grade_handin
-    return grade_handin(spec)
+    return grade_handin(spec, config)
 """
 _namespace = {"__name__": "__main__"}
 exec(_ON_WORKER, _namespace)
@@ -171,16 +171,17 @@ class Refused(Exception):
     """This worker cannot grade the task (another grader version, no sandbox)."""
 
 
-def grade_handin(spec: dict) -> dict:
+def grade_handin(spec: dict, config=None) -> dict:
     """Grade one hand-in (see the module's docstring). `spec`: course (its root path), lesson, student,
     files ({relative path: bytes} of the submitted folder), version (the coordinator's
     grader_version), sandbox (None, or "off" for --no-sandbox), duedate (ISO text or None), timeout
-    (seconds for the whole task), template (optional: the lesson's scratch course, see `template`). The result always has `status`: "graded", "failed" or "refused"."""
+    (seconds for the whole task), template (optional: the lesson's scratch course, see `template`).
+    `config`: the course configuration, when the caller has loaded it already. The result always has `status`: "graded", "failed" or "refused"."""
     where = f"{spec['student']}/{spec['lesson']}"
     result = {key: spec[key] for key in ("lesson", "student", "version")}
     result.update(handin=handin_hash(spec["files"]), worker=socket.gethostname(), pid=os.getpid())
     try:
-        base = load_config(spec["course"])
+        base = config or load_config(spec["course"])
         mine = grader_version(base, spec["lesson"])
         if mine != spec["version"]:
             raise Refused(f"this worker's copy of the course differs from the coordinator's (grader "

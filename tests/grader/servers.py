@@ -18,8 +18,6 @@ from pathlib import Path
 
 from lessons import REPO
 
-GRADER = REPO / "grader"
-
 
 def free_port() -> int:
     with socket.socket() as s:

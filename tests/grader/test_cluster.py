@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import csv
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import time
 import pytest
 
 from course import GRADER, LESSON, fill, grade_py, make_course, release_nb, solution_answers, submit
+from grade import Course
 from harness import recorded_here
 from heads_sandbox import bwrap_works
 from servers import DaskCluster, Postgres, postgres_bin
@@ -196,8 +196,6 @@ def test_a_result_delivered_twice_is_applied_once(tmp_path):
     from heads_task import grade_handin, grader_version, read_handin
 
     root = class_course(tmp_path / "course")
-    from grade import Course
-
     course = Course(root)
     spec = {"course": str(root), "lesson": LESSON, "student": "le", "version": grader_version(course.config, LESSON),
             "files": read_handin(root / "submitted" / "le" / LESSON), "sandbox": None, "duedate": None,

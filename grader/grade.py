@@ -19,7 +19,8 @@ parsed; one over a cap is set aside as `NAME.ipynb.too-large`) and is readable J
 aside as `NAME.ipynb.unreadable`); either scores 0 as missing, with the reason printed. Then it grades
 every new or changed hand-in as one Dask task (nbgrader's `autograde` on a worker, grader/heads_task.py;
 an in-process cluster of `--jobs` workers, or `--scheduler ADDRESS`), applies each result once
-(grader/heads_ledger.py; `--regrade` grades all again; `--db-url` for PostgreSQL), and prints
+(grader/heads_ledger.py; `--regrade` grades all again; `--db-url` for PostgreSQL; the hidden tests
+draw fresh inputs each run, the same for the whole class, `--hidden-seed N` to repeat a run's), and prints
 every student's score, a `PROBLEM` line for what the grader had to clean up or stop (links removed,
 processes stopped, a kernel killed over a limit) and a `FLAG` line for a submission to look at
 (grader/heads_flags.py). `feedback` and `export` are `nbgrader generate_feedback` and `nbgrader export`.
@@ -42,6 +43,7 @@ import csv
 import hashlib
 import itertools
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -264,11 +266,12 @@ def set_aside_bad(course: Course, lesson: str) -> dict[str, str]:
 
 
 def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | None = None,
-              regrade: bool = False) -> dict:
+              regrade: bool = False, hidden_seed: int | None = None) -> dict:
     """Autograde every submission of `lessons` that the ledger has not applied yet (all of them with
     `regrade`): one Dask task per hand-in (grader/heads_task.py) on an in-process cluster of `jobs`
     worker processes, or on the cluster at `scheduler`; each result applied here, once
-    (grader/heads_ledger.py)."""
+    (grader/heads_ledger.py). Every hand-in of the run is graded on the same hidden inputs, drawn from
+    `hidden_seed` (default: the course's, or a fresh one for this run)."""
     from heads_ledger import Writer
 
     if isinstance(scheduler, str):
@@ -283,7 +286,11 @@ def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | No
     try:
         if regrade:
             writer.forget(lessons)
-        work = handins(course, lessons, writer.applied(), problems, counts)
+        if hidden_seed is None:
+            hidden_seed = course.config.RunAnswersOnly.get("hidden_seed", -1)
+        if hidden_seed < 0:
+            hidden_seed = secrets.randbelow(2**31)
+        work = handins(course, lessons, writer.applied(), problems, counts, hidden_seed)
         first = next(work, None)
         if first is not None:
             with dask_client(scheduler, jobs, course.env) as client:
@@ -306,7 +313,7 @@ def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | No
             "counts": counts, "refused": bool(not_graded)}
 
 
-def handins(course: Course, lessons: list[str], done: set, problems: dict, counts: dict):
+def handins(course: Course, lessons: list[str], done: set, problems: dict, counts: dict, hidden_seed: int):
     """The task of every hand-in still to grade, read when its turn comes (a class of any size is never
     all in memory): each submitted folder holding a notebook of its lesson whose (student, lesson,
     hand-in, grader version) the ledger lacks."""
@@ -340,7 +347,8 @@ def handins(course: Course, lessons: list[str], done: set, problems: dict, count
             yield {"course": str(course.root), "lesson": lesson, "student": student, "files": files,
                    "version": version, "sandbox": course.env.get("HEADS_SANDBOX"),
                    "duedate": due.isoformat() if due else None,
-                   "timeout": len(notebooks) * budget + record + 120, "template": made}
+                   "timeout": len(notebooks) * budget + record + 120, "template": made,
+                   "hidden_seed": hidden_seed}
 
 
 def ensure_assignments(course: Course, lessons: list[str]) -> None:
@@ -562,6 +570,9 @@ def main(argv=None) -> int:
     p.add_argument("lessons", nargs="*")
     p.add_argument("--regrade", action="store_true",
                    help="grade every hand-in again, also those the ledger has applied unchanged")
+    p.add_argument("--hidden-seed", type=int, default=None, metavar="N",
+                   help="the seed the hidden tests draw their inputs from (default: the course's "
+                        "RunAnswersOnly.hidden_seed, or a fresh one for this run when that is -1)")
     p = sub.add_parser("feedback", help="generate feedback HTML for every graded submission")
     p.add_argument("lessons", nargs="*")
     p.add_argument("--zip", action="store_true",
@@ -629,7 +640,7 @@ def main(argv=None) -> int:
         if warning:
             print(warning)
             print(warning, file=sys.stderr)
-        result = autograde(course, lessons, max(1, args.jobs), args.scheduler, args.regrade)
+        result = autograde(course, lessons, max(1, args.jobs), args.scheduler, args.regrade, args.hidden_seed)
         counts = result["counts"]
         print(f"graded {counts['graded']} hand-ins; {counts['unchanged']} unchanged since they were "
               f"graded (--regrade grades them again)"

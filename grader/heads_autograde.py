@@ -12,6 +12,9 @@ fatal, and never stops the batch:
   per notebook), so a flood of text, HTML or images cannot fill the grader's memory or the notebook;
   an error output is always kept (shortened), so a failing test still fails. After every cell the
   kernel manager's `stop_strays()` kills processes the cell left running (the kernel itself stays).
+  Around every cell it calls the hooks an earlier step left in `resources["heads_cell_hooks"]`
+  (`before(cell)`, `after(cell)`: heads_outside's AnswerCapture hands a test cell its inputs and takes
+  its answers when it ends), after the cell whether it passed, failed, timed out or killed the kernel.
 - `DropEmptyNbgraderMetadata` runs after nbgrader's `DeduplicateIds`, which leaves `nbgrader: {}` on a
   student's copy of a graded cell; without this, `CheckCellMetadata` rejects the whole notebook
   ("old version of the metadata", nbgrader issue 1083).
@@ -34,6 +37,8 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
 from heads_files import problem
+
+CELL_HOOKS = "heads_cell_hooks"
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -84,6 +89,9 @@ class HeadsExecute(Execute):
             cell.outputs = [error_output("NotRun", f"this cell was not run: {self._stop_reason}")]
             return cell
         self._last_cell = cell
+        hooks = (getattr(self, "resources", None) or {}).get(CELL_HOOKS)
+        if hooks is not None:
+            hooks.before(cell)
         try:
             await super().async_execute_cell(cell, cell_index, execution_count, store_history)
             stop_strays = getattr(self.km, "stop_strays", None)
@@ -102,6 +110,9 @@ class HeadsExecute(Execute):
                 "CellTimeoutError", f"this cell ran longer than the grader allows ({self.timeout} s) "
                 "and could not be interrupted; the cells after it were not run"))
             await ensure_async(self.km.shutdown_kernel(now=True))
+        finally:
+            if hooks is not None:
+                hooks.after(cell)
         return cell
 
     def _kernel_died(self, cell) -> None:

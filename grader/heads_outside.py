@@ -3,13 +3,18 @@
 nbgrader scores a test cell by whether its output has an error, and the output comes from the
 student's kernel, which the student controls. These two steps take the scoring away from it:
 
-- `RunAnswersOnly` (before `HeadsExecute`) records the lesson's checks once on the instructor's
-  solution (cached under `recordings`), writes only the *inputs* of every call into the student's
-  folder, and replaces each test cell, for the run, by `respond(grade_id, globals())`: the kernel calls
-  the student's answers on those inputs and writes the results as data. No hidden case, expected
-  value or check runs in the kernel.
+- `RunAnswersOnly` (before `HeadsExecute`) records the lesson's checks on the instructor's solution,
+  once per hidden seed (cached under `recordings`), and replaces each test cell, for the run, by
+  `respond(grade_id, globals())`: the kernel calls the student's answers on the grader's inputs and
+  writes the results as data. No hidden case, expected value or check runs in the kernel.
+  - The hidden tests draw their inputs from `hidden_seed`, a fresh one for every grading run unless
+    one is given, so knowing last run's inputs is worth nothing.
+  - `AnswerCapture` works between cells (`HeadsExecute` calls it): just before a test cell runs, that
+    cell's inputs, and only those, are put in the folder; when it ends, its answers are read and both
+    are removed. A result is kept as it was when its own cell ended: nothing a later cell writes, and
+    no earlier cell's code reading ahead, can change or see another cell's.
 - `JudgeOutsideKernel` (after the kernel is gone and `ScrubWorkdir` has cleaned the folder) replays
-  each test cell's recorded checks in this process on the student's results, and writes the outcome
+  each test cell's recorded checks in this process on the results its cell left, and writes the outcome
   as the cell's only output: the check's message, or its pass lines. Whatever the kernel printed in a
   test cell is discarded; the original cell source is put back for the feedback. The verdicts, with
   the mistake each failure names, are kept in `<course>/verdicts/` for the class report.
@@ -27,11 +32,14 @@ from typing import TYPE_CHECKING
 
 import fcntl
 import importlib.util
+import secrets
 import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer, Unicode
+
+from heads_autograde import CELL_HOOKS
 
 if TYPE_CHECKING:
     from headlab.grading import Verdict
@@ -44,6 +52,8 @@ def _grading():
     other commands (generate_assignment, generate_feedback, export) load this module without needing."""
     from headlab import grading
     return grading
+
+
 RESPOND = ("# Graded outside this notebook: your answers run on the grader's inputs, and the grader compares.\n"
            "__import__('headlab.grading', fromlist=['respond']).respond({grade_id!r}, globals())\n")
 _STATE = "heads_outside"
@@ -68,14 +78,28 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+_RUN_SEED = secrets.randbelow(2**31)   # a grading process's own seed, when none is configured
+
+
 class RunAnswersOnly(NbGraderPreprocessor):
     recordings = Unicode(
         os.path.join(os.path.expanduser("~"), ".cache", "heads", "recordings"),
         help="Folder for the recordings of each lesson's checks on its solution, reused while the "
-             "solution notebook and headlab's checks are unchanged."
+             "solution notebook, headlab's checks and the hidden seed are unchanged."
     ).tag(config=True)
     record_timeout = Integer(
         600, help="Seconds a solution notebook may take while its checks are recorded."
+    ).tag(config=True)
+    hidden_seed = Integer(
+        -1, help="Seed the hidden tests draw their inputs from (headlab.grading.hidden_seed). -1: a fresh "
+                 "one for every grading run (`grade.py autograde` picks one per run for the whole class; "
+                 "`nbgrader autograde` one per process). Give one to grade again with the same inputs."
+    ).tag(config=True)
+    max_answer_bytes = Integer(
+        16 * 1024**2, help="Largest answers file a test cell may leave; a larger one is not read (score 0)."
+    ).tag(config=True)
+    keep_recordings = Integer(
+        8, help="Recordings kept per lesson in `recordings` (the newest); older seeds' are removed."
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
@@ -85,44 +109,60 @@ class RunAnswersOnly(NbGraderPreprocessor):
             / f"{info['notebook']}.ipynb"
         book = self.recording(source)
         grading = _grading()
-        folder = Path(resources["metadata"]["path"]) / grading.FOLDER
+        workdir = Path(resources["metadata"]["path"])
         for name in (grading.FOLDER, grading.ANSWERS):   # whatever the submission brought there
-            _remove(folder.parent / name)
-        folder.mkdir()
-        (folder / "calls.json").write_text(json.dumps(grading.kernel_view(book)))
+            _remove(workdir / name)
         sources = {}
         for grade_id, cell in _grade_cells(nb):
             sources[grade_id] = cell.source
             cell.source = RESPOND.format(grade_id=grade_id)
-        resources[_STATE] = {"book": book, "sources": sources}
+        capture = AnswerCapture(workdir, grading.kernel_view(book), self.max_answer_bytes)
+        resources[_STATE] = {"book": book, "sources": sources, "capture": capture}
+        resources[CELL_HOOKS] = capture
         return nb, resources
 
+    @property
+    def seed(self) -> int:
+        return self.hidden_seed if self.hidden_seed >= 0 else _RUN_SEED
+
     def recording(self, source: Path) -> dict:
-        """The checks of `source`'s test cells, recorded on the solution (cached)."""
-        target = cached_recording(Path(self.recordings), source)
+        """The checks of `source`'s test cells, recorded on the solution with this run's seed (cached)."""
+        target = cached_recording(Path(self.recordings), source, self.seed)
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target.parent / f"{source.stem}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)    # parallel autograde processes record a lesson once
             if not target.exists():
-                self.log.info("Recording the checks of %s on its solution", source)
-                book = record_solution(source, self.record_timeout)
+                self.log.info("Recording the checks of %s on its solution (hidden seed %d)", source, self.seed)
+                book = record_solution(source, self.record_timeout, self.seed)
                 tmp = target.with_suffix(".tmp")
                 tmp.write_text(json.dumps(book))
                 os.replace(tmp, target)
+                _prune(target, self.keep_recordings)
+            os.utime(target)   # in use: the newest are the ones kept
         return json.loads(target.read_text())
 
 
-def cached_recording(recordings: Path, source: Path) -> Path:
-    """Where the recording of `source` is kept in `recordings`: named by the solution notebook and the
-    checks it was recorded with, so that a change to either records again."""
-    key = hashlib.sha256(source.read_bytes())
+def _prune(target: Path, keep: int) -> None:
+    """Remove all but the `keep` most recently used recordings of `target`'s lesson."""
+    stem = target.name.split("-")[0]
+    ours = sorted(target.parent.glob(f"{stem}-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in ours[max(keep, 1):]:
+        if old != target:
+            old.unlink(missing_ok=True)
+
+
+def cached_recording(recordings: Path, source: Path, seed: int) -> Path:
+    """Where the recording of `source` with hidden seed `seed` is kept in `recordings`: named by the
+    solution notebook, the checks it was recorded with and the seed, so that a change to any records again."""
+    key = hashlib.sha256(source.read_bytes() + f"seed {seed}".encode())
     for path in sorted([HEADLAB / "grading.py", *(HEADLAB / "checks").glob("*.py")]):
         key.update(path.name.encode() + path.read_bytes())
     return recordings / f"{source.stem}-{key.hexdigest()[:20]}.json"
 
 
-def record_solution(source: Path, timeout: int) -> dict:
-    """Run the solution notebook with every test cell's checks recorded; the recording."""
+def record_solution(source: Path, timeout: int, seed: int) -> dict:
+    """Run the solution notebook with every test cell's checks recorded, its hidden tests drawing from
+    `seed`; the recording."""
     from nbclient import NotebookClient
 
     grading = _grading()
@@ -133,7 +173,8 @@ def record_solution(source: Path, timeout: int) -> dict:
         book_path = Path(tmp) / "book.json"
         nb.cells.append(nbformat.v4.new_code_cell(
             f"import headlab.grading as _heads_grading\n_heads_grading.save_book({str(book_path)!r})"))
-        env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+        env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg",
+               grading.SEED_VARIABLE: str(seed)}
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
@@ -145,22 +186,96 @@ def record_solution(source: Path, timeout: int) -> dict:
         return json.loads(book_path.read_text())
 
 
-class JudgeOutsideKernel(NbGraderPreprocessor):
-    max_answer_bytes = Integer(
-        16 * 1024**2, help="Largest answers file a test cell may leave; a larger one is not read (score 0)."
-    ).tag(config=True)
+class AnswerCapture:
+    """A test cell's inputs in the student's folder only while that cell runs, and its answers read
+    when it ends (called by `HeadsExecute` around every code cell).
 
+    The folder is the kernel's to write, so nothing is left there between cells: `before` removes
+    whatever is at `.heads_grader` and `.heads_answers` (files, links, folders), then writes this cell's
+    inputs without following links; `after` reads this cell's answers without following links and
+    removes both again. `answers` keeps, for each test cell, what its own run left: the list of
+    answers, or the reason it could not be read."""
+
+    def __init__(self, workdir: Path, view: dict, max_bytes: int):
+        self.workdir, self.view, self.max_bytes = workdir, view, max_bytes
+        self.answers: dict[str, list | Exception] = {}
+
+    @staticmethod
+    def grade_id(cell) -> str | None:
+        meta = cell.metadata.get("nbgrader", {})
+        return meta.get("grade_id") if cell.cell_type == "code" and meta.get("grade") else None
+
+    def before(self, cell) -> None:
+        grade_id = self.grade_id(cell)
+        if grade_id not in self.view:
+            return
+        grading = _grading()
+        self.clear()
+        folder = self.workdir / grading.FOLDER
+        folder.mkdir()
+        _write_new(folder, "calls.json", json.dumps({grade_id: self.view[grade_id]}))
+
+    def after(self, cell) -> None:
+        grade_id = self.grade_id(cell)
+        if grade_id not in self.view:
+            return
+        grading = _grading()
+        if grade_id not in self.answers:   # a result, once given, stays what its cell left
+            try:
+                self.answers[grade_id] = read_answers(self.workdir / grading.ANSWERS, f"{grade_id}.json",
+                                                      self.max_bytes)
+            except FileNotFoundError:
+                pass
+            except (ValueError, OSError, RecursionError) as err:   # JSON nested deeper than the parser goes
+                self.answers[grade_id] = err
+        self.clear()
+
+    def clear(self) -> None:
+        grading = _grading()
+        for name in (grading.FOLDER, grading.ANSWERS):
+            _remove(self.workdir / name)
+
+
+def _write_new(folder: Path, name: str, text: str) -> None:
+    """Write a new file `name` in `folder`, following no link on the way (the kernel can write there)."""
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+    finally:
+        os.close(dfd)
+
+
+def read_answers(folder: Path, name: str, max_bytes: int) -> list:
+    """The answers file `name` in `folder`, read without following links and at most `max_bytes` long."""
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)   # a FIFO does not block
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {max_bytes} bytes")
+    answers = json.loads(data)
+    if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
+        raise ValueError("not a list of answers")
+    return answers
+
+
+class JudgeOutsideKernel(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         state = resources.pop(_STATE, None)
+        resources.pop(CELL_HOOKS, None)
         if state is None:
             return nb, resources
-        grading = _grading()
-        workdir = Path(resources["metadata"]["path"])
-        answers = workdir / grading.ANSWERS
         verdicts = {}
         for grade_id, cell in _grade_cells(nb):
             kernel_said = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-            verdict = self.judge(answers, grade_id, state["book"].get(grade_id, []))
+            verdict = self.judge(grade_id, state["book"].get(grade_id, []), state["capture"].answers.get(grade_id))
             if not verdict.passed and verdict.error == "NoAnswers" and kernel_said:
                 why = f"{kernel_said[-1].get('ename', '')}: {kernel_said[-1].get('evalue', '')}"[:2000]
                 verdict.message += f"\nThe cell reported: {why}"
@@ -168,8 +283,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
             cell.source = state["sources"].get(grade_id, cell.source)
             verdicts[grade_id] = verdict.as_dict()
         self.keep(resources["nbgrader"], verdicts)
-        _remove(workdir / grading.FOLDER)
-        _remove(answers)
+        state["capture"].clear()   # whatever the kernel wrote there after the last test cell
         return nb, resources
 
     def keep(self, info: dict, verdicts: dict) -> None:
@@ -181,21 +295,21 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         tmp.write_text(json.dumps(verdicts, indent=1))
         os.replace(tmp, target)
 
-    def judge(self, folder: Path, grade_id: str, entries: list) -> Verdict:
+    def judge(self, grade_id: str, entries: list, answers: list | Exception | None) -> Verdict:
+        """The verdict on test cell `grade_id` from the `answers` its own run left (None: it left none;
+        an exception: why they could not be read)."""
         grading = _grading()
         if not entries:   # a test cell that runs no check would give everyone full marks
             self.log.error("Test cell %s ran no check on the solution: nothing to grade it by", grade_id)
             return grading.Verdict(False, error="GraderError", message=(
                 f"{grade_id} runs no check, so the grader cannot score it; your instructor has been told"))
-        try:
-            answers = self.read(folder / f"{grade_id}.json")
-        except FileNotFoundError:
+        if answers is None:
             return grading.Verdict(False, error="NoAnswers", message=(
                 "the grader got no answers from this cell: it did not run to the end (an error in an "
                 "earlier cell, the time limit, or the kernel died)"))
-        except (ValueError, OSError, RecursionError) as err:   # JSON nested deeper than the parser goes
+        if isinstance(answers, Exception):
             return grading.Verdict(False, error="BadAnswers",
-                                   message=f"the grader could not read the answers this cell returned: {err}")
+                                   message=f"the grader could not read the answers this cell returned: {answers}")
         try:
             return grading.judge(entries, answers)
         except grading.GraderError as err:
@@ -205,19 +319,6 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as err:
             return grading.Verdict(False, error="BadAnswers", message=(
                 f"the grader could not read the answers this cell returned ({type(err).__name__}: {err})"))
-
-    def read(self, path: Path) -> list:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise ValueError("not a regular file")
-            data = f.read(self.max_answer_bytes + 1)
-        if len(data) > self.max_answer_bytes:
-            raise ValueError(f"larger than {self.max_answer_bytes} bytes")
-        answers = json.loads(data)
-        if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
-            raise ValueError("not a list of answers")
-        return answers
 
 
 def _output(verdict: Verdict) -> NotebookNode:

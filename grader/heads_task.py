@@ -219,6 +219,8 @@ def _grade(spec: dict, base) -> dict:
         shutil.copy(folder / "gradebook.db", scratch / "gradebook.db")
         config = scratch_config(base, scratch, scratch / "gradebook.db", folder / "release",
                                 source_folder(base, lesson))
+        if spec.get("hidden_seed") is not None:   # the run's, the same for every hand-in of it
+            config.RunAnswersOnly.hidden_seed = spec["hidden_seed"]
         if spec.get("sandbox") == "off":
             config.SandboxKernelManager.sandbox = "off"
         handin = scratch / "submitted" / student / lesson

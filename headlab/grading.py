@@ -46,6 +46,22 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,79}")
 _KEY = re.compile(r"[A-Za-z0-9-]{1,60}")   # a mistake key, e.g. "one-too-many", "raised-IndexError"
 
 
+SEED_VARIABLE = "HEADS_HIDDEN_SEED"   # set only in the kernel that records the checks on the solution
+
+
+def hidden_seed(n: int) -> int:
+    """The seed a hidden test draws its inputs from, in place of its fixed `n`.
+
+    In the recording of a grading run (`RunAnswersOnly`, which sets HEADS_HIDDEN_SEED to that run's seed)
+    it is `n` mixed with the run's seed, so each run draws fresh hidden inputs, and a feedback page of
+    one run tells nothing about the next. Anywhere else (the solution notebook run by hand or by
+    nbval) it is `n`, so the solution's stored outputs stay the same."""
+    run = os.environ.get(SEED_VARIABLE)
+    if run is None:
+        return n
+    return int.from_bytes(hashlib.sha256(f"{run}:{n}".encode()).digest()[:4], "big") >> 1
+
+
 class GraderError(RuntimeError):
     """The recording and the replay disagree: a bug in the course, never the student's doing."""
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import nbformat
 
 import lessons
 from harness import feedback_text, fill
+from replay import HIDDEN_SEED
 from lessons import REPO, lesson
 
 GRADER = REPO / "grader"
@@ -19,8 +21,10 @@ LESSON = "00_representations"  # the lesson the bad-submission cases are written
 
 
 def make_course(root: Path, names=(LESSON,), extra_config: str = "") -> Path:
-    """A course in `root` that uses the course configuration, then `extra_config`; lessons released."""
-    return lessons.make_course(root, names, extra_config)
+    """A course in `root` that uses the course configuration, then `extra_config`; lessons released. Its
+    hidden seed is the tests' own (a run's fresh seed would record every lesson again for every command)."""
+    return lessons.make_course(root, names, f"c.RunAnswersOnly.hidden_seed = {HIDDEN_SEED}\n"
+                               + textwrap.dedent(extra_config))
 
 
 def nbgrader(root: Path, *args: str, env=None, check=True) -> str:

@@ -163,6 +163,28 @@ FORGE_MORE = textwrap.dedent("""\
     import os
     os.makedirs('.heads_answers', exist_ok=True)
     """)
+# K4: a thread copies a test cell's inputs while the cell runs, and a later cell writes that cell's answers
+# again, with a right answer the notebook never submitted. The result is the one the test cell left.
+STEAL_INPUTS = textwrap.dedent("""\
+    import threading, time
+    def _steal():
+        while True:
+            try:
+                text = open('.heads_grader/calls.json').read()
+                if 'test_padding_mask' in text:
+                    open('stolen.json', 'w').write(text)
+            except OSError:
+                pass
+            time.sleep(0.0005)
+    threading.Thread(target=_steal, daemon=True).start()
+    """)
+ANSWER_LATER = SOL["padding_mask"].replace("def padding_mask(", "def _right(") + textwrap.dedent("""
+    import os, shutil, headlab.grading
+    os.makedirs('.heads_grader', exist_ok=True)
+    shutil.copy('stolen.json', '.heads_grader/calls.json')
+    headlab.grading.respond('test_padding_mask', {'padding_mask': _right})
+    print('forged answers written:', os.path.exists('.heads_answers/test_padding_mask.json'))
+    """)
 LEAK = ("def _leak(info):\n    print(info.raw_cell)\n"
         "get_ipython().events.register('pre_run_cell', _leak)")
 FRAMES = SOL["padding_mask"].replace("    positions =", "    import sys\n    _ = sys._getframe(1)\n"
@@ -194,7 +216,7 @@ EXPECTED = {
     "honest": (4, False), "partial": (2, "refused"),
     "link-gradebook": (4, True), "link-classmate": (4, True),
     "xss-and-scratch": (4, False), "flood": (4, False), "spawner-disk-frames": (4, True),
-    "forgery-and-leak": (0, True), "forgery-kit": (0, True),
+    "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, False),
 }
 
 
@@ -215,6 +237,8 @@ def build(root):
         ("processes started", COUNT_PROCESSES), ("END", FILL_ONE_FILE), ("END", FILL_DISK)))
     submit(root, "forgery-and-leak", with_cells(rel, (IMPORTS, FORGE), (IMPORTS, LEAK)))
     submit(root, "forgery-kit", with_cells(rel, (IMPORTS, FORGE_MORE)))
+    submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
+                                             (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
 
 
 def forge_score(db: str, student: str, grade_id: str, score: float) -> None:
@@ -467,3 +491,12 @@ def test_formgrader_shows_the_output_without_running_it(graded, browser, tmp_pat
         page.close()
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         assert gb.find_submission(LESSON, "xss-and-scratch").score == 4
+
+
+def test_a_later_cell_cannot_change_a_result_already_given(graded):
+    """K4: the attack ran (the thread got the inputs, the later cell wrote answers that pass), and the
+    grade is still what the unwritten padding_mask's own test cell left: 0 of its 2 points."""
+    nb = autograded(graded["root"], "answers-after")
+    assert "forged answers written: True" in outputs_text(nb), outputs_text(nb)[-2000:]
+    cells = graded["scores"]["answers-after"]["cells"]
+    assert (cells["test_padding_mask"], cells["test_causal_mask"]) == (0, 2), cells

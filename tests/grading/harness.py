@@ -180,8 +180,8 @@ def recorded_here(root: Path, lessons) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     for name in lessons:
         book, _ = replay.record_lesson(name)
-        cached_recording(folder, lesson_named(name).path()).write_text(json.dumps(book))
-    return f"c.RunAnswersOnly.recordings = {str(folder)!r}\n"
+        cached_recording(folder, lesson_named(name).path(), replay.HIDDEN_SEED).write_text(json.dumps(book))
+    return f"c.RunAnswersOnly.recordings = {str(folder)!r}\nc.RunAnswersOnly.hidden_seed = {replay.HIDDEN_SEED}\n"
 
 
 def grade_class(lesson: str, submissions: dict[str, dict[str, str] | None], root: Path) -> GradedClass:

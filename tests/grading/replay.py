@@ -22,13 +22,17 @@ from headlab import grading
 from lessons import lesson as lesson_named
 
 
+HIDDEN_SEED = int(os.environ.get("HEADS_TEST_HIDDEN_SEED", "1"))   # one seed for every grading run of the
+# tests, so each lesson is recorded once; set HEADS_TEST_HIDDEN_SEED to try the mistake tables on other inputs
+
+
 def notebook(lesson: str) -> Path:
     return lesson_named(lesson).path()
 
 
 @lru_cache(maxsize=None)
-def record_lesson(lesson: str) -> tuple[dict, dict]:
-    """(the recording of every test cell, the notebook's namespace after the run)."""
+def record_lesson(lesson: str, seed: int = HIDDEN_SEED) -> tuple[dict, dict]:
+    """(the recording of every test cell with hidden seed `seed`, the notebook's namespace after the run)."""
     from IPython.core.interactiveshell import InteractiveShell
 
     import matplotlib
@@ -40,6 +44,7 @@ def record_lesson(lesson: str) -> tuple[dict, dict]:
     grading._BOOK.clear()
     cwd = os.getcwd()
     os.chdir(notebook(lesson).parent)
+    os.environ[grading.SEED_VARIABLE] = str(seed)   # as the grader's recording kernel has it
     try:
         for cell in nb.cells:
             if cell.cell_type != "code":
@@ -54,6 +59,7 @@ def record_lesson(lesson: str) -> tuple[dict, dict]:
                 raise RuntimeError(f"{lesson}: a solution cell failed: {result.error_in_exec or result.error_before_exec}\n{source[:500]}")
     finally:
         os.chdir(cwd)
+        del os.environ[grading.SEED_VARIABLE]
     book = json.loads(json.dumps(grading._BOOK))
     grading._BOOK.clear()
     return book, dict(shell.user_ns)
@@ -91,9 +97,9 @@ def answer_cells(lesson: str) -> dict[str, str]:
     return lesson_named(lesson).answers()
 
 
-def judge_answers(lesson: str, grade_id: str, namespace: dict) -> grading.Verdict:
-    """Run `namespace`'s answers on the recorded inputs of test cell `grade_id` and judge them."""
-    book, _ = record_lesson(lesson)
+def judge_answers(lesson: str, grade_id: str, namespace: dict, seed: int = HIDDEN_SEED) -> grading.Verdict:
+    """Run `namespace`'s answers on the recorded inputs (hidden seed `seed`) of test cell `grade_id` and judge them."""
+    book, _ = record_lesson(lesson, seed)
     view = grading.kernel_view(book)[grade_id]
     answers = []
     for entry in view:

@@ -46,6 +46,12 @@ def _full_row(err, H, lengths) -> str:
                                 "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
 
 
+def _per_row(H, lengths) -> bool:
+    """Whether `lengths` holds one length per row of H: a mistake below applies only then (given another value
+    for it, `H[:, 0]` or `H[:, lengths - 1]` would be cls_pool's answer)."""
+    return isinstance(lengths, torch.Tensor) and tuple(lengths.shape) == (H.shape[0],) and not lengths.is_floating_point()
+
+
 _MEAN = ("last_token_pool averaged over positions{where}: that is mean pooling. Last-token pooling takes one vector "
          "per row, the one at its last real position ℓ_b − 1.")
 
@@ -65,19 +71,19 @@ last_token_pool = Exercise(
     explain=_pool_row,
     unchanged="last_token_pool changed H or lengths; select from them without writing into them.",
     mistakes=[
-        Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1],
+        Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1] if _per_row(H, lengths) else None,
                 "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position "
                 "from every row. Pair each row with its own position: `H[torch.arange(H.shape[0]), lengths - 1]`."),
-        Mistake("last-tensor-position", lambda H, lengths: H[:, -1],
+        Mistake("last-tensor-position", lambda H, lengths: H[:, -1] if _per_row(H, lengths) else None,
                 "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter "
                 "than n. With right padding, pick each row's own position ℓ_b − 1."),
-        Mistake("first-token", lambda H, lengths: H[:, 0],
+        Mistake("first-token", lambda H, lengths: H[:, 0] if _per_row(H, lengths) else None,
                 "last_token_pool pooled the first token (`H[:, 0]`){where}. In a causal model it has seen only "
                 "itself, so it knows nothing about the rest of the text. Use the last real token, ℓ_b − 1."),
         Mistake("mean-pooling", lambda H, lengths: torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths)]),
                 _MEAN),
         Mistake("mean-pooling", lambda H, lengths: H.mean(1), _MEAN),
-        Mistake("one-too-many", lambda H, lengths: H[torch.arange(H.shape[0]), lengths],
+        Mistake("one-too-many", lambda H, lengths: H[torch.arange(H.shape[0]), lengths] if _per_row(H, lengths) else None,
                 "last_token_pool pooled position ℓ of every row{where}: off by one. Positions count from 0, so a row "
                 "of ℓ tokens ends at position ℓ − 1; position ℓ is padding."),
     ],

@@ -98,10 +98,14 @@ OVER_BATCH = ("sentence_embedding normalised over the batch axis (dim=0){where}:
               "sentence. Normalise every row: dim=-1.")
 
 
-def _pooled(key, pool, message):
-    """A pooling mistake as it comes normalised and not normalised: the second message says so too."""
-    return [Mistake(key, lambda H, m: _unit(pool(H, m)), message),
-            Mistake(key, pool, message + " It is not L2-normalised either: divide each row by its L2 norm last.")]
+def _pooled(key, pool, message, raw=True):
+    """A pooling mistake as it comes normalised and (with `raw`) not normalised: the second message says so too.
+    Each applies only to a (B, n) mask: given another value for it, a raw pooling could be lesson 02's answer
+    (cls_pool is `H[:, 0]`). Max pooling has no raw form here: with the real mask it is max_pool's answer."""
+    fits = lambda H, m: isinstance(m, torch.Tensor) and m.shape == H.shape[:2]  # noqa: E731
+    return [Mistake(key, lambda H, m: _unit(pool(H, m)) if fits(H, m) else None, message)] + [
+            Mistake(key, lambda H, m: pool(H, m) if fits(H, m) else None,
+                    message + " It is not L2-normalised either: divide each row by its L2 norm last.")] * raw
 
 
 _embedding = Exercise(
@@ -171,7 +175,7 @@ _embedding = Exercise(
                  "sentence_embedding returned the last real token{where}; an encoder's sentence embedding here is "
                  "the mean over all real tokens."),
         *_pooled("max-pooling", lambda H, m: H.masked_fill(~m.bool()[:, :, None], float("-inf")).amax(1),
-                 "sentence_embedding took the maximum over positions{where}; this model pools with the mean."),
+                 "sentence_embedding took the maximum over positions{where}; this model pools with the mean.", raw=False),
         # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
         Mistake("assumes-right-padding", lambda H, m: None if _right_padded(m) else _unit(torch.stack(
                 [H[b, :int(k)].mean(0) for b, k in enumerate(m.bool().sum(1))])),

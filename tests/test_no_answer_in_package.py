@@ -1,15 +1,20 @@
 """The package students install holds no answer (issue 25, item 4).
 
-Every callable reachable from `headlab` (functions, classes, methods, private ones, callables one or two
-attributes deep: a check's mistakes, a class's methods) is submitted as the answer to every graded exercise
-it fits, to the exercise's visible check and to its hidden test, and must fail both. A callable "fits" a
-function exercise when it runs on the exercise's inputs: called as the exercise is, or with its extra
-parameters filled in by name or from a small pool of values a student would try (the inputs themselves,
-zeros like them, an int input ± 1, 0, 1, -1, None, True, False); a class exercise takes nn.Module
-subclasses. The knowledge check's answers must appear nowhere in the package's values.
+Every callable reachable from `headlab` (functions, classes, methods, private ones, and callables up to three
+attributes or items deep: a check's mistakes, a class's methods) is submitted as the answer to every graded
+exercise it fits, to the exercise's visible check and to its hidden test, and must fail both. A callable
+"fits" a function exercise when it runs on the exercise's inputs: called as the exercise is, or with up to two
+extra parameters filled in by name (a parameter named like one of the exercise's, or a prefix of one) or from a
+small pool of values a student would try (the inputs, zeros like them, an int input ± 1, 0, 1, -1, None,
+True, False); a class exercise takes the package's nn.Module subclasses. The knowledge check's answers must
+appear nowhere in the package's values.
 
-Each filled-in call is first compared, on the first input the visible check gives, with what the instructor's
-solution returns; only the calls that agree there are run through the checks, which keeps this fast.
+Each filled-in call is first compared with the instructor's solution on one input the visible check gives
+(the one with the smallest numbers); only the calls that agree there are run through the checks, which keeps
+this fast (about 20 s). The hidden test is the solution notebook's own (its source between the HIDDEN TESTS
+markers), run here in-process on the candidate, not replayed from a recording of a notebook run: the checks
+judge a function the same way in both, and recording every lesson would cost a notebook run each.
+What is not tried: compositions of two callables, and arithmetic on the inputs beyond ± 1.
 """
 from __future__ import annotations
 
@@ -52,8 +57,8 @@ def _ours(obj: Any) -> bool:
 
 @lru_cache(maxsize=None)
 def reachable() -> tuple[tuple[str, Callable], ...]:
-    """(where, callable) for every callable of headlab, found from each module's globals and from there one or
-    two steps further (attributes of objects and classes, items of lists, tuples and dicts)."""
+    """(where, callable) for every callable of headlab, found from each module's globals and from there up to
+    three steps further (attributes of the package's objects and classes, items of lists, tuples and dicts)."""
     modules = [headlab] + [importlib.import_module(m.name) for m in pkgutil.walk_packages(headlab.__path__, "headlab.")]
     found: dict[int, tuple[str, Callable]] = {}
 

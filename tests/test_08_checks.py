@@ -5,6 +5,7 @@ import torch.nn.functional as F
 
 from headlab.checks import CheckFailed, ch08
 from headlab.metrics import average_ranks, spearman
+from lessons import lesson
 
 
 def masked(H, m):
@@ -151,3 +152,16 @@ def test_a_mask_on_the_feature_axis_is_told_apart_from_a_missing_keepdim():
     with pytest.raises(CheckFailed) as caught:
         ch08.sentence_embedding(lambda H, m: F.normalize((H * m).sum(1) / m.sum(1, keepdim=True), dim=-1))
     assert "Line the (B, n) mask up with H's position axis" in str(caught.value) and "keepdim" not in str(caught.value)
+
+
+def test_the_stored_gradient_is_the_solutions():
+    """The visible check's gradient is stored data (the package holds no function that embeds as the answer
+    does): it is the gradient the solution notebook's sentence_embedding gives the same input."""
+    namespace = {"torch": torch}
+    exec(lesson("08_real_model").answers()["sentence_embedding"], namespace)
+    shape, seed, mask = (ch08.GRADIENT_INPUT[k] for k in ("shape", "seed", "mask"))
+    H = torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).requires_grad_()
+    mask = torch.tensor(mask)
+    namespace["sentence_embedding"](H, mask).sum().backward()
+    stored = torch.tensor(ch08.GRADIENT_ROWS)[:, None, :] * mask[:, :, None]
+    assert torch.allclose(H.grad, stored, atol=1e-6), (H.grad, stored)

@@ -4,16 +4,22 @@ from __future__ import annotations
 import torch
 
 from .core import CheckFailed, positions
-from .engine import Exercise, Mistake, inputs_as
+from .engine import Exercise, Mistake, inputs_as, twist
 
 T, F = True, False
 
 
 # --- padding_mask(lengths, n) → (B, n) bool ----------------------------------------------------------
-def _marked(n: int, first: torch.Tensor, stop: torch.Tensor) -> torch.Tensor:
-    """(B, n): row b marks positions first[b] … stop[b] − 1, the form of most mistakes."""
-    i = torch.arange(n)[None, :]
-    return (i >= first[:, None]) & (i < stop[:, None])
+# Each mistake is the right mask E with its twist (Mistake.twist): the check holds no function that builds a
+# mask from the lengths, which a student could submit as theirs.
+def _one_more(E: torch.Tensor) -> torch.Tensor:
+    """E with the position after each row's real tokens marked too (a row's first position always is)."""
+    return E | torch.cat([torch.ones_like(E[:, :1]), E[:, :-1]], dim=1)
+
+
+def _one_fewer(E: torch.Tensor) -> torch.Tensor:
+    """E without each row's last real position: a position stays marked only if the next one is."""
+    return E & torch.cat([E[:, 1:], torch.zeros_like(E[:, :1])], dim=1)
 
 
 def _padding_row(out, expected, lengths, n) -> str:
@@ -42,22 +48,22 @@ padding_mask = Exercise(
     unchanged="padding_mask changed the `lengths` tensor it was given; build a new tensor instead.",
     explain=_padding_row,
     mistakes=[
-        Mistake("rows-and-columns-swapped", lambda lengths, n: _marked(n, 0 * lengths, lengths).T,
+        twist("rows-and-columns-swapped", lambda E, lengths, n: E.T,
                 "padding_mask returned shape (n, B){where}: rows and columns are swapped. Rows are "
                 "sequences, so the mask is (B, n) = ({B}, {n})."),
-        Mistake("pads-to-longest", lambda lengths, n: _marked(int(lengths.max()), 0 * lengths, lengths),
+        twist("pads-to-longest", lambda E, lengths, n: E[:, :int(lengths.max())],
                 "padding_mask returned as many columns as the longest length{where}: it padded to the "
                 "longest length, not to n. The mask must have n = {n} columns."),
-        Mistake("inverted", lambda lengths, n: ~_marked(n, 0 * lengths, lengths),
+        twist("inverted", lambda E, lengths, n: ~E,
                 "padding_mask is inverted{where}: it is True on padding and False on real tokens. "
                 "True must mark the real tokens."),
-        Mistake("left-padding", lambda lengths, n: _marked(n, n - lengths, 0 * lengths + n),
+        twist("left-padding", lambda E, lengths, n: E.flip(1),
                 "padding_mask marked the last ℓ positions of each row{where}. That is left padding: this "
                 "course's batches are right-padded, real tokens first and padding after them."),
-        Mistake("one-too-many", lambda lengths, n: _marked(n, 0 * lengths, lengths + 1),
+        twist("one-too-many", lambda E, lengths, n: _one_more(E),
                 "padding_mask marks one position too many in each row{where} (off by one; compare "
                 "with <, not <=)."),
-        Mistake("one-too-few", lambda lengths, n: _marked(n, 0 * lengths, lengths - 1),
+        twist("one-too-few", lambda E, lengths, n: _one_fewer(E),
                 "padding_mask marks one position too few in each row{where} (off by one; position "
                 "ℓ − 1 is still a real token)."),
         Mistake("all-real", lambda lengths, n: torch.ones(len(lengths), n, dtype=torch.bool),
@@ -67,12 +73,7 @@ padding_mask = Exercise(
 
 
 # --- causal_mask(n) → (n, n) bool --------------------------------------------------------------------
-def _triangle(n: int, diagonal: int) -> torch.Tensor:
-    """True where key j ≤ query i + diagonal."""
-    i = torch.arange(n)
-    return i[None, :] <= i[:, None] + diagonal
-
-
+# As for padding_mask, each mistake is a twist of the right mask E.
 def _causal_entry(out, expected, n) -> str:
     i, j = (out != expected).nonzero()[0].tolist()
     should = "may" if expected[i, j] else "may not"
@@ -95,16 +96,16 @@ causal_mask = Exercise(
     dtype_message="{name} returned dtype {got}{where}; it must be a bool mask.",
     explain=_causal_entry,
     mistakes=[
-        Mistake("additive-float", lambda n: torch.zeros(n, n).masked_fill(~_triangle(n, 0), float("-inf")),
+        twist("additive-float", lambda E, n: torch.zeros(n, n).masked_fill(~E, float("-inf")),
                 "causal_mask returned an additive float mask (0 and -inf){where}. The contract asks for a "
                 "bool mask, True where query i may see key j; attention code turns it into -inf itself."),
-        Mistake("sees-the-future", lambda n: _triangle(n, 0).T,
+        twist("sees-the-future", lambda E, n: E.T,
                 "causal_mask lets query i see keys j ≥ i, the future{where}: that is the upper triangle. "
                 "A causal model sees the past and itself: [i, j] True iff j ≤ i (lower triangle)."),
-        Mistake("without-diagonal", lambda n: _triangle(n, -1),
+        twist("without-diagonal", lambda E, n: E & ~torch.eye(n, dtype=torch.bool),
                 "causal_mask leaves out the diagonal{where}: a position must see itself (j ≤ i, not "
                 "j < i); without it the first position sees nothing at all."),
-        Mistake("inverted", lambda n: ~_triangle(n, 0),
+        twist("inverted", lambda E, n: ~E,
                 "causal_mask is inverted{where}: it is True on the positions a query must NOT see. "
                 "True marks what query i may see: keys j ≤ i."),
         Mistake("bidirectional", lambda n: torch.ones(n, n, dtype=torch.bool),

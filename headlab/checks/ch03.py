@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from .core import CheckFailed, call, drive, fail, passed, require_module_class
 from .dropout import identity_on_top, judge_train_pass
-from .engine import Exercise, Mistake, first_difference, gradient_facts, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, twist, first_difference, gradient_facts, inputs_as, judge_gradients, show
 
 
 # --- SequenceClassifier ------------------------------------------------------------------------------
@@ -133,12 +133,14 @@ def _check_train(cls, d: int, K: int, p: float | None, g: torch.Generator) -> No
 _SUM = "The head has K·d weights and K biases: K·d + K."
 head_param_count = Exercise(
     "head_param_count", returns=int, atol=0.25, read=inputs_as(None, None, None),
-    cases=[(64, 2, 130), (768, 2, 1538), (512, 5, 2565), (3, 1, 4)],  # (d, K, K·d + K) by hand
+    cases=[(64, 2, 130), (768, 2, 1538), (256, 7, 1799), (3, 1, 4)],  # (d, K, K·d + K) by hand
     where=lambda d, K: f" for d={d}, K={K}", fields=lambda d, K: {"d": d, "K": K},
     explain=lambda out, want, d, K: f"head_param_count returned {out} for d={d}, K={K}; a Linear(d, K) "
     f"head has K·d weights and K biases: {want}.",
-    mistakes=[Mistake(key, f, "{name} returned {out} = " + how) for key, f, how in [
-        ("forgets-the-bias", lambda d, K: K * d, "K·d{where}: the bias is left out. " + _SUM),
+    # K·d, the count without the bias, is the right count less K (a twist): as a function of (d, K) it would be
+    # tying_savings's answer, V·d.
+    mistakes=[twist("forgets-the-bias", lambda E, d, K: E - K, "{name} returned {out} = K·d{where}: the bias is left "
+                    "out. " + _SUM)] + [Mistake(key, f, "{name} returned {out} = " + how) for key, f, how in [
         ("one-row-and-column-too-many", lambda d, K: (d + 1) * (K + 1), "(d + 1)·(K + 1){where}: one row and one "
          "column too many. The weight matrix has one row per class (K = {K}) and one column per input feature "
          "(d = {d}), and the bias one entry per class: K·(d + 1)."),

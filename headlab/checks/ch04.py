@@ -196,8 +196,14 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
     return None
 
 
-def _ce(logits, labels, reduction="mean"):
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction=reduction)
+def _ce_sum(logits, labels):
+    """The summed cross-entropy over the positions labelled ≠ -100. A sum, never the mean: the mean would be
+    token_loss's (and mlm_loss's) answer. Each mistake below divides it by its own wrong count."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum")
+
+
+def _kept(labels):
+    return (labels != X).sum()
 
 
 def _loss_mistake(key: str, output: Callable, why: str) -> Mistake:
@@ -220,25 +226,25 @@ token_loss = Exercise(
         f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}; the mean cross-entropy over the positions "
         f"whose label is not -100 is {float(right):.4f}."),
     mistakes=[
-        _loss_mistake("minus-100-as-class-0", lambda lo, la: _ce(lo, la.clamp(min=0)),
+        _loss_mistake("minus-100-as-class-0", lambda lo, la: _ce_sum(lo, la.clamp(min=0)) / la.numel(),
                       "you replaced the -100 labels by a class (0), so [CLS], [SEP] and padding positions count in "
                       "the loss. Positions labelled -100 must be left out (ignore_index=-100)."),
-        _loss_mistake("divides-by-all-positions", lambda lo, la: _ce(lo, la, "sum") / la.numel(),
+        _loss_mistake("divides-by-all-positions", lambda lo, la: _ce_sum(lo, la) / la.numel(),
                       "you divided by all B·n = {all} positions, padding and specials included; divide by the "
                       "{kept} labelled positions (label ≠ -100)."),
-        _loss_mistake("sum-not-mean", lambda lo, la: _ce(lo, la, "sum"),
+        _loss_mistake("sum-not-mean", _ce_sum,
                       "you returned the sum over labelled positions; the loss is their mean."),
         _loss_mistake("mean-per-sentence",
-                      lambda lo, la: torch.stack([_ce(*r) for r in zip(lo, la) if max(r[1]) >= 0]).mean(),
+                      lambda lo, la: torch.stack([_ce_sum(*r) / _kept(r[1]) for r in zip(lo, la) if max(r[1]) >= 0]).mean(),
                       "you averaged within each sentence and then over sentences; the loss is the mean over all "
                       "labelled positions of the batch, so a long sentence weighs more."),
-        _loss_mistake("labels-shifted-left", lambda lo, la: _ce(lo[:, 1:], la[:, :-1]),
+        _loss_mistake("labels-shifted-left", lambda lo, la: _ce_sum(lo[:, 1:], la[:, :-1]) / _kept(la[:, :-1]),
                       "label i is scored with the logits of position i + 1, but labels are already aligned to "
                       "the token positions, [CLS] included (word w at w + 1): do not shift them."),
-        _loss_mistake("labels-shifted-right", lambda lo, la: _ce(lo[:, :-1], la[:, 1:]),
+        _loss_mistake("labels-shifted-right", lambda lo, la: _ce_sum(lo[:, :-1], la[:, 1:]) / _kept(la[:, 1:]),
                       "label i + 1 is scored with the logits of position i, as if [CLS] were not there; labels are "
                       "already aligned to the token positions, [CLS] included: do not shift them."),
-        _loss_mistake("softmax-before-cross-entropy", lambda lo, la: _ce(lo.softmax(-1), la),
+        _loss_mistake("softmax-before-cross-entropy", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la),
                       "you applied softmax to the logits before cross_entropy, which applies log-softmax itself: "
                       "cross_entropy takes raw logits."),
         _loss_mistake("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la),

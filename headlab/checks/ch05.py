@@ -9,7 +9,8 @@ import torch
 
 from ..grading import GraderError
 from .core import CheckFailed, a_type, call, call_raw, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, Unclear, backward_through, gradient_facts, judge_gradients, same, show
+from .engine import (Exercise, Mistake, Unclear, backward_through, gradient_facts, judge_gradients, same, show,
+                     twist)
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -55,20 +56,38 @@ def _positions(row: torch.Tensor) -> str:
     return f"positions {pos[0]}…{pos[-1]}" if pos and pos == list(range(pos[0], pos[-1] + 1)) else f"positions {pos}"
 
 
-def _search(start, end, allowed, lo: int, hi: int) -> torch.Tensor | None:
-    """The best (i, j) with lo ≤ j − i ≤ hi, both allowed: a mistake's rule (each passes a wrong one)."""
+def _block(allowed: torch.Tensor) -> torch.Tensor:
+    """Every position from a row's first allowed one to its last: the allowed positions taken for one block."""
+    return (allowed.cumsum(-1) > 0) & (allowed.flip(-1).cumsum(-1).flip(-1) > 0)
+
+
+# A mistake's rule: the positions it searches (from start, end, allowed), the logits it scores, and how far its
+# band reaches past the right one (j − i ≤ max_len − 1 + reach). Each is wrong in one thing, so that the check
+# holds no search that gives the right spans (a rule that would, on some input, gives None there).
+_RULES = {
+    "one-too-long": (lambda s, e, a: (s, e, a), 1),
+    "one-too-short": (lambda s, e, a: (s, e, a), -1),
+    "outside-the-passage": (lambda s, e, a: (s, e, torch.ones_like(a)), 0),
+    "mask-multiplied": (lambda s, e, a: (s * a, e * a, torch.ones_like(a)), 0),
+    "searches-between-allowed": (lambda s, e, a: (s, e, _block(a)), 0),
+}
+
+
+def _wrong_spans(rule: str, start, end, allowed, max_len: int) -> torch.Tensor | None:
+    """The best (i, j) under the mistake `rule`, or None where it has no span to compare or searches exactly
+    the positions the right rule does."""
+    where, reach = _RULES[rule]
+    allowed = allowed.bool()
+    start, end, searched = where(start, end, allowed)
+    if reach == 0 and torch.equal(searched, allowed):
+        return None
     n = start.shape[1]
     gap = torch.arange(n)[None, :] - torch.arange(n)[:, None]
-    ok = (gap >= lo) & (gap <= hi) & allowed[:, :, None] & allowed[:, None, :]
+    ok = (gap >= 0) & (gap <= max_len - 1 + reach) & searched[:, :, None] & searched[:, None, :]
     if not ok.flatten(1).any(-1).all():   # a row without candidates: this rule gives no span to compare
         return None
     flat = (start[:, :, None] + end[:, None, :]).masked_fill(~ok, float("-inf")).flatten(1).argmax(-1)
     return torch.stack([flat // n, flat % n], dim=-1)
-
-
-def _block(allowed: torch.Tensor) -> torch.Tensor:
-    """Every position from a row's first allowed one to its last: the allowed positions taken for one block."""
-    return (allowed.cumsum(-1) > 0) & (allowed.flip(-1).cumsum(-1).flip(-1) > 0)
 
 
 def _spans(text: str) -> Callable[..., str]:
@@ -88,28 +107,28 @@ BEST_SPAN = Exercise(
     # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
     # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
     mistakes=[
-        Mistake("one-too-long", lambda s, e, allowed, m: _search(s, e, allowed, 0, m), _spans(
+        Mistake("one-too-long", lambda s, e, allowed, m: _wrong_spans("one-too-long", s, e, allowed, m), _spans(
             "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + max_len − 1 "
             "(is your upper bound off by one, or missing?).")),
         Mistake("independent-argmax", lambda s, e, allowed, m: torch.stack(
             [x.masked_fill(~allowed, float("-inf")).argmax(-1) for x in (s, e)], dim=-1), _spans(
             "the best start and, on its own, the best end (two independent argmaxes). That can put the end before "
             "the start, or make the span too long: score each pair, i ≤ j ≤ i + max_len − 1, keep the best.")),
-        Mistake("outside-the-passage", lambda s, e, allowed, m: _search(s, e, torch.ones_like(allowed), 0, m - 1),
+        Mistake("outside-the-passage", lambda s, e, allowed, m: _wrong_spans("outside-the-passage", s, e, allowed, m),
                 _spans("these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding "
                        "too. The answer lies inside the passage: mask where allowed is False before choosing.")),
-        Mistake("mask-multiplied", lambda s, e, allowed, m: _search(s * allowed, e * allowed,
-                                                                    torch.ones_like(allowed), 0, m - 1), _spans(
+        Mistake("mask-multiplied", lambda s, e, allowed, m: _wrong_spans("mask-multiplied", s, e, allowed, m), _spans(
             "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
             "beats negative logits inside it. Exclude positions by setting their logits to −inf instead: "
             "`start_logits.masked_fill(~allowed, float('-inf'))`.")),
-        Mistake("exclusive-end", lambda s, e, allowed, m: _search(s, e, allowed, 0, m - 1) + torch.tensor([0, 1]),
+        twist("exclusive-end", lambda E, s, e, allowed, m: E + torch.tensor([0, 1]),
                 _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
                        "best_span returns the last token itself, j, so that the answer is tokens i … j.")),
-        Mistake("one-too-short", lambda s, e, allowed, m: _search(s, e, allowed, 0, m - 2), _spans(
+        Mistake("one-too-short", lambda s, e, allowed, m: _wrong_spans("one-too-short", s, e, allowed, m), _spans(
             "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
             "upper bound of your band.")),
-        Mistake("searches-between-allowed", lambda s, e, allowed, m: _search(s, e, _block(allowed), 0, m - 1), _spans(
+        Mistake("searches-between-allowed", lambda s, e, allowed, m: _wrong_spans("searches-between-allowed", s, e, allowed,
+                                                                                  m), _spans(
             "a span here starts or ends between two allowed positions, at one that is not allowed: the search ran "
             "over every position from the first allowed to the last. The allowed positions need not be one block: "
             "keep only the pairs whose i and j are both allowed.")),

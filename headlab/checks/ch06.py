@@ -46,6 +46,12 @@ def _full_row(err, H, lengths) -> str:
                                 "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
 
 
+def _per_row(H, lengths) -> bool:
+    """Whether `lengths` holds one length per row of H: a mistake below applies only then (given another value
+    for it, `H[:, 0]` or `H[:, lengths - 1]` would be cls_pool's answer)."""
+    return isinstance(lengths, torch.Tensor) and tuple(lengths.shape) == (H.shape[0],) and not lengths.is_floating_point()
+
+
 _MEAN = ("last_token_pool averaged over positions{where}: that is mean pooling. Last-token pooling takes one vector "
          "per row, the one at its last real position ℓ_b − 1.")
 
@@ -55,7 +61,7 @@ last_token_pool = Exercise(
     cases=[
         ([5, 3, 4], 6, 4, [4, 2, 3]),       # the lesson's worked example
         ([2, 6, 1], 6, 2, [1, 5, 0]),       # a full row (ℓ = n) and a one-token row
-        ([7, 4, 9], 10, 5, [6, 3, 8]),
+        ([8, 3, 6], 9, 5, [7, 2, 5]),
     ],
     read=_read_pool,
     shape=lambda H, lengths: (H.shape[0], H.shape[2]),
@@ -65,19 +71,19 @@ last_token_pool = Exercise(
     explain=_pool_row,
     unchanged="last_token_pool changed H or lengths; select from them without writing into them.",
     mistakes=[
-        Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1],
+        Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1] if _per_row(H, lengths) else None,
                 "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position "
                 "from every row. Pair each row with its own position: `H[torch.arange(H.shape[0]), lengths - 1]`."),
-        Mistake("last-tensor-position", lambda H, lengths: H[:, -1],
+        Mistake("last-tensor-position", lambda H, lengths: H[:, -1] if _per_row(H, lengths) else None,
                 "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter "
                 "than n. With right padding, pick each row's own position ℓ_b − 1."),
-        Mistake("first-token", lambda H, lengths: H[:, 0],
+        Mistake("first-token", lambda H, lengths: H[:, 0] if _per_row(H, lengths) else None,
                 "last_token_pool pooled the first token (`H[:, 0]`){where}. In a causal model it has seen only "
                 "itself, so it knows nothing about the rest of the text. Use the last real token, ℓ_b − 1."),
         Mistake("mean-pooling", lambda H, lengths: torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths)]),
                 _MEAN),
         Mistake("mean-pooling", lambda H, lengths: H.mean(1), _MEAN),
-        Mistake("one-too-many", lambda H, lengths: H[torch.arange(H.shape[0]), lengths],
+        Mistake("one-too-many", lambda H, lengths: H[torch.arange(H.shape[0]), lengths] if _per_row(H, lengths) else None,
                 "last_token_pool pooled position ℓ of every row{where}: off by one. Positions count from 0, so a row "
                 "of ℓ tokens ends at position ℓ − 1; position ℓ is padding."),
     ],
@@ -169,35 +175,42 @@ last_real_index = Exercise(
 
 
 # --- the knowledge check -------------------------------------------------------------------------
-KC_LENGTHS, KC_N, KC_D, KC_K = [7, 4, 9], 10, 512, 5
+# The package holds neither the answers nor the question's numbers: the hidden test passes both, the expected
+# values and the question (lengths, n, d, K), from which the usual wrong values below are worked out.
 KC_NAMES = ("kc_positions", "kc_head_params", "kc_initial_loss")
-# Per answer: its context, its usual wrong values (key, value, why), what to do when none fits.
-KC_VALUES = {
-    "kc_positions": (f"for lengths {KC_LENGTHS} padded to n = {KC_N}", [
-        ("positions-are-lengths", KC_LENGTHS, "those are the lengths themselves. A row of ℓ tokens holds positions "
-         "0 … ℓ − 1, so its last real token is one less than its length (off by one)."),
-        ("last-tensor-position", [KC_N - 1] * 3, f"position {KC_N - 1} is the last tensor position: padding for "
-         "every row shorter than n. Use each row's last real token."),
-        ("first-token", [0] * 3, "position 0 is the first token, which in a causal model has seen only itself."),
-        ("left-padding-start", [KC_N - k for k in KC_LENGTHS], "n − ℓ is where a left-padded text starts. The "
-         "batch is right-padded: use the last real token of each row."),
-    ], "row b uses its last real token."),
-    "kc_head_params": (f"for d = {KC_D} and K = {KC_K}", [
-        ("weights-only", KC_D * KC_K, "that counts the weight matrix only. The head also has a bias, one per class."),
-        ("bias-per-input", KC_D * KC_K + KC_D, "the bias has one entry per class (K of them), not one per input."),
-        ("d-plus-k", KC_D + KC_K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
-         "pair, K·d of them, plus K biases."),
-        ("d-by-d-layer", KC_D * KC_D + KC_D, "that is a d × d layer. The head maps d inputs to K classes."),
-    ], "count the weight matrix (K × d) and the bias (K)."),
-    "kc_initial_loss": (f"for K = {KC_K} classes", [
-        ("two-class-loss", math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {KC_K}."),
-        ("log-base-10", math.log10(KC_K), "that is log base 10. Cross-entropy uses the natural logarithm (nats)."),
-        ("log-base-2", math.log2(KC_K), "that is log base 2 (bits). The course measures the loss in nats, with ln."),
-        ("probability-not-loss", 1 / KC_K, "1/K is the probability an untrained head gives each class. The loss "
-         "is −ln of that probability."),
-    ], "an untrained head gives every class about the same probability, and the loss is −ln of the probability "
-       "of the true class (rounded to two decimals)."),
-}
+
+
+def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
+    """Per answer: its context, its usual wrong values (key, value, why), what to do when none fits."""
+    return {
+        "kc_positions": (f"for lengths {lengths} padded to n = {n}", [
+            ("positions-are-lengths", list(lengths), "those are the lengths themselves. A row of ℓ tokens holds "
+             "positions 0 … ℓ − 1, so its last real token is one less than its length (off by one)."),
+            ("last-tensor-position", [n - 1] * len(lengths), f"position {n - 1} is the last tensor position: "
+             "padding for every row shorter than n. Use each row's last real token."),
+            ("first-token", [0] * len(lengths), "position 0 is the first token, which in a causal model has seen "
+             "only itself."),
+            ("left-padding-start", [n - k for k in lengths], "n − ℓ is where a left-padded text starts. The "
+             "batch is right-padded: use the last real token of each row."),
+        ], "row b uses its last real token."),
+        "kc_head_params": (f"for d = {d} and K = {K}", [
+            ("weights-only", d * K, "that counts the weight matrix only. The head also has a bias, one per class."),
+            ("bias-per-input", d * K + d, "the bias has one entry per class (K of them), not one per input."),
+            ("d-plus-k", d + K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
+             "pair, K·d of them, plus K biases."),
+            ("d-by-d-layer", d * d + d, "that is a d × d layer. The head maps d inputs to K classes."),
+        ], "count the weight matrix (K × d) and the bias (K)."),
+        "kc_initial_loss": (f"for K = {K} classes", [
+            ("two-class-loss", math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {K}."),
+            ("log-base-10", math.log10(K), "that is log base 10. Cross-entropy uses the natural logarithm (nats)."),
+            ("log-base-2", math.log2(K), "that is log base 2 (bits). The course measures the loss in nats, with ln."),
+            ("probability-not-loss", 1 / K, "1/K is the probability an untrained head gives each class. The loss "
+             "is −ln of that probability."),
+        ], "an untrained head gives every class about the same probability, and the loss is −ln of the "
+           "probability of the true class (rounded to two decimals)."),
+    }
+
+
 PLAIN = {"kc_positions": "a list of three ints (`tensor.tolist()`)", "kc_head_params": "an int (`int(tensor)`)",
          "kc_initial_loss": "a float rounded to two decimals (`round(tensor.item(), 2)`)"}
 
@@ -207,9 +220,11 @@ def drive_knowledge_check(namespace: Mapping[str, Any]) -> dict:
     return {name: namespace[name] for name in KC_NAMES if name in namespace}
 
 
-def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | None = None) -> None:
+def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | None = None,
+                    question: Mapping[str, Any] | None = None) -> None:
     """Check the answers set in the notebook (pass `globals()`): without `expected`, only their form,
-    which gives no value away; hidden tests pass the values."""
+    which gives no value away; hidden tests pass the values and the `question` (lengths, n, d, K) that
+    names the usual wrong ones."""
     if not isinstance(namespace, Mapping):
         fail("this check reads your answers from the notebook: call it as `check.knowledge_check(globals())`.",
              "not-a-namespace")
@@ -223,7 +238,11 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     if expected is None:
         print("✓ knowledge check: the three answers have the right form (their values are graded)")
         return
-    for name, (where, mistakes, otherwise) in KC_VALUES.items():
+    n = question["n"]
+    if any(not p < n for p in answers["kc_positions"]):
+        fail(f"kc_positions = {list(answers['kc_positions'])} is not made of positions of a batch padded to n = {n}: "
+             f"positions count from 0, so they run from 0 to {n - 1}.", "position-outside")
+    for name, (where, mistakes, otherwise) in _usual_answers(**question).items():
         got, want = [list(v) if name == "kc_positions" else v for v in (answers[name], expected[name])]
         same = (lambda a, b: abs(a - round(b, 2)) < 0.005) if name == "kc_initial_loss" else (lambda a, b: a == b)
         if not same(got, want):
@@ -246,9 +265,9 @@ def _form(positions, params, loss) -> None:
         if type(p) is not int:
             fail(f"kc_positions must hold whole numbers (int), one position per row; {p!r} is {a_type(p)}.",
                  "position-not-int")
-    if any(not 0 <= p < KC_N for p in positions):
-        fail(f"kc_positions = {list(positions)} is not made of positions of a batch padded to n = {KC_N}: "
-             f"positions count from 0, so they run from 0 to {KC_N - 1}.", "position-outside")
+    if any(p < 0 for p in positions):
+        fail(f"kc_positions = {list(positions)} holds a negative number: positions count from 0, the first "
+             "token of a row.", "position-outside")
     if type(params) is not int or params <= 0:
         fail(f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
              f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")

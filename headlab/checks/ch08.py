@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import CheckFailed, call, fail
-from .engine import Exercise, Mistake, clashing_sizes, close_gradient, gradient_of, inputs_as
+from .engine import Exercise, Mistake, clashing_sizes, close_gradient, inputs_as, twist
 
 T, F_ = True, False
 IGNORE = -100
@@ -22,8 +22,16 @@ def _real(H, mask):
     return mask.bool()[:, :, None].to(H.dtype)   # (B, n, 1): 1 on real tokens, whatever the mask's dtype
 
 
-def _mean(H, mask):
-    return (H * _real(H, mask)).sum(1) / _real(H, mask).sum(1)
+def _mean_norms(H, mask):
+    """(B, 1): the length of each row's mean over its real tokens. A mistake that keeps the mean's length is
+    the right embedding E times it (a twist of E), so the check holds no function that pools as the answer does."""
+    return (H * _real(H, mask)).sum(1).norm(dim=-1, keepdim=True) / _real(H, mask).sum(1)
+
+
+def _right_padded(mask) -> bool:
+    """Whether every row's real tokens come first: there, averaging the first ℓ positions is right."""
+    m = mask.bool()
+    return bool((m == (torch.arange(m.shape[1])[None, :] < m.sum(1, keepdim=True))).all())
 
 
 def _with_every_mask(cases):
@@ -90,10 +98,14 @@ OVER_BATCH = ("sentence_embedding normalised over the batch axis (dim=0){where}:
               "sentence. Normalise every row: dim=-1.")
 
 
-def _pooled(key, pool, message):
-    """A pooling mistake as it comes normalised and not normalised: the second message says so too."""
-    return [Mistake(key, lambda H, m: _unit(pool(H, m)), message),
-            Mistake(key, pool, message + " It is not L2-normalised either: divide each row by its L2 norm last.")]
+def _pooled(key, pool, message, raw=True):
+    """A pooling mistake as it comes normalised and (with `raw`) not normalised: the second message says so too.
+    Each applies only to a (B, n) mask: given another value for it, a raw pooling could be lesson 02's answer
+    (cls_pool is `H[:, 0]`). Max pooling has no raw form here: with the real mask it is max_pool's answer."""
+    fits = lambda H, m: isinstance(m, torch.Tensor) and m.shape == H.shape[:2]  # noqa: E731
+    return [Mistake(key, lambda H, m: _unit(pool(H, m)) if fits(H, m) else None, message)] + [
+            Mistake(key, lambda H, m: pool(H, m) if fits(H, m) else None,
+                    message + " It is not L2-normalised either: divide each row by its L2 norm last.")] * raw
 
 
 _embedding = Exercise(
@@ -140,22 +152,22 @@ _embedding = Exercise(
         Mistake("one-vector-per-token", lambda H, m: _unit(H * _real(H, m)),
                 "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over "
                 "the positions (dim=1) first, then normalise."),
-        Mistake("kept-position-axis", lambda H, m: _unit(_mean(H, m))[:, None],
+        twist("kept-position-axis", lambda E, H, m: E[:, None],
                 "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
                 "sum over positions). The result is (B, d)."),
-        Mistake("not-normalised", _mean, NOT_NORMALISED),
+        twist("not-normalised", lambda E, H, m: E * _mean_norms(H, m), NOT_NORMALISED),
         Mistake("not-normalised", lambda H, m: (H * _real(H, m)).sum(1), NOT_NORMALISED),
         *_pooled("padding-in-mean", lambda H, m: H.mean(1), PADDING),
         *_pooled("padding-in-mean", lambda H, m: H.sum(1) / _real(H, m).sum(1), PADDING),
         *_pooled("cls-instead-of-mean", lambda H, m: H[:, 0],
                  "sentence_embedding returned the [CLS] vector `H[:, 0]` (the first position){where}. This model was "
                  "trained with mean pooling: average the real tokens, then normalise."),
-        Mistake("l1-norm", lambda H, m: F.normalize(_mean(H, m), p=1, dim=-1),
+        twist("l1-norm", lambda E, H, m: F.normalize(E, p=1, dim=-1),
                 "sentence_embedding divided by the L1 norm (the sum of absolute values){where}. Use the L2 norm, "
                 "sqrt(sum of squares), on the mean z: `F.normalize(z, dim=-1)` (p=2)."),
-        Mistake("normalised-over-batch", lambda H, m: _unit(_mean(H, m), dim=0), OVER_BATCH),
+        twist("normalised-over-batch", lambda E, H, m: _unit(E * _mean_norms(H, m), dim=0), OVER_BATCH),
         Mistake("normalised-over-batch", lambda H, m: _unit(H.mean(1), dim=0), OVER_BATCH),
-        *_pooled("normalised-tokens-before-mean", lambda H, m: _mean(_unit(H), m),
+        *_pooled("normalised-tokens-before-mean", lambda H, m: (_unit(H) * _real(H, m)).sum(1) / _real(H, m).sum(1),
                  "sentence_embedding normalised each token vector before averaging{where}: that weighs every token "
                  "the same, whatever its length, and gives another direction. Average the raw vectors of the real "
                  "tokens first, then normalise the mean once."),
@@ -163,9 +175,10 @@ _embedding = Exercise(
                  "sentence_embedding returned the last real token{where}; an encoder's sentence embedding here is "
                  "the mean over all real tokens."),
         *_pooled("max-pooling", lambda H, m: H.masked_fill(~m.bool()[:, :, None], float("-inf")).amax(1),
-                 "sentence_embedding took the maximum over positions{where}; this model pools with the mean."),
-        Mistake("assumes-right-padding", lambda H, m: _unit(torch.stack([H[b, :int(k)].mean(0) for b, k in
-                                                                          enumerate(m.bool().sum(1))])),
+                 "sentence_embedding took the maximum over positions{where}; this model pools with the mean.", raw=False),
+        # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
+        Mistake("assumes-right-padding", lambda H, m: None if _right_padded(m) else _unit(torch.stack(
+                [H[b, :int(k)].mean(0) for b, k in enumerate(m.bool().sum(1))])),
                 lambda out, H, m: _first_positions(H, m)),
     ],
 )
@@ -180,11 +193,17 @@ def _first_positions(H, mask) -> str:
             "positions and divide by `attention_mask.sum(dim=1, keepdim=True)`.")
 
 
+# The gradient that the right embedding's sum gives H below, stored as data (tests/test_08_checks.py computes it
+# again from the solution): each real position of a row gets its row's vector, padding none.
+GRADIENT_INPUT = dict(seed=8, shape=(2, 4, 3), mask=[[1, 1, 1, 0], [1, 1, 0, 0]])
+GRADIENT_ROWS = [[0.1578194, 0.09454343, -0.05508846], [0.2016619, 0.4840048, 0.531992]]
+
+
 def _carries_the_graph(fn) -> None:
     """Once the values are right: lesson 08 fine-tunes the encoder through the embedding, so a gradient must
     reach H."""
-    H = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(8)).requires_grad_()
-    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    H = torch.randn(*GRADIENT_INPUT["shape"], generator=torch.Generator().manual_seed(GRADIENT_INPUT["seed"]))
+    H, mask = H.requires_grad_(), torch.tensor(GRADIENT_INPUT["mask"])
     out = call(fn, "sentence_embedding", H, mask)
     if isinstance(out, torch.Tensor) and out.requires_grad:
         out.sum().backward()   # replayed, the output carries the gradients the learner's function really had
@@ -194,7 +213,7 @@ def _carries_the_graph(fn) -> None:
              "this function, so it would then train the head alone and nothing below the embedding: compute it from "
              "H with torch operations.", "no-gradient")
     # Measured in the learner's process, so compared with the right embedding's gradient, not only seen.
-    if not close_gradient(H.grad, gradient_of(lambda H, mask: _unit(_mean(H, mask)), H, mask)[0]):
+    if not close_gradient(H.grad, torch.tensor(GRADIENT_ROWS)[:, None, :] * mask[:, :, None]):
         fail("sentence_embedding returns the right embedding, but the gradient that reaches H is not its gradient: "
              "part of it is computed outside autograd (a norm or a count taken with `.detach()`, `.item()` or "
              "`.data`), so fine-tuning would follow another function than the one it returns. Compute every step "
@@ -208,36 +227,43 @@ def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:
 
 
 # --- align_labels(word_ids, word_labels) → list of ints ---------------------------------------------
-def _label(word_ids, word_labels, first=True, special=IGNORE, skip_word_0=False, before=None) -> list:
-    """Each token's label when a word's label goes on its first (or last) piece and special tokens get `special`;
-    `before` is the word id position 0 is compared with (None: no word; "wrap": the last entry, as
-    `word_ids[i - 1]` reads it at i = 0)."""
-    out = []
-    for i, w in enumerate(word_ids):
-        if first:
-            edge = (word_ids[i - 1] if i or before == "wrap" else before) != w
-        else:
-            edge = i == len(word_ids) - 1 or word_ids[i + 1] != w
-        out.append(special if w is None else word_labels[w] if edge and not (skip_word_0 and w == 0) else IGNORE)
-    return out
+# Each mistake is a rule of its own that never gives the right labels (it returns None where it would), or a
+# twist of the right labels E: the check holds no function that aligns labels as the answer does.
+def _ints(E) -> list:
+    return E.tolist() if isinstance(E, torch.Tensor) else list(E)
 
 
-def _by_count(word_ids, word_labels) -> list:
-    """The k-th word met gets `word_labels[k]`: right only while the word ids run 0, 1, 2, ... without a gap."""
-    out, previous, k = [], None, 0
-    for w in word_ids:
-        if w is not None and w != previous:
-            out.append(word_labels[k])
-            k += 1
-        else:
-            out.append(IGNORE)
-        previous = w
-    return out
+def _first_pieces(word_ids) -> list[int]:
+    return [i for i, w in enumerate(word_ids) if w is not None and (i == 0 or word_ids[i - 1] != w)]
 
 
-def _skipped(word_ids, word_labels) -> str:
-    got, right = _by_count(word_ids, word_labels), _label(word_ids, word_labels)
-    i = next(i for i, (a, b) in enumerate(zip(got, right)) if a != b)
+def _on_last_piece(word_ids, word_labels) -> list | None:
+    """Each word's label on its last piece; None where no word is split (there it is the right rule)."""
+    last = [i for i, w in enumerate(word_ids) if w is not None and (i == len(word_ids) - 1 or word_ids[i + 1] != w)]
+    if last == _first_pieces(word_ids):
+        return None
+    return [word_labels[w] if i in last else IGNORE for i, w in enumerate(word_ids)]
+
+
+def _first_token_ignored(E, word_ids, continues: bool) -> list | None:
+    """E with position 0 given -100, where `continues` (position 0 taken for a word's continuation) is what the
+    mistake reads; None where position 0 holds no word or is not taken so."""
+    return [IGNORE, *_ints(E)[1:]] if word_ids and word_ids[0] is not None and continues else None
+
+
+def _by_count(word_ids, word_labels) -> list | None:
+    """The k-th word met gets `word_labels[k]`; None while the word ids run 0, 1, 2, ... without a gap (there
+    counting is right)."""
+    firsts = _first_pieces(word_ids)
+    if [word_ids[i] for i in firsts] == list(range(len(firsts))):
+        return None
+    at = {i: k for k, i in enumerate(firsts)}
+    return [word_labels[at[i]] if i in at else IGNORE for i in range(len(word_ids))]
+
+
+def _skipped(out, word_ids, word_labels) -> str:
+    got = [int(x) for x in out]
+    i = next(i for k, i in enumerate(_first_pieces(word_ids)) if word_ids[i] != k)
     w = word_ids[i]
     missing = [v for v in range(w) if v not in word_ids]
     why = (f"word {missing[0]} has no token (a tokenizer can drop a word), so " if missing else "")
@@ -307,30 +333,31 @@ align_labels = Exercise(
         Mistake("one-label-per-word", lambda w, l: list(l),
                 "align_labels returned one label per word{where}: every token needs an entry, special tokens and "
                 "padding included, len(word_ids) = {n}."),
-        Mistake("labels-special-tokens", lambda w, l: _label(w, l, special=0),
+        twist("labels-special-tokens", lambda E, w, l: [0 if x is None else e for x, e in zip(w, _ints(E))],
                 "align_labels gave the special tokens and padding (positions {specials}, where word_ids is None) the "
                 "label 0{where}. They belong to no word; they get -100 so the loss ignores them."),
         Mistake("labels-every-piece", lambda w, l: [IGNORE if x is None else l[x] for x in w],
                 "align_labels labelled every piece of a split word{where}: word {word} is split into tokens {at}, "
                 "and you gave all of them {label}. Only the first piece carries the word's label; its other pieces "
                 "get -100, so each word is counted once by the loss."),
-        Mistake("label-on-last-piece", lambda w, l: _label(w, l, first=False),
+        Mistake("label-on-last-piece", _on_last_piece,
                 "align_labels put each word's label on its LAST piece{where}: word {word} is tokens {at}, and the "
                 "label belongs on the first one, with -100 on the rest."),
-        Mistake("word-0-taken-for-special", lambda w, l: _label(w, l, skip_word_0=True),
+        twist("word-0-taken-for-special", lambda E, w, l: None if 0 not in w else
+              [IGNORE if x == 0 else e for x, e in zip(w, _ints(E))],
                 "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. Looping `for word_id in "
                 "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None: "
                 "test `word_id is None`."),
-        Mistake("previous-starts-at-0", lambda w, l: _label(w, l, before=0),
+        twist("previous-starts-at-0", lambda E, w, l: _first_token_ignored(E, w, w[0] == 0),
                 "align_labels gave -100 to position 0, the first piece of word 0{where}, as if it continued a word 0 "
                 "before it. Nothing comes before position 0: the word id it is compared with must start as None, "
                 "not 0."),
-        Mistake("previous-wraps-around", lambda w, l: _label(w, l, before="wrap"),
+        twist("previous-wraps-around", lambda E, w, l: _first_token_ignored(E, w, w[-1] == w[0]),
                 "align_labels compared position 0 with `word_ids[-1]`, the LAST entry{where}: a negative index "
                 "wraps around in Python, and that entry is word {last} too, so the word that starts at position "
                 "0 was taken for a continuation. Nothing comes before position 0: a word there always starts (or "
                 "keep the previous word id in a variable that starts as None)."),
-        Mistake("labels-by-word-count", _by_count, lambda out, w, l: _skipped(w, l)),
+        Mistake("labels-by-word-count", _by_count, _skipped),
     ],
 )
 

@@ -37,11 +37,21 @@ class Mistake:
 
     `message` is a format string over `where` (the case, in words), `out` and `expected` (a number as it
     is, a tensor shown short) and the exercise's `fields`, or a function `(out, *inputs) -> str`. `output`
-    may raise or return None where the mistake does not apply to a case."""
+    may raise or return None where the mistake does not apply to a case.
+
+    With `twist`, `output(expected, *inputs)` is given the right answer and returns it with the mistake's twist
+    (the mask transposed, one position too many): the check then holds no function that computes the answer,
+    which a student could call instead of writing one."""
 
     key: str
     output: Callable[..., Any]
     message: str | Callable[..., str]
+    twist: bool = False
+
+
+def twist(key: str, output: Callable[..., Any], message: str | Callable[..., str]) -> Mistake:
+    """A mistake given as a twist of the right answer: `output(expected, *inputs)`."""
+    return Mistake(key, output, message, twist=True)
 
 
 @dataclass
@@ -101,8 +111,8 @@ class Exercise:
             return self.judge(out, expected, inputs)
         except CheckFailed:   # judged again below, by the mistakes that the other cases do not refute
             pass
-        table = [m for m in self.mistakes if all(self._agrees(got, wrong) for given, _, got in others
-                                                 if (wrong := _output(m, given)) is not None)]
+        table = [m for m in self.mistakes if all(self._agrees(got, wrong) for given, right, got in others
+                                                 if (wrong := _output(m, given, right)) is not None)]
         replace(self, mistakes=table).judge(out, expected, inputs)
 
     def _agrees(self, out: Any, wrong: Any) -> bool:
@@ -219,10 +229,7 @@ class Exercise:
         mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
         found = []
         for mistake in self.mistakes:
-            try:
-                wrong = mistake.output(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-            except Exception:  # the mistake does not apply to this case
-                continue
+            wrong = _output(mistake, inputs, expected)   # None: the mistake does not apply to this case
             # a mistake that gives the right answer on this input is no mistake here
             if wrong is not None and same(out, wrong, self.atol) and not same(wrong, expected, self.atol):
                 found.append(mistake)
@@ -239,10 +246,12 @@ class Exercise:
         return False
 
 
-def _output(mistake: Mistake, inputs: tuple) -> Any:
-    """What `mistake` gives on `inputs` (on copies of them), or None where it does not apply."""
+def _output(mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
+    """What `mistake` gives on `inputs` (on copies of them, and of `expected` for a twist), or None where it does
+    not apply."""
+    copy = lambda x: x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else x  # noqa: E731
     try:
-        return mistake.output(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        return mistake.output(*([copy(expected)] if mistake.twist else []), *[copy(x) for x in inputs])
     except Exception:
         return None
 

@@ -171,26 +171,28 @@ last_real_index = Exercise(
 # --- the knowledge check -------------------------------------------------------------------------
 KC_LENGTHS, KC_N, KC_D, KC_K = [7, 4, 9], 10, 512, 5
 KC_NAMES = ("kc_positions", "kc_head_params", "kc_initial_loss")
-# Per answer: its context, its usual wrong values (key, value, why), what to do when none fits.
+# Per answer: its context, its usual wrong values (key, value, why), what to do when none fits. A mistake that
+# lesson 03 (head_param_count, untrained_loss) or this lesson's exercises name has their key here too, so the class
+# report counts it in one row.
 KC_VALUES = {
     "kc_positions": (f"for lengths {KC_LENGTHS} padded to n = {KC_N}", [
-        ("positions-are-lengths", KC_LENGTHS, "those are the lengths themselves. A row of ℓ tokens holds positions "
+        ("one-too-many", KC_LENGTHS, "those are the lengths themselves. A row of ℓ tokens holds positions "
          "0 … ℓ − 1, so its last real token is one less than its length (off by one)."),
         ("last-tensor-position", [KC_N - 1] * 3, f"position {KC_N - 1} is the last tensor position: padding for "
          "every row shorter than n. Use each row's last real token."),
         ("first-token", [0] * 3, "position 0 is the first token, which in a causal model has seen only itself."),
-        ("left-padding-start", [KC_N - k for k in KC_LENGTHS], "n − ℓ is where a left-padded text starts. The "
+        ("n-minus-length", [KC_N - k for k in KC_LENGTHS], "n − ℓ is where a left-padded text starts. The "
          "batch is right-padded: use the last real token of each row."),
     ], "row b uses its last real token."),
     "kc_head_params": (f"for d = {KC_D} and K = {KC_K}", [
-        ("weights-only", KC_D * KC_K, "that counts the weight matrix only. The head also has a bias, one per class."),
-        ("bias-per-input", KC_D * KC_K + KC_D, "the bias has one entry per class (K of them), not one per input."),
-        ("d-plus-k", KC_D + KC_K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
+        ("forgets-the-bias", KC_D * KC_K, "that counts the weight matrix only. The head also has a bias, one per class."),
+        ("one-bias-per-feature", KC_D * KC_K + KC_D, "the bias has one entry per class (K of them), not one per input."),
+        ("adds-the-sizes", KC_D + KC_K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
          "pair, K·d of them, plus K biases."),
-        ("d-by-d-layer", KC_D * KC_D + KC_D, "that is a d × d layer. The head maps d inputs to K classes."),
+        ("square-matrix", KC_D * KC_D + KC_D, "that is a d × d layer. The head maps d inputs to K classes."),
     ], "count the weight matrix (K × d) and the bias (K)."),
     "kc_initial_loss": (f"for K = {KC_K} classes", [
-        ("two-class-loss", math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {KC_K}."),
+        ("ln-2-for-every-k", math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {KC_K}."),
         ("log-base-10", math.log10(KC_K), "that is log base 10. Cross-entropy uses the natural logarithm (nats)."),
         ("log-base-2", math.log2(KC_K), "that is log base 2 (bits). The course measures the loss in nats, with ln."),
         ("probability-not-loss", 1 / KC_K, "1/K is the probability an untrained head gives each class. The loss "

@@ -140,7 +140,7 @@ _embedding = Exercise(
         Mistake("one-vector-per-token", lambda H, m: _unit(H * _real(H, m)),
                 "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over "
                 "the positions (dim=1) first, then normalise."),
-        Mistake("kept-position-axis", lambda H, m: _unit(_mean(H, m))[:, None],
+        Mistake("keeps-position-axis", lambda H, m: _unit(_mean(H, m))[:, None],
                 "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
                 "sum over positions). The result is (B, d)."),
         Mistake("not-normalised", _mean, NOT_NORMALISED),

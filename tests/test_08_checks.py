@@ -39,7 +39,7 @@ def test_right_answers_pass(capsys):
     (lambda H, m: F.normalize(masked(H, m), p=1, dim=-1), "l1-norm"),
     (lambda H, m: H.mean(1), "padding-in-mean"),                                      # and not normalised
     (lambda H, m: F.normalize(H * m[:, :, None], dim=-1), "one-vector-per-token"),
-    (lambda H, m: embedding(H, m)[:, None], "kept-position-axis"),
+    (lambda H, m: embedding(H, m)[:, None], "keeps-position-axis"),
     (lambda H, m: H[:, 0], "cls-instead-of-mean"),                                    # and not normalised
     (lambda H, m: (H * m[:, :, None]).sum(1), "not-normalised"),
     (lambda H, m: F.normalize(H[torch.arange(len(H)), m.bool().sum(1) - 1], dim=-1), "last-real-token"),

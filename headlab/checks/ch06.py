@@ -181,27 +181,29 @@ KC_NAMES = ("kc_positions", "kc_head_params", "kc_initial_loss")
 
 
 def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
-    """Per answer: its context, its usual wrong values (key, value, why), what to do when none fits."""
+    """Per answer: its context, its usual wrong values (key, value, why), what to do when none fits. A mistake
+    that lesson 03 (head_param_count, untrained_loss) or this lesson's exercises name has their key here too, so
+    the class report counts it in one row."""
     return {
         "kc_positions": (f"for lengths {lengths} padded to n = {n}", [
-            ("positions-are-lengths", list(lengths), "those are the lengths themselves. A row of ℓ tokens holds "
+            ("one-too-many", list(lengths), "those are the lengths themselves. A row of ℓ tokens holds "
              "positions 0 … ℓ − 1, so its last real token is one less than its length (off by one)."),
             ("last-tensor-position", [n - 1] * len(lengths), f"position {n - 1} is the last tensor position: "
              "padding for every row shorter than n. Use each row's last real token."),
             ("first-token", [0] * len(lengths), "position 0 is the first token, which in a causal model has seen "
              "only itself."),
-            ("left-padding-start", [n - k for k in lengths], "n − ℓ is where a left-padded text starts. The "
+            ("n-minus-length", [n - k for k in lengths], "n − ℓ is where a left-padded text starts. The "
              "batch is right-padded: use the last real token of each row."),
         ], "row b uses its last real token."),
         "kc_head_params": (f"for d = {d} and K = {K}", [
-            ("weights-only", d * K, "that counts the weight matrix only. The head also has a bias, one per class."),
-            ("bias-per-input", d * K + d, "the bias has one entry per class (K of them), not one per input."),
-            ("d-plus-k", d + K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
+            ("forgets-the-bias", d * K, "that counts the weight matrix only. The head also has a bias, one per class."),
+            ("one-bias-per-feature", d * K + d, "the bias has one entry per class (K of them), not one per input."),
+            ("adds-the-sizes", d + K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
              "pair, K·d of them, plus K biases."),
-            ("d-by-d-layer", d * d + d, "that is a d × d layer. The head maps d inputs to K classes."),
+            ("square-matrix", d * d + d, "that is a d × d layer. The head maps d inputs to K classes."),
         ], "count the weight matrix (K × d) and the bias (K)."),
         "kc_initial_loss": (f"for K = {K} classes", [
-            ("two-class-loss", math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {K}."),
+            ("ln-2-for-every-k", math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {K}."),
             ("log-base-10", math.log10(K), "that is log base 10. Cross-entropy uses the natural logarithm (nats)."),
             ("log-base-2", math.log2(K), "that is log base 2 (bits). The course measures the loss in nats, with ln."),
             ("probability-not-loss", 1 / K, "1/K is the probability an untrained head gives each class. The loss "

@@ -152,7 +152,7 @@ _embedding = Exercise(
         Mistake("one-vector-per-token", lambda H, m: _unit(H * _real(H, m)),
                 "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over "
                 "the positions (dim=1) first, then normalise."),
-        twist("kept-position-axis", lambda E, H, m: E[:, None],
+        twist("keeps-position-axis", lambda E, H, m: E[:, None],
                 "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
                 "sum over positions). The result is (B, d)."),
         twist("not-normalised", lambda E, H, m: E * _mean_norms(H, m), NOT_NORMALISED),

@@ -4,7 +4,7 @@ A lesson is a solution with its answers removed, so under nbval:
 - every grade cell (an exercise's checks) must FAIL: it is marked xfail(strict=True), so a stub that
   passes its own checks turns the run red;
 - any other cell may fail only because it calls an exercise that is not written yet (the error is
-  NotImplementedError); it is then reported as xfailed. Any other error is a real failure.
+  NotImplementedError, or headlab.uses' NotChecked); it is then reported as xfailed. Any other error is a real failure.
 """
 from __future__ import annotations
 
@@ -99,6 +99,7 @@ def pytest_runtest_makereport(item, call):
             and not _nbgrader_meta(item).get("grade") and call.excinfo is not None):
         err = call.excinfo.value
         text = f"{err} {getattr(err, 'inner_traceback', '')}"
-        if "NotImplementedError" in text:
+        # NotChecked (headlab/uses.py): the cell uses an answer whose check has not passed, i.e. is not written
+        if "NotImplementedError" in text or "NotChecked" in text:
             report.outcome = "skipped"
             report.wasxfail = "uses an exercise the student has not written yet"

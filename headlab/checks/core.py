@@ -37,7 +37,21 @@ def fail(message: str, mistake: str = "") -> None:
     raise CheckFailed(message, mistake)
 
 
+# What passed its visible check in this kernel, by exercise name: the very function or class that passed.
+# A convenience for the cells that use a learner's answer (headlab/uses.py), never part of a grade.
+_tried: dict[str, Any] = {}
+checked: dict[str, Any] = {}
+
+
+def trying(answer: Any, name: str) -> None:
+    """A check of `name` starts on `answer`: until it passes, `name` has not passed in this kernel."""
+    _tried[name] = answer
+    checked.pop(name, None)
+
+
 def passed(name: str, n_cases: int) -> None:
+    if name in _tried:
+        checked[name] = _tried[name]
     print(f"✓ {name}: {n_cases} case{'s' * (n_cases != 1)} passed")
 
 
@@ -51,6 +65,7 @@ def a_type(x: Any) -> str:
 
 
 def require_function(fn: Any, name: str) -> None:
+    trying(fn, name)
     if not callable(fn):
         fail(f"this check takes your function {name} itself, e.g. check.{name}({name}); "
              f"you passed {a_type(fn)}.")
@@ -58,6 +73,7 @@ def require_function(fn: Any, name: str) -> None:
 
 def require_module_class(cls: Any, name: str, check: str) -> None:
     """The class checks build heads themselves: they take the learner's nn.Module subclass, not a head."""
+    trying(cls, name)
     if isinstance(cls, torch.nn.Module):
         fail(f"this check takes your class {name} itself, e.g. check.{check}({name}), not a head built from it "
              f"(you passed {a_type(cls)} instance).", "instance-not-class")

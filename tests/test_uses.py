@@ -1,0 +1,115 @@
+"""headlab.uses: a cell that uses the learner's answer stops in one line unless its check passed (issue 27, item 2)."""
+import pytest
+import torch
+
+from headlab.checks import ch06, core
+from headlab.uses import NotChecked, UsedAnswerFailed, uses
+
+
+def last_real_index(mask):            # right and left padding: the last True of each row
+    mask = mask.bool()
+    n = mask.shape[1]
+    return (n - 1 - mask.flip(1).long().argmax(1)).long()
+
+
+def wrong_last_real_index(mask):      # counts the real tokens: right for right padding only
+    return mask.long().sum(1) - 1
+
+
+@pytest.fixture(autouse=True)
+def fresh_kernel():
+    core.checked.clear()
+    core._tried.clear()
+
+
+def test_an_answer_whose_check_never_ran_stops_the_cell_in_one_line():
+    with pytest.raises(NotChecked) as err:
+        uses(last_real_index)
+    assert err.value._render_traceback_() == [
+        "\x1b[0;31mNotChecked\x1b[0m: this cell uses your `last_real_index`, whose check has not passed yet: "
+        "run its check cell"]
+
+
+def test_an_answer_that_failed_its_check_stops_the_cell():
+    wrong_last_real_index.__name__ = "last_real_index"
+    with pytest.raises(core.CheckFailed):
+        ch06.last_real_index(wrong_last_real_index)
+    with pytest.raises(NotChecked, match="has not passed yet"):
+        uses(wrong_last_real_index)
+
+
+def test_a_pass_is_lost_when_the_check_fails_on_a_later_try():
+    ch06.last_real_index(last_real_index)
+    uses(last_real_index)
+    with pytest.raises(core.CheckFailed):
+        ch06.last_real_index(wrong_last_real_index)
+    with pytest.raises(NotChecked):
+        uses(last_real_index)
+
+
+def test_an_answer_redefined_after_its_check_passed_must_be_checked_again():
+    ch06.last_real_index(last_real_index)
+
+    def last_real_index_again(mask):
+        return last_real_index(mask)
+    last_real_index_again.__name__ = "last_real_index"
+    with pytest.raises(NotChecked, match="changed after its check passed"):
+        uses(last_real_index_again)
+
+
+def test_a_failed_claim_names_the_answer_that_passed_its_check():
+    ch06.last_real_index(last_real_index)
+    with pytest.raises(UsedAnswerFailed) as err:
+        with uses(last_real_index):
+            assert False, "claim: the switch moves accuracy by a few reviews at most"
+    lines = err.value._render_traceback_()
+    assert len(lines) == 1 and "claim: the switch moves accuracy" in lines[0]
+    assert "your `last_real_index`, which passed its visible check" in lines[0]
+
+
+def test_a_crash_in_a_cell_that_uses_an_answer_is_one_line_naming_it():
+    ch06.last_real_index(last_real_index)
+    with pytest.raises(UsedAnswerFailed) as err:
+        with uses(last_real_index):
+            torch.zeros(2, 3) + torch.zeros(4, 5)
+    (line,) = err.value._render_traceback_()
+    assert "using your `last_real_index`, raised RuntimeError" in line
+
+
+def test_a_passed_answer_lets_the_cell_run():
+    ch06.last_real_index(last_real_index)
+    with uses(last_real_index):
+        ran = True
+    assert ran
+
+
+def test_uses_takes_the_answer_itself():
+    with pytest.raises(TypeError, match="uses\\(\\) takes your functions"):
+        uses(torch.zeros(2))
+
+
+@pytest.mark.slow
+def test_lesson_06_with_a_wrong_last_real_index_points_every_later_cell_back_to_it(tmp_path):
+    """The issue's case: with a wrong `last_real_index`, c06-38-switch failed on a claim about the model
+    (accuracy 0.640 against 0.993). Now it, and every cell that uses the function, says in one line that
+    the function's check has not passed."""
+    import subprocess
+    from pathlib import Path
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "06_causal_pitfall" / "06_causal_pitfall.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    answer = next(c for c in nb.cells if c.get("id") == "c06-13-last-real-index")
+    answer.source = ("def last_real_index(attention_mask):\n"
+                     "    return attention_mask.long().sum(1) - 1      # right padding only\n")
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
+    said = {c.get("id"): [o for o in c.outputs if o.output_type == "error"] for c in nb.cells if c.cell_type == "code"}
+    assert said["c06-14-test-last-real-index"][0].ename == "CheckFailed"
+    for cid in ("c06-16-ex2-demo", "c06-26-frozen-table", "c06-38-switch", "c06-40-trunc"):
+        (err,) = said[cid]
+        assert err.ename == "NotChecked" and len(err.traceback) == 1, (cid, err.traceback)
+        assert "your `last_real_index`, whose check has not passed yet" in err.evalue, cid
+    assert not said["c06-34-selfcheck"], "last_token_pool passed its check: the self-check cell runs"

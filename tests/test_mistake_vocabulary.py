@@ -27,7 +27,6 @@ def test_the_enumeration_finds_the_keys_of_every_kind():
                 "fixed-seed",            # fail(message, "key")
                 "projection-not-transposed",   # a (words, hint, key) table that feeds fail(..., key)
                 "inverted",              # a single word, as Mistake's key
-                "probabilities",         # a single word, as fail's key
                 "params-not-int", "params-not-positive"):   # the branches of `a if c else b`
         assert key in declared, key
 

@@ -33,7 +33,7 @@ def drive_sequence_classifier(cls, d: int, K: int, dropout: float | None, train:
                  f"head is dropout then ONE `nn.Linear(d, num_classes)` = `nn.Linear({d}, {K})`.", "wrong-linear")
         if lins[0].bias is None:
             fail(f"the Linear layer of SequenceClassifier({d}, {K}) has no bias (bias=False): a head computes "
-                 "W c + b, with K·d weights and K biases.", "linear-without-bias")
+                 "W c + b, with K·d weights and K biases.", "no-bias")
         extra = sum(p.numel() for p in head.parameters()) - sum(p.numel() for p in lins[0].parameters())
         if extra:
             fail(f"SequenceClassifier({d}, {K}) has {extra} parameters outside its Linear layer; the head is "
@@ -103,7 +103,7 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         if isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again):
             fail(f"in eval mode two passes on the same input gave different outputs{_eval.where(x, W, b)}: "
                  "dropout is still on in eval mode. Use nn.Dropout (it follows `head.train()` and `head.eval()`) or "
-                 "F.dropout with `training=self.training`, never `training=True`.", "dropout-on-at-eval")
+                 "F.dropout with `training=self.training`, never `training=True`.", "dropout-at-eval")
         _eval.judge(out, _logits(x, W, b), (x, W, b))
         judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, lambda v: _logits(v, W, b),
                         ran["seed"])

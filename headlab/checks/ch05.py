@@ -320,7 +320,7 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
         for dim, axis in ((-1, "the positions"), (0, "the batch axis")):
             if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):
                 fail(f"SpanHead's {name} are probabilities (a softmax over {axis}); the head returns raw logits. "
-                     "The softmax over the allowed positions belongs in best_span and in the loss.", "probabilities")
+                     "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head")
     if not (ran["n_params"] and ran["connected"]):
         fail(f"SpanHead's logits are connected to no trainable parameter (it has {ran['n_params']}), so training "
              "cannot learn them: create the parameters in __init__ (e.g. `nn.Linear(d, 2)`) and compute the logits with "

@@ -117,7 +117,7 @@ WRONG = [
                "bias-never-added"),
     Wrong.edit("MLMHead-detached-weight", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight.detach(), self.bias)",
                "no-gradient"),
-    Wrong.edit("MLMHead-returns-probabilities", "MLMHead", LOGITS, f"{LOGITS}.softmax(-1)", "returns-probabilities"),
+    Wrong.edit("MLMHead-returns-probabilities", "MLMHead", LOGITS, f"{LOGITS}.softmax(-1)", "softmax-inside-head"),
     Wrong.edit("MLMHead-new-embedding", "MLMHead", "self.embedding = embedding", "self.embedding = nn.Embedding(V, d)",
                "not-tied"),
     Wrong.edit("MLMHead-relu", "MLMHead", "nn.GELU()", "nn.ReLU()", "relu-not-gelu"),

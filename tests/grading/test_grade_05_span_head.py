@@ -26,7 +26,7 @@ WRONG = [
                 return logits, logits
         """, mistake="same-scorer"),
     Wrong.edit("SpanHead-returns-probabilities", "SpanHead", "return start_logits, end_logits",
-               "return start_logits.softmax(-1), end_logits.softmax(-1)", "probabilities"),
+               "return start_logits.softmax(-1), end_logits.softmax(-1)", "softmax-inside-head"),
     Wrong("SpanHead-keeps-last-axis", "SpanHead", TWO_LINEAR_LAYERS.replace(".squeeze(-1)", ""),
           mistake="keeps-last-axis"),
     Wrong("SpanHead-squeeze-without-axis", "SpanHead", TWO_LINEAR_LAYERS.replace(".squeeze(-1)", ".squeeze()"),

@@ -427,6 +427,11 @@ def respond(grade_id: str, namespace: dict) -> None:
         answer = namespace if name == GLOBALS else namespace.get(name, _MISSING)
         results = [] if answer is _MISSING else [_run(answer, call) for call in entry["calls"]]
         out.append({"answer": describe(answer), "results": results})
+        if answer is not _MISSING and name != GLOBALS:
+            # Later cells that start with uses(answer) run, as after a visible check: whether it passed is
+            # decided outside, and the feedback shows what they do with the answer (never a grade).
+            from .checks import core
+            core.checked[name] = answer
     Path(ANSWERS).mkdir(exist_ok=True)
     target = Path(ANSWERS) / f"{grade_id}.json"
     target.with_suffix(".tmp").write_text(json.dumps(out))

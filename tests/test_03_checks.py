@@ -116,3 +116,18 @@ def test_untrained_loss_names_no_mistake_where_two_agree():
     # A constant ln 2 is right at K = 2 and named at the next K.
     assert mistake_of(ch03.untrained_loss, lambda K: math.log(2),
                       cases=[(2, math.log(2)), (4, math.log(4))]) == "ln-2-for-every-k"
+
+
+def test_a_frozen_bias_whose_forward_writes_its_grad_is_caught():
+    """Issue 25, K1: the kernel said every parameter got a gradient, because forward wrote the frozen bias's
+    `.grad` itself; after a step of gradient descent on the check's weighted outputs the bias has moved by
+    the wrong amount, so the outputs are not a trained head's."""
+    def forward(self, pooled):
+        self.linear.bias.requires_grad_(False)
+        self.linear.bias.grad = torch.ones_like(self.linear.bias)
+        return self.linear(self.dropout(pooled))
+
+    with pytest.raises(CheckFailed) as caught:
+        ch03.sequence_classifier(make_head(forward))
+    assert caught.value.mistake == "parameters-without-gradient"
+    assert "after one step of gradient descent" in str(caught.value)

@@ -113,3 +113,17 @@ def test_lesson_06_with_a_wrong_last_real_index_points_every_later_cell_back_to_
         assert err.ename == "NotChecked" and len(err.traceback) == 1, (cid, err.traceback)
         assert "your `last_real_index`, whose check has not passed yet" in err.evalue, cid
     assert not said["c06-34-selfcheck"], "last_token_pool passed its check: the self-check cell runs"
+
+
+def test_under_the_grader_the_cells_that_use_an_answer_run(tmp_path, monkeypatch):
+    """The grader replaces a check cell by `respond`, so no visible check passes in its kernel; the cells after
+    it must still run on the answer (the feedback shows them, and an output flood there is capped), as before
+    `uses` existed. Whether the answer is right is decided outside the kernel."""
+    from headlab import grading
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / grading.FOLDER).mkdir()
+    (tmp_path / grading.FOLDER / "calls.json").write_text(
+        '{"test_last_real_index": [{"answer": "last_real_index", "calls": []}]}')
+    grading.respond("test_last_real_index", {"last_real_index": wrong_last_real_index})
+    assert uses(wrong_last_real_index).names == ["last_real_index"]

@@ -317,7 +317,8 @@ def drive_head_gradient(cls, seed: int, E: torch.Tensor, weights: dict, h: torch
         if isinstance(out, torch.Tensor) and out.requires_grad:
             (out * up).sum().backward()
         facts["embedding_grad"] = _plain(emb.weight.grad)
-        facts["gradients"] = gradient_facts(head.eval(), lambda x: _forward(head, x, E.shape), h, seed)
+        facts["gradients"] = gradient_facts(head.eval(), lambda x: _forward(head, x, E.shape), h, seed,
+                                            fixed=[emb.weight])
     return facts
 
 
@@ -433,8 +434,9 @@ def _check_head(cls, V: int, d: int, seed: int) -> None:
          "projection must read the embedding's current values at every forward, as a tied weight does."),
     ])
     # Not only the tied weight trains: the transform and the bias must too, and the encoder below through h.
-    judge_gradients(ran["gradients"], "MLMHead", "h", h, lambda x: norm(F.gelu(
-        F.linear(x, weights["dense.weight"], weights["dense.bias"]))) @ E.T + b, seed)
+    judge_gradients(ran["gradients"], "MLMHead", "h", h, lambda x, W, c, gain, shift, bias: F.layer_norm(
+        F.gelu(F.linear(x, W, c)), (d,), gain, shift, got["eps"]) @ E.T + bias, seed,
+        [weights["dense.weight"], weights["dense.bias"], weights["norm.weight"], weights["norm.bias"], b])
 
 
 # --- mlm_loss ---------------------------------------------------------------------------------

@@ -104,7 +104,8 @@ def _judge_pooler(cls, case) -> bool:
     before = c.clone()   # in a notebook the forward pass gets this very tensor
     ran = drive(drive_pooler, cls, d, W, b, c)
     _pooler.judge(ran["out"], expected, (d, W, b, before))
-    judge_gradients(ran["gradients"], f"Pooler({d})", "c", before, lambda v: _dense(d, W, b, v, torch.tanh), d)
+    judge_gradients(ran["gradients"], f"Pooler({d})", "c", before, lambda v, W_, b_: _dense(d, W_, b_, v, torch.tanh), d,
+                    [W, b])
     if not (isinstance(ran["c_after"], torch.Tensor) and ran["c_after"].shape == before.shape
             and torch.equal(ran["c_after"], before)):
         fail("Pooler.forward changed the c it was given; build a new tensor instead.", "changed-input")

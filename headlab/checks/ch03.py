@@ -105,8 +105,7 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
                  "dropout is still on in eval mode. Use nn.Dropout (it follows `head.train()` and `head.eval()`) or "
                  "F.dropout with `training=self.training`, never `training=True`.", "dropout-at-eval")
         _eval.judge(out, _logits(x, W, b), (x, W, b))
-        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, lambda v: _logits(v, W, b),
-                        ran["seed"])
+        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, _logits, ran["seed"], [W, b])
     for d, K, p in TRAIN_CASES:
         _check_train(cls, d, K, p, g)
     passed("SequenceClassifier", len(DEFAULT_CASES if cases is None else cases) + len(TRAIN_CASES))

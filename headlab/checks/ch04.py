@@ -38,7 +38,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
             fail(f"Fed alone, position {moved[0]} got other logits than inside H{where}: the logits of one position "
                  "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions")
         _logits.judge(out, right, (H, W, b))
-        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X: X @ W.T + b, seed + 300 + k)
+        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X, W_, b_: X @ W_.T + b_,
+                        seed + 300 + k, [W, b])
         (train, H_after), bias = drive(drive_dropout, cls, d, L, H.clone(), W, b, seed + 400 + k), b.expand(B, n, L)
         if not torch.equal(H_after, H):
             fail("In train mode TokenClassifier.forward changed the H it was given (an in-place dropout, "

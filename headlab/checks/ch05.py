@@ -273,10 +273,11 @@ def drive_span_head(cls, d: int, seed: int, H: torch.Tensor) -> dict:
         values = torch.randn(ran["n_params"], generator=torch.Generator().manual_seed(10_000 + seed))
         for p, v in zip(params, values.split([p.numel() for p in params])):
             p.copy_(v.reshape(p.shape))
-        ran["loaded"], ran["probes"] = run(H), run(torch.cat([torch.zeros(1, d), torch.eye(d)])[None])
+        probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
+        ran["loaded"], ran["probes"] = run(H), run(probes)
     # With the grader's weights, not the head's own: a head initialised at zero (nn.Parameter(torch.zeros(d))) is
     # right, yet its zero weights pass no gradient back to H.
-    ran["gradients"] = gradient_facts(head, run, H, seed)
+    ran["gradients"] = gradient_facts(head, run, H, seed, probe=probes)
     with torch.no_grad():
         for p in params:
             p.zero_()
@@ -347,9 +348,21 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
         fail("With every trainable parameter set to zero, SpanHead's logits are not zero: part of them comes from "
              "something that is not a trainable parameter (a fixed or frozen tensor, a constant, a copy made in "
              "__init__). Compute the logits from the head's own parameters alone.", "fixed-tensor")
+    # A step of gradient descent must move both scorers' weights and biases, whatever their layout (a layout
+    # changes how far they move, so the step is not compared with a reference's): the probes after the step say.
+    # A head with no bias at all (its logit of the zero vector is 0) is right: a softmax over positions ignores it.
+    stepped = [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in ran["gradients"]["stepped"]]
+    still = [f"the {row} {part}" for row, before, after in zip(("start", "end"), scorers, stepped)
+             for part, old, new in zip(("weights", "bias"), before, after)
+             if torch.equal(old, new) and (part == "weights" or bool(old.abs().sum() > 0))]
+    if still:
+        fail(f"one step of gradient descent on SpanHead's logits leaves {' and '.join(still)} unchanged: training "
+             "would never change them. Keep every parameter trainable (requires_grad=True) and compute the logits "
+             "from them with torch operations, outside `torch.no_grad()` and without `.detach()`.",
+             "parameters-without-gradient")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
-    judge_gradients(ran["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed)
+    judge_gradients(ran["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed, None)
 
 
 __all__ = ["span_head", "best_span", "span_loss", "CheckFailed"]

@@ -339,16 +339,31 @@ def close_gradient(got: Any, right: torch.Tensor) -> bool:
         got.detach().double(), right.detach().double(), rtol=1e-3, atol=1e-5 * (1 + float(right.abs().max()))))
 
 
-def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int) -> dict:
-    """A driver's step for a head: run `forward(x)` with gradients on, from a fresh copy of x, and back-propagate
-    its outputs weighted by seeded random numbers. Returns the names of the module's parameters that got no
-    gradient ("no_gradient") and the gradient that reached x ("input_grad", None if none did)."""
+# One plain gradient-descent step on the head's own outputs: large enough that a weight left behind shows.
+STEP_LR = 0.5
+
+
+def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int, fixed: Sequence = (),
+                   probe: torch.Tensor | None = None) -> dict:
+    """A driver's step for a head: run `forward(x)` with gradients on, from a fresh copy of x, back-propagate its
+    outputs weighted by seeded random numbers, take one plain gradient-descent step (STEP_LR) on the module's
+    parameters (but `fixed`: tensors the head was given, such as a tied embedding) and run it on x again (or on
+    `probe`).
+    Returns the gradient that reached x ("input_grad", None if none did) and the outputs after the step
+    ("stepped"). Only outputs are judged, never which parameters the kernel says it has or what their `.grad`
+    holds: a weight that is frozen, detached or hidden from `parameters()` does not move, and a `.grad` written
+    by hand is not the gradient of the grader's weighted outputs, so either leaves other outputs after the step."""
     x = x.detach().clone().requires_grad_()
     module.zero_grad(set_to_none=True)
     with torch.enable_grad():
         _weighted_backward(forward(x), seed)
-    missing = [name for name, p in module.named_parameters() if p.grad is None or not bool(p.grad.abs().sum() > 0)]
-    return {"no_gradient": missing, "input_grad": x.grad}
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.grad is not None and not any(p is f for f in fixed):
+                p -= STEP_LR * p.grad
+        stepped = forward(x.detach().clone() if probe is None else probe.clone())
+    plain = lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v   # noqa: E731
+    return {"input_grad": x.grad, "stepped": tuple(map(plain, stepped)) if isinstance(stepped, tuple) else plain(stepped)}
 
 
 def _weighted_backward(out: Any, seed: int) -> None:
@@ -361,26 +376,36 @@ def _weighted_backward(out: Any, seed: int) -> None:
         sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs).backward()
 
 
-def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: Callable, seed: int) -> None:
-    """Fail unless the backward pass of `gradient_facts(…, x, seed)` reached every parameter of the head and
-    its input (`given`, the input's name) with the gradient that `want`, the right head under the grader's
-    weights, gives: a head is trained by these gradients, and the encoder below it learns only through the
-    gradient of its input. The learner's process measured them, so the input's is compared, not only seen."""
-    if facts["no_gradient"]:
-        fail(f"a backward pass through {name} leaves {', '.join(facts['no_gradient'][:3])} without a gradient, so "
-             "training can never change them: keep every parameter trainable (requires_grad=True) and compute the "
-             "output from them with torch operations, outside `torch.no_grad()` and without `.detach()`.",
-             "parameters-without-gradient")
+def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: Callable, seed: int,
+                    weights: Sequence[torch.Tensor] | None) -> None:
+    """Fail unless, after the step of `gradient_facts(…, x, seed)`, the head gives the outputs that `want(x,
+    *weights)`, the right head under the grader's `weights`, gives after the same step (so every weight was
+    trained, by its own gradient), and the gradient that reached its input (`given`, the input's name) is the
+    right head's: a head is trained by these gradients, and the encoder below it learns only through the
+    gradient of its input. Both are measured in the learner's process, and compared here. `weights` None: the
+    head may hold its weights in any layout, whose step differs (SpanHead judges its step itself)."""
+    leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
+    xg = x.detach().clone().requires_grad_()
+    with torch.enable_grad():
+        _weighted_backward(want(xg, *leaves), seed)
+    with torch.no_grad():
+        after = want(x.detach(), *[w if w.grad is None else w - STEP_LR * w.grad for w in leaves])
+    stepped = facts["stepped"] if weights is not None else after
+    pairs = list(zip(stepped, after)) if isinstance(after, tuple) and isinstance(stepped, tuple) \
+        and len(stepped) == len(after) else [(stepped, after)]
+    if not all(close_gradient(got, right) for got, right in pairs):
+        fail(f"after one step of gradient descent on its outputs, {name} gives other outputs than a head whose every "
+             "weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, used under "
+             "`torch.no_grad()` or through `.detach()`/`.data`, or kept outside the module's parameters) or moved "
+             "by a gradient written by hand. Keep every parameter trainable and compute the output from them with "
+             "torch operations; autograd fills `.grad`.", "parameters-without-gradient")
     grad = facts["input_grad"]
     if not isinstance(grad, torch.Tensor) or not bool(grad.abs().sum() > 0):
         fail(f"no gradient flows back through {name} to its input {given}: the output is computed from a detached "
              f"copy of {given} (`.detach()`, `torch.no_grad()`, or a new tensor made from its values). The encoder "
              "below the head learns only through this gradient, so fine-tuning would train the head alone.",
              "input-detached")
-    x = x.detach().clone().requires_grad_()
-    with torch.enable_grad():
-        _weighted_backward(want(x), seed)
-    if not close_gradient(grad, x.grad):
+    if not close_gradient(grad, xg.grad):
         fail(f"the gradient that flows back through {name} to its input {given} is not the gradient of the outputs "
              f"it returns: part of them is computed from a detached copy of {given} (`.detach()`, `.data`, "
              "`torch.no_grad()`), so fine-tuning would train the encoder below for another output than the one "

@@ -141,6 +141,11 @@ WRONG = [
                "self.dense = nn.Linear(d, d).requires_grad_(False)", "parameters-without-gradient"),
     Wrong.edit("MLMHead-frozen-output-bias", "MLMHead", "nn.Parameter(torch.zeros(V))",
                "nn.Parameter(torch.zeros(V), requires_grad=False)", "parameters-without-gradient"),
+    # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so
+    # the kernel reported a gradient for it; a step of gradient descent on the grader's outputs shows it.
+    Wrong.edit("MLMHead-frozen-layernorm-grad-written-by-hand", "MLMHead", TRANSFORM,
+               "for p in self.norm.parameters():\n            p.requires_grad_(False)\n            p.grad = "
+               f"torch.ones_like(p)\n        {TRANSFORM}", "parameters-without-gradient"),
     Wrong.edit("MLMHead-detached-h", "MLMHead", "self.dense(h)", "self.dense(h.detach())", "input-detached"),
     Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",
                "fixed-rank-input"),

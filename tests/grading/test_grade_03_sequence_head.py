@@ -32,6 +32,11 @@ WRONG = [
                "no-dropout-in-training"),
     Wrong.edit("SequenceClassifier-detached-logits", HEAD, LOGITS, "logits = self.linear(self.dropout(pooled)).detach()",
                "parameters-without-gradient"),
+    # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so
+    # the kernel reported a gradient for it; a step of gradient descent on the grader's outputs shows it.
+    Wrong.edit("SequenceClassifier-frozen-bias-grad-written-by-hand", HEAD, LOGITS,
+               f"self.linear.bias.requires_grad_(False)\n        self.linear.bias.grad = torch.ones_like(self.linear.bias)"
+               f"\n        {LOGITS}", "parameters-without-gradient"),
     Wrong.edit("SequenceClassifier-frozen-backbone-by-detach", HEAD, LOGITS,
                "logits = self.linear(self.dropout(pooled.detach()))", "input-detached"),
     *[Wrong.edit(f"head_param_count-{name}", "head_param_count", "K * d + K", body, key)

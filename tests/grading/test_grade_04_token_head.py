@@ -58,6 +58,11 @@ WRONG = [
                "else H)", "nan-at-full-dropout"),
     Wrong.edit("TokenClassifier-detached-logits", "TokenClassifier", HEAD, f"{HEAD}.detach()",
                "parameters-without-gradient"),
+    # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so
+    # the kernel reported a gradient for it; a step of gradient descent on the grader's outputs shows it.
+    Wrong.edit("TokenClassifier-frozen-bias-grad-written-by-hand", "TokenClassifier", f"return {HEAD}",
+               "self.classifier.bias.requires_grad_(False)\n        self.classifier.bias.grad = "
+               f"torch.ones_like(self.classifier.bias)\n        return {HEAD}", "parameters-without-gradient"),
     Wrong.edit("TokenClassifier-frozen-encoder-by-detach", "TokenClassifier", HEAD,
                "self.classifier(self.dropout(H.detach()))", "input-detached"),
     # --- token_loss ---------------------------------------------------------------------------------

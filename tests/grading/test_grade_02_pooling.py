@@ -16,6 +16,9 @@ WRONG = [
     Wrong.edit("Pooler-no-tanh", "Pooler", TANH, "self.dense(c)", "no-tanh"),
     Wrong.edit("Pooler-relu-instead-of-tanh", "Pooler", TANH, "torch.relu(self.dense(c))", "relu-not-tanh"),
     Wrong.edit("Pooler-sigmoid-instead-of-tanh", "Pooler", TANH, "torch.sigmoid(self.dense(c))", "sigmoid-not-tanh"),
+    # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them):
+    Wrong.edit("mean_pool-sums-the-padding", "mean_pool", "total = (H * weights).sum(dim=1)", "total = H.sum(dim=1)",
+               "sums-padding"),
     Wrong.edit("Pooler-no-bias", "Pooler", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)", "no-bias"),
     Wrong.edit("Pooler-takes-position-0-again", "Pooler", TANH, "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
     Wrong.edit("Pooler-tanh-before-dense", "Pooler", TANH, "self.dense(torch.tanh(c))", "tanh-before-dense"),

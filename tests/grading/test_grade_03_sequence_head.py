@@ -37,6 +37,8 @@ WRONG = [
     Wrong.edit("SequenceClassifier-frozen-bias-grad-written-by-hand", HEAD, LOGITS,
                f"self.linear.bias.requires_grad_(False)\n        self.linear.bias.grad = torch.ones_like(self.linear.bias)"
                f"\n        {LOGITS}", "parameters-without-gradient"),
+    Wrong.edit("SequenceClassifier-relu-on-logits", HEAD, RETURN, RETURN + ".relu()", "relu-on-logits"),
+    Wrong.edit("SequenceClassifier-sigmoid-output", HEAD, RETURN, RETURN + ".sigmoid()", "sigmoid-output"),
     Wrong.edit("SequenceClassifier-frozen-backbone-by-detach", HEAD, LOGITS,
                "logits = self.linear(self.dropout(pooled.detach()))", "input-detached"),
     *[Wrong.edit(f"head_param_count-{name}", "head_param_count", "K * d + K", body, key)

@@ -63,6 +63,14 @@ WRONG = [
     Wrong.edit("TokenClassifier-frozen-bias-grad-written-by-hand", "TokenClassifier", f"return {HEAD}",
                "self.classifier.bias.requires_grad_(False)\n        self.classifier.bias.grad = "
                f"torch.ones_like(self.classifier.bias)\n        return {HEAD}", "parameters-without-gradient"),
+    # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them):
+    Wrong.edit("bio_to_spans-pairs-without-end", "bio_to_spans", "spans.append((kind, start, i))",
+               "spans.append((kind, start))", "not-a-list-of-triples"),
+    Wrong.edit("bio_to_spans-last-entity-first", "bio_to_spans", "return spans", "return spans[::-1]", "wrong-order"),
+    # (F.cross_entropy's default ignore_index is already -100: a loss picked out by hand keeps it as a class)
+    Wrong.edit("token_loss-minus-100-gathered", "token_loss",
+               "return F.cross_entropy(logits.reshape(-1, L), labels.reshape(-1), ignore_index=-100)",
+               "return -logits.log_softmax(-1).gather(-1, labels[..., None]).mean()", "minus-100-used-as-class"),
     Wrong.edit("TokenClassifier-frozen-encoder-by-detach", "TokenClassifier", HEAD,
                "self.classifier(self.dropout(H.detach()))", "input-detached"),
     # --- token_loss ---------------------------------------------------------------------------------

@@ -40,6 +40,9 @@ WRONG = [
             return z / z.norm(dim=-1, keepdim=True)
         """, mistake="integer-mask-indexes"),
     # align_labels
+    # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them):
+    Wrong.edit("align_labels-returns-a-tuple-as-text", "align_labels", "return labels", "return str(labels)",
+               "not-a-list"),
     Wrong("align_labels-labels-every-piece", "align_labels", """
         def align_labels(word_ids, word_labels):
             return [-100 if w is None else word_labels[w] for w in word_ids]

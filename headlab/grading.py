@@ -419,6 +419,8 @@ _MISSING = object()
 
 def respond(grade_id: str, namespace: dict) -> None:
     """Run this test cell's answers on the grader's inputs and leave the results for the grader."""
+    from .checks.core import checked   # not at import: headlab.checks imports this module
+
     folder = Path(FOLDER)
     book = json.loads((folder / "calls.json").read_text())
     out = []
@@ -430,8 +432,7 @@ def respond(grade_id: str, namespace: dict) -> None:
         if answer is not _MISSING and name != GLOBALS:
             # Later cells that start with uses(answer) run, as after a visible check: whether it passed is
             # decided outside, and the feedback shows what they do with the answer (never a grade).
-            from .checks import core
-            core.checked[name] = answer
+            checked[name] = answer
     Path(ANSWERS).mkdir(exist_ok=True)
     target = Path(ANSWERS) / f"{grade_id}.json"
     target.with_suffix(".tmp").write_text(json.dumps(out))

@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .core import CheckFailed, a_type, call, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, backward_through, gradient_facts, judge_gradients, same
+from .engine import Exercise, Mistake, backward_through, detached, gradient_facts, judge_gradients, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -265,10 +265,6 @@ def _build_head(cls, seed: int, E: torch.Tensor, weights: dict) -> tuple:
     return emb, head, facts
 
 
-def _plain(value):
-    return value.detach().clone() if isinstance(value, torch.Tensor) else value
-
-
 def _forward(head, h: torch.Tensor, shape: torch.Size):
     """`head(h)`; a crash this exercise invites adds its hint and is named."""
     V, d = shape
@@ -297,12 +293,12 @@ def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.T
     emb, head, facts = _build_head(cls, seed, E.clone(), weights)
     if facts["loaded"]:
         given = h.clone()
-        facts["logits"] = _plain(_forward(head, given, E.shape))
+        facts["logits"] = detached(_forward(head, given, E.shape))
         facts["h_after"] = given
-        facts["flat"] = _plain(_forward(head, h[0].clone(), E.shape))
+        facts["flat"] = detached(_forward(head, h[0].clone(), E.shape))
         with torch.no_grad():
             emb.weight.copy_(E2)
-            facts["after_swap"] = _plain(_forward(head, h.clone(), E.shape))
+            facts["after_swap"] = detached(_forward(head, h.clone(), E.shape))
     return facts
 
 
@@ -316,7 +312,7 @@ def drive_head_gradient(cls, seed: int, E: torch.Tensor, weights: dict, h: torch
         out = _forward(head, h.clone(), E.shape)
         if isinstance(out, torch.Tensor) and out.requires_grad:
             (out * up).sum().backward()
-        facts["embedding_grad"] = _plain(emb.weight.grad)
+        facts["embedding_grad"] = detached(emb.weight.grad)
         facts["gradients"] = gradient_facts(head.eval(), lambda x: _forward(head, x, E.shape), h, seed,
                                             fixed=[emb.weight])
     return facts

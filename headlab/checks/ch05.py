@@ -309,6 +309,11 @@ def _close(got: tuple, want: tuple) -> bool:
     return all(same(a, b, 1e-4, rtol=1e-4, kind=False) for a, b in zip(got, want))
 
 
+def _scorers(probed) -> list:
+    """(w, b) of the start and the end scorer, from a linear head's logits on the probes 0, e_1, …, e_d."""
+    return [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in probed]
+
+
 def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
     start, end = ran["start"], ran["end"]
     # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
@@ -338,7 +343,7 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
              "more.", "parameter-count")
     # Probe 0 gives each scorer's bias b, probe e_k its k-th weight plus b: whatever the layout of its
     # parameters, a linear head then gives H·w + b on H.
-    scorers = [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in ran["probes"]]
+    scorers = _scorers(ran["probes"])
     if not _close(ran["loaded"], [H @ w + b for w, b in scorers]):
         fail("With the grader's weights in its parameters, SpanHead's logits are not a linear map of each "
              "position's own vector: scoring the vectors 0, e_1, …, e_d gives w_s, b_s, w_e, b_e, but its logits "
@@ -351,8 +356,8 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
     # A step of gradient descent must move both scorers' weights and biases, whatever their layout (a layout
     # changes how far they move, so the step is not compared with a reference's): the probes after the step say.
     # A head with no bias at all (its logit of the zero vector is 0) is right: a softmax over positions ignores it.
-    stepped = [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in ran["gradients"]["stepped"]]
-    still = [f"the {row} {part}" for row, before, after in zip(("start", "end"), scorers, stepped)
+    still = [f"the {row} {part}" for row, before, after in zip(("start", "end"), scorers,
+                                                              _scorers(ran["gradients"]["stepped"]))
              for part, old, new in zip(("weights", "bias"), before, after)
              if torch.equal(old, new) and (part == "weights" or bool(old.abs().sum() > 0))]
     if still:

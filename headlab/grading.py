@@ -30,7 +30,7 @@ import re
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import torch
 
@@ -285,6 +285,16 @@ def _raised(result: dict) -> tuple[str, str]:
     return (kind if _NAME.fullmatch(kind) else "Exception"), str(raised.get("message", ""))[:4000]
 
 
+def reraise(raised: dict) -> NoReturn:
+    """Raise again, in the grader's process, what the kernel reported as {"type", "message"}: a builtin
+    exception as itself (so that a check's `except IndexError` still applies), another as a class of its name."""
+    kind, message = _raised({"raised": raised})
+    builtin = getattr(builtins, kind, None)
+    if isinstance(builtin, type) and issubclass(builtin, Exception) and builtin is not KeyError:
+        raise builtin(message)
+    raise type(kind, (Exception,), {"__str__": lambda self: message})(message)
+
+
 def _replay_result(result: dict, args: tuple, kwargs: dict) -> Any:
     """What the student's function did with these arguments: change them in place, return a value
     (tied to the inputs' graph by the gradients it had), or raise."""
@@ -298,11 +308,7 @@ def _replay_result(result: dict, args: tuple, kwargs: dict) -> Any:
                 if new.shape == target.shape:
                     target.copy_(new.to(target.dtype))
     if "raised" in result:
-        kind, message = _raised(result)
-        builtin = getattr(builtins, kind, None)
-        if isinstance(builtin, type) and issubclass(builtin, Exception) and builtin is not KeyError:
-            raise builtin(message)   # so that a check's `except IndexError` still applies
-        raise type(kind, (Exception,), {"__str__": lambda self: message})(message)
+        reraise(result["raised"])
     value = decode(result["value"])
     alias = result.get("alias")
     if isinstance(alias, list) and type(value) in (tuple, list):   # some parts are inputs themselves

@@ -58,11 +58,29 @@ def _twice(s, x):
     (make_head(_twice), "wrong-dropout-rate"),
     (make_head(lambda s, x: s.linear(s.dropout(x) * (torch.arange(x.shape[1]) + 1 if s.training else 1))),
      "uneven-scaling"),
-    (make_head(extra=lambda d, K: nn.LayerNorm(d)), "extra-parameters"),
-    (make_head(extra=lambda d, K: nn.Linear(d, K)), "wrong-linear"),
 ])
 def test_each_mistake_is_named(head, key):
-    assert mistake_of(ch03.sequence_classifier, head) == key
+    with pytest.raises(CheckFailed) as caught:
+        ch03.sequence_classifier(head)
+    assert caught.value.mistake == key
+
+
+class HiddenLayer(make_head(lambda s, x: s.extra(s.linear(s.dropout(x))), extra=lambda d, K: nn.Linear(K, K))):
+    """Issue 25, K2: an extra nn.Linear(K, K) after the head's Linear layer, hidden from modules() and
+    parameters() (the check once counted layers through them)."""
+
+    def modules(self):
+        return iter([self, self.dropout, self.linear])
+
+    def parameters(self, recurse=True):
+        return self.linear.parameters()
+
+
+def test_an_extra_layer_hidden_from_modules_and_parameters_changes_the_outputs():
+    with pytest.raises(CheckFailed) as caught:
+        ch03.sequence_classifier(HiddenLayer)
+    assert caught.value.mistake == "wrong-values"
+    assert "no other layer, activation or parameter" in str(caught.value)
 
 
 def test_a_wrong_default_rate_is_named():

@@ -187,9 +187,9 @@ def judged_after_patching(monkeypatch, module, name, replacement, entries, answe
 def test_a_kernel_that_forges_its_heads_input_gradient_still_fails(monkeypatch):
     """The student's kernel patches the driver's gradient step to claim that a gradient reached the input
     (the red team's forgery of 2026-12-01): the grader compares that gradient with the right head's."""
-    from headlab.checks import ch03
+    from headlab.checks import ch03, heads
 
-    real, detached = ch03.gradient_facts, sequence_classifier(torch.Tensor.detach)
+    real, detached = heads.gradient_facts, sequence_classifier(torch.Tensor.detach)
     book = {}
     grading.RecordingChecks(ch03, book, "t").sequence_classifier(sequence_classifier(lambda x: x))
     entries = book["t"]
@@ -200,7 +200,7 @@ def test_a_kernel_that_forges_its_heads_input_gradient_still_fails(monkeypatch):
         facts = real(module, forward, x, seed)
         facts["input_grad"] = torch.ones_like(x)
         return facts
-    assert judged_after_patching(monkeypatch, ch03, "gradient_facts", forged, entries, detached).key == \
+    assert judged_after_patching(monkeypatch, heads, "gradient_facts", forged, entries, detached).key == \
         "wrong-input-gradient"
 
 

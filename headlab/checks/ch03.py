@@ -4,51 +4,19 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, drive, fail, passed, require_module_class
+from . import heads
+from .core import CheckFailed, drive, fail, passed, require_module_class
 from .dropout import identity_on_top, judge_train_pass
-from .engine import Exercise, Mistake, twist, first_difference, gradient_facts, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, twist, first_difference, inputs_as, judge_gradients, show
 
 
 # --- SequenceClassifier ------------------------------------------------------------------------------
-# Judged by behaviour, never against a reference head: the check loads its own W, b into the head's one
-# Linear layer. In eval mode the output must be x Wᵀ + b. In train mode the first d rows of W are the
-# identity, so the first d logits minus b are what the Linear layer received: dropout's mask and scale.
-def drive_sequence_classifier(cls, d: int, K: int, dropout: float | None, train: bool, x: torch.Tensor,
-                              W: torch.Tensor, b: torch.Tensor, seed: int, passes: int) -> dict:
-    """Build `cls(d, K, dropout=dropout)` (no dropout argument if None), check that its parameters are one
-    nn.Linear(d, K) with a bias, load W and b into it, and return {"outs": the outputs of `forward(x)` run
-    `passes` times in train or eval mode, without gradients and with the global RNG seeded with `seed`;
-    "gradients": in eval mode, what a backward pass reached (engine.gradient_facts)}."""
-    before = x.clone()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        head = call(cls, "SequenceClassifier", d, K, **({} if dropout is None else {"dropout": dropout}))
-        lins = [m for m in head.modules() if isinstance(m, nn.Linear)]
-        if [(m.in_features, m.out_features) for m in lins] != [(d, K)]:
-            fail(f"SequenceClassifier({d}, {K}) holds " + (", ".join(
-                 f"`nn.Linear({m.in_features}, {m.out_features})`" for m in lins) or "no nn.Linear") + "; the "
-                 f"head is dropout then ONE `nn.Linear(d, num_classes)` = `nn.Linear({d}, {K})`.", "wrong-linear")
-        if lins[0].bias is None:
-            fail(f"the Linear layer of SequenceClassifier({d}, {K}) has no bias (bias=False): a head computes "
-                 "W c + b, with K·d weights and K biases.", "no-bias")
-        extra = sum(p.numel() for p in head.parameters()) - sum(p.numel() for p in lins[0].parameters())
-        if extra:
-            fail(f"SequenceClassifier({d}, {K}) has {extra} parameters outside its Linear layer; the head is "
-                 "dropout (which has none), then the Linear layer, nothing else.", "extra-parameters")
-        with torch.no_grad():
-            lins[0].weight.copy_(W)
-            lins[0].bias.copy_(b)
-            head.train(train)
-            outs = [call(head, "SequenceClassifier.forward", x) for _ in range(passes)]
-        forward = lambda v: call(head, "SequenceClassifier.forward", v)   # noqa: E731
-        gradients = None if train else gradient_facts(head, forward, x, seed)
-    if not torch.equal(x, before):
-        fail(f"in {'train' if train else 'eval'} mode SequenceClassifier({d}, {K}) changed the pooled vectors it "
-             "was given (an in-place dropout, inplace=True?); it must leave its input untouched.", "changed-input")
-    return {"outs": outs, "gradients": gradients}
+# Judged by behaviour, never against a reference head: the check loads its own W (K, d) and b (K,) into the
+# head's state_dict (heads.load). In eval mode the output must be x Wᵀ + b. In train mode the first d rows of W
+# are the identity, so the first d logits minus b are what the Linear layer received: dropout's mask and scale.
+CONTRACT = "its state_dict holds one (K, d) weight and one (K,) bias, which the check fills"
 
 
 def _logits(x, W, b):
@@ -61,8 +29,9 @@ _eval = Exercise(
     fields=lambda x, W, b: {"B": len(x), "got": tuple(F.linear(x, W, b).squeeze().shape)},
     where=lambda x, W, b: f" for SequenceClassifier({x.shape[1]}, {len(W)}) on a batch of {len(x)}",
     explain=lambda out, want, *xWb: f"in eval mode SequenceClassifier must return its Linear layer applied to "
-    f"the input (dropout does nothing at inference){_eval.where(*xWb)}; it returned {show(out)}, not {show(want)}."
-    + first_difference(out, want),
+    f"the input, x Wᵀ + b, and nothing more (dropout does nothing at inference){_eval.where(*xWb)}: {CONTRACT}, "
+    f"and no other layer, activation or parameter may change its output. It returned {show(out)}, not "
+    f"{show(want)}." + first_difference(out, want),
     mistakes=[
         Mistake("regression-b-by-1", lambda x, W, b: F.linear(x, W, b) if len(W) == 1 else None,
                 "the regression head (num_classes = 1) returned shape (B, 1) = ({B}, 1){where}; it must return "
@@ -79,6 +48,9 @@ _eval = Exercise(
         Mistake("log-softmax-output", lambda x, W, b: _logits(x, W, b).log_softmax(-1) if len(W) > 1 else None,
                 "{name} returned log-probabilities (log_softmax){where}. A head returns raw logits; "
                 "F.cross_entropy normalises them itself."),
+        Mistake("no-bias", lambda x, W, b: _logits(x, W, 0 * b), "{name} adds no bias{where}: its Linear layer "
+                "has bias=False, so no (K,) bias was there to load. A head computes W c + b, with K·d weights and K "
+                "biases."),
         Mistake("sigmoid-output", lambda x, W, b: _logits(x, W, b).sigmoid(), "{name} applied a sigmoid{where}: it "
                 "returns probabilities in (0, 1), not raw scores. Return the Linear layer's output as it is."),
         Mistake("relu-on-logits", lambda x, W, b: _logits(x, W, b).relu(), "{name} applied a ReLU to the logits"
@@ -98,30 +70,35 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
     g = torch.Generator().manual_seed(seed)
     for d, K, B in DEFAULT_CASES if cases is None else cases:
         x, W = torch.randn(B, d, generator=g) * 3, torch.randn(K, d, generator=g) / math.sqrt(d)
-        ran, b = _run(cls, d, K, 0.5, False, x, W, g)
-        out, again = ran["outs"]
+        (out, again), ran, b, run_seed = _run(cls, d, K, 0.5, False, x, W, g)
         if isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again):
             fail(f"in eval mode two passes on the same input gave different outputs{_eval.where(x, W, b)}: "
                  "dropout is still on in eval mode. Use nn.Dropout (it follows `head.train()` and `head.eval()`) or "
                  "F.dropout with `training=self.training`, never `training=True`.", "dropout-at-eval")
         _eval.judge(out, _logits(x, W, b), (x, W, b))
-        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, _logits, ran["seed"], [W, b])
+        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, _logits, run_seed, [W, b])
     for d, K, p in TRAIN_CASES:
         _check_train(cls, d, K, p, g)
     passed("SequenceClassifier", len(DEFAULT_CASES if cases is None else cases) + len(TRAIN_CASES))
 
 
 def _run(cls, d, K, p, train, x, W, g):
+    """Two passes of `cls(d, K, dropout=p)` (no dropout argument if p is None) on x in train or eval mode, holding
+    W and a fresh bias b, and in eval mode the gradient step: ((out, again), facts, b, seed)."""
     b, seed = torch.randn(K, generator=g), int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-    return {**drive(drive_sequence_classifier, cls, d, K, p, train, x, W, b, seed, 2), "seed": seed}, b
+    asked = heads.spec((d, K), seed, [x], [W, b], {} if p is None else {"dropout": p}, train, passes=2, step=not train)
+    ran = heads.built(drive(heads.drive_head, cls, asked), "SequenceClassifier", asked)
+    if ran["changed"]:
+        fail(f"in {'train' if train else 'eval'} mode SequenceClassifier({d}, {K}) changed the pooled vectors it "
+             "was given (an in-place dropout, inplace=True?); it must leave its input untouched.", "changed-input")
+    return ran["outs"][0], ran, b, seed
 
 
 def _check_train(cls, d: int, K: int, p: float | None, g: torch.Generator) -> None:
     head = f"SequenceClassifier({d}, {K}" + (")" if p is None else f", dropout={p})")
     x = torch.rand(2000, d, generator=g) + 1.0  # away from 0, so that a zero can only be dropout's
     W = identity_on_top(d, K, g)
-    ran, b = _run(cls, d, K, p, True, x, W, g)
-    out, again = ran["outs"]
+    (out, again), _, b, _ = _run(cls, d, K, p, True, x, W, g)
     want = (len(x),) if K == 1 else (len(x), K)
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != want or not isinstance(again, torch.Tensor):
         fail(f"in train mode {head} returned {show(out)}; expected {want} logits.", "wrong-shape")

@@ -6,12 +6,12 @@ import math
 from typing import Callable, Sequence
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, call_or_hint, drive, fail, passed, require_function, require_module_class
+from . import heads
+from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, judge_train_pass
-from .engine import Exercise, Mistake, backward_through, gradient_facts, judge_gradients, same, show
+from .engine import Exercise, Mistake, backward_through, judge_gradients, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
 HEAD_CASES = [(8, 5, 2, 6), (16, 3, 2, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
@@ -25,25 +25,23 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         g = torch.Generator().manual_seed(seed + 100 + k)
         H, W = torch.randn(B, n, d, generator=g), torch.randn(L, d, generator=g) / math.sqrt(d)
         b = torch.randn(L, generator=g)   # nonzero, so "only the bias" is visible
-        ran, right = drive(drive_head, cls, d, L, H.clone(), W, b, seed + 300 + k), H @ W.T + b
-        out, where = ran["logits"], _logits.where(H, W, b)
-        if not torch.equal(ran["H_after"], H):
-            fail("TokenClassifier.forward changed the H it was given; build new tensors instead.", "changed-input")
-        if same(out, right, math.inf) and not same(ran["again"], out, 0):
+        # H, then each position H[:, i:i+1] alone, twice each in eval mode; then a step from H
+        positions = [H[:, i:i + 1] for i in range(n)]
+        ran, right = _drive(cls, (d, L), seed + 300 + k, [H, *positions], W, b, step=True), H @ W.T + b
+        (out, again), where = ran["outs"][0], _logits.where(H, W, b)
+        if same(out, right, math.inf) and not same(again, out, 0):
             fail("In eval mode your head gave different logits on two calls with the same H: dropout is left on at "
                  "eval. Use nn.Dropout, which .eval() switches off, or pass training=self.training to F.dropout.",
                  "dropout-at-eval")
-        moved = [i for i, o in enumerate(ran["per_position"]) if not same(o, out[:, i:i + 1], 1e-6)]
+        moved = [i for i, (o, _) in enumerate(ran["outs"][1:]) if not same(o, out[:, i:i + 1], 1e-6)] \
+            if isinstance(out, torch.Tensor) and out.shape == right.shape else []
         if moved:
             fail(f"Fed alone, position {moved[0]} got other logits than inside H{where}: the logits of one position "
                  "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions")
         _logits.judge(out, right, (H, W, b))
         judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X, W_, b_: X @ W_.T + b_,
                         seed + 300 + k, [W, b])
-        (train, H_after), bias = drive(drive_dropout, cls, d, L, H.clone(), W, b, seed + 400 + k), b.expand(B, n, L)
-        if not torch.equal(H_after, H):
-            fail("In train mode TokenClassifier.forward changed the H it was given (an in-place dropout, "
-                 "inplace=True?); the caller still needs H: leave it untouched.", "changed-input")
+        (train,), bias = _drive(cls, (d, L), seed + 400 + k, [H], W, b, p=1.0)["outs"][0], b.expand(B, n, L)
         said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)
         if same(train, 0 * bias, 1e-6):
             fail(f"{said} returned all zeros: dropout comes after the Linear layer. The order is dropout → Linear, "
@@ -72,61 +70,29 @@ def _check_train(cls, d: int, L: int, p: float | None, seed: int) -> None:
     head = f"TokenClassifier({d}, {L}" + (")" if p is None else f", dropout={p})")
     H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
     b = torch.randn(L, generator=g)
-    out, again, H_after = drive(drive_dropout, cls, d, L, H.clone(), W, b, seed + 100, p, 2)
-    if not torch.equal(H_after, H):
-        fail(f"In train mode {head}.forward changed the H it was given (an in-place dropout, inplace=True?); the "
-             "caller still needs H: leave it untouched.", "changed-input")
+    out, again = _drive(cls, (d, L), seed + 100, [H], W, b, p=p, passes=2)["outs"][0]
     if not all(isinstance(o, torch.Tensor) and o.shape == (*H.shape[:2], L) for o in (out, again)):
         fail(f"in train mode {head} returned {show(out)}; expected (B, n, num_labels) = {(*H.shape[:2], L)}.",
              "wrong-shape")
     judge_train_pass(out.reshape(-1, L), again.reshape(-1, L), H.reshape(-1, d), W, b, p, head)
 
 
-def drive_head(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int) -> dict:
-    """cls(d, L) holding W and b, in eval mode: its logits on H twice, then on each position H[:, i:i+1] alone,
-    and what a backward pass reaches (engine.gradient_facts)."""
-    with torch.random.fork_rng(devices=[]):   # the same data in any process, the notebook's RNG kept
-        torch.manual_seed(seed)
-        with torch.no_grad():
-            head = _build(cls, d, L, W, b).eval()
-            out, again = _forward(head, H), _forward(head, H)
-            right = isinstance(out, torch.Tensor) and out.shape == (*H.shape[:2], L)
-            alone = [_forward(head, H[:, i:i + 1]) for i in range(H.shape[1])] if right else []
-        gradients = gradient_facts(head, lambda X: _forward(head, X), H, seed)
-    return {"logits": out, "again": again, "per_position": alone, "H_after": H, "gradients": gradients}
-
-
-def drive_dropout(cls, d: int, L: int, H: torch.Tensor, W: torch.Tensor, b: torch.Tensor, seed: int,
-                  p: float | None = 1.0, passes: int = 1) -> tuple:
-    """cls(d, L, dropout=p) (no dropout argument if p is None) holding W and b: its logits on H in train mode,
-    `passes` times, and H after the calls."""
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(seed)
-        head = _build(cls, d, L, W, b, **({} if p is None else {"dropout": p})).train()
-        outs = [_forward(head, H) for _ in range(passes)]
-        return (*outs, H)
-
-
-def _build(cls, d: int, L: int, W: torch.Tensor, b: torch.Tensor, **kwargs) -> nn.Module:
-    """cls(d, L, ...) with W and b copied into its one weight, (L, d) or stored as (d, L), and its one bias."""
-    head, where = call(cls, "TokenClassifier", d, L, **kwargs), f"TokenClassifier({d}, {L})"
-    shapes = sorted((tuple(p.shape) for p in head.parameters()), key=len)
-    if shapes not in ([(L,), (L, d)], [(L,), (d, L)]):
-        fail(f"{where} has parameters of shapes {shapes}; a token head is one `nn.Linear({d}, {L})` with its bias: a "
-             f"weight ({L}, {d}) and a bias ({L},), L·d + L = {L * d + L} numbers.",
-             "no-bias" if shapes in ([(L, d)], [(d, L)]) else "wrong-parameters")
-    bias, weight = sorted(head.parameters(), key=lambda p: p.dim())
-    weight.copy_(W if weight.shape == W.shape else W.T)   # stored (d, L) and used as H @ W: the same map
-    bias.copy_(b)
-    return head
-
-
-def _forward(head, H):
-    B, n, d = H.shape
-    return call_or_hint(   # torch's words for a Linear fed (B, d, n)
-        head, "TokenClassifier.forward", H, f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, "
-        f"which must hold the d = {d} features: apply it to H of shape (B, n, d) as it is, not to a transposed H.",
-        "linear-on-wrong-axis")
+def _drive(cls, args: tuple, seed: int, inputs: list, W: torch.Tensor, b: torch.Tensor, p: float | None = 1.0,
+           passes: int = 1, step: bool = False) -> dict:
+    """The facts of `cls(d, L)` holding W (loaded into an (L, d) weight, or transposed into a (d, L) one) and b: in
+    eval mode with `step` (two passes on each input, then the gradient step), else in train mode with dropout=p
+    (no dropout argument if p is None). A head that changed its H fails here."""
+    B, n, d = inputs[0].shape
+    asked = heads.spec(args, seed, inputs, [W, b], {} if step or p is None else {"dropout": p}, not step,
+                       2 if step else passes, step)
+    ran = heads.built(drive(heads.drive_head, cls, asked), "TokenClassifier", asked, crashes=[(   # torch's words
+        f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} features: "
+        "apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")])
+    if ran["changed"]:
+        fail(f"In {'eval' if step else 'train'} mode TokenClassifier.forward changed the H it was given (an in-place "
+             "dropout, inplace=True?); the caller still needs H: build new tensors and leave H untouched.",
+             "changed-input")
+    return ran
 
 
 def _head_mistake(key: str, change: Callable, message: str) -> Mistake:
@@ -141,9 +107,13 @@ _logits = Exercise(
     fields=lambda H, W, b: {"got": (H.shape[0], len(b), H.shape[1]), "want": (*H.shape[:2], len(b))},
     explain=lambda out, right, H, W, b: (
         f"In eval mode the head must apply its Linear layer to every position: `logits[:, i] == H[:, i] @ W.T + bias`"
-        f"{_logits.where(H, W, b)}. At [0, 0] you returned {show(out[0, 0])}; the Linear layer gives "
+        f"{_logits.where(H, W, b)}, with W and bias the check loads into its state_dict's one (num_labels, d) weight "
+        f"and (num_labels,) bias, and nothing else changing the output. At [0, 0] you returned {show(out[0, 0])}; the Linear layer gives "
         f"{show(right[0, 0])}."),
     mistakes=[
+        Mistake("no-bias", lambda H, W, b: H @ W.T, "TokenClassifier returned logits without a bias{where}: its "
+                "Linear layer has bias=False, so no (num_labels,) bias was there to load. A token head is one "
+                "`nn.Linear(d, num_labels)` with its bias."),
         _head_mistake("labels-axis-second", lambda z: z.transpose(1, 2),
                       "shape {got}{where}: that is (B, L, n), the labels axis second. The contract is (B, n, L) = "
                       "{want}, labels axis last. (Moving L to dim 1 is the loss's business, not the head's.)"),

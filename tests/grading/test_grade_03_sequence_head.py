@@ -37,6 +37,27 @@ WRONG = [
     Wrong.edit("SequenceClassifier-frozen-bias-grad-written-by-hand", HEAD, LOGITS,
                f"self.linear.bias.requires_grad_(False)\n        self.linear.bias.grad = torch.ones_like(self.linear.bias)"
                f"\n        {LOGITS}", "parameters-without-gradient"),
+    # A red team's forgery (issue 25, K2): an extra nn.Linear(K, K) hidden from modules() and parameters(); with
+    # the grader's weights loaded into the head's state_dict, it changes the outputs.
+    Wrong("SequenceClassifier-extra-linear-hidden-from-modules", "SequenceClassifier", """
+        class SequenceClassifier(nn.Module):
+            def __init__(self, d, num_classes, dropout=0.1):
+                super().__init__()
+                self.num_classes = num_classes
+                self.dropout = nn.Dropout(dropout)
+                self.linear = nn.Linear(d, num_classes)
+                self.extra = nn.Linear(num_classes, num_classes)
+
+            def modules(self):
+                return iter([self, self.dropout, self.linear])
+
+            def parameters(self, recurse=True):
+                return self.linear.parameters()
+
+            def forward(self, pooled):
+                logits = self.extra(self.linear(self.dropout(pooled)))
+                return logits.squeeze(-1) if self.num_classes == 1 else logits
+        """, mistake="wrong-values"),
     Wrong.edit("SequenceClassifier-relu-on-logits", HEAD, RETURN, RETURN + ".relu()", "relu-on-logits"),
     Wrong.edit("SequenceClassifier-sigmoid-output", HEAD, RETURN, RETURN + ".sigmoid()", "sigmoid-output"),
     Wrong.edit("SequenceClassifier-frozen-backbone-by-detach", HEAD, LOGITS,

@@ -1,0 +1,96 @@
+"""One protocol for the class heads, on the model of transformers' `ModelTesterMixin`.
+
+A head's check declares what to build and what to ask (a `spec`: constructor arguments, the weights the grader
+loads, the inputs and how to run them); one kernel driver, `drive_head`, builds the learner's class, loads the
+weights, runs the probes and returns plain facts: outputs, gradients, outputs after the grader's step, whether an
+input changed, an exception as data. It names nothing: every message and key is written by the check, outside
+the kernel, from those facts (`built`). What a head says about its structure (modules, parameters, `.grad`)
+never reaches a verdict; a structural mistake shows as behaviour under the grader's weights.
+
+The weights are loaded through one stated contract: each entry of the head's `state_dict()` that has the shape
+of one of the grader's tensors (or, for a matrix, of its transpose) receives it; the others keep the values the
+head was built with, under the grader's seed.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from .. import grading
+from .core import CheckFailed, explain, fail
+from .engine import detached, gradient_facts
+
+
+def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] = (),
+         kwargs: dict | None = None, train: bool = False, passes: int = 1, step: bool = False) -> dict:
+    """What `drive_head` does: build `cls(*args, **kwargs)` with the global RNG seeded with `seed`, load
+    `weights`, run each input `passes` times in train or eval mode, and with `step` take the step of
+    engine.gradient_facts from inputs[0]."""
+    return {"args": list(args), "kwargs": dict(kwargs or {}), "seed": seed, "weights": list(weights),
+            "train": train, "inputs": list(inputs), "passes": passes, "step": step}
+
+
+def load(head: torch.nn.Module, weights: Sequence[torch.Tensor]) -> None:
+    """The loading contract: every state_dict entry shaped like one of `weights` (or like a matrix's transpose,
+    a weight stored (in, out)) gets its values."""
+    state = {}
+    for name, held in head.state_dict().items():
+        shape = tuple(held.shape)
+        found = [w for w in weights if tuple(w.shape) == shape] + [w.T for w in weights
+                                                                  if w.dim() == 2 and tuple(w.T.shape) == shape]
+        if found:
+            state[name] = found[0]
+    head.load_state_dict(state, strict=False)
+
+
+def drive_head(cls, spec: dict) -> dict:
+    """The kernel's one driver for every class head: the facts of `spec` (see `spec`), as plain data.
+    {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
+    "gradients": engine.gradient_facts when asked; or "raised": {"type", "message", "stage"}, the exception
+    that stopped it and where: "build" or the index of the input being run}."""
+    inputs = [x.clone() for x in spec["inputs"]]   # the head's own copies; spec's stay as the grader sent them
+    facts: dict[str, Any] = {"outs": [], "changed": False}
+    stage: Any = "build"
+    with torch.random.fork_rng(devices=[]):   # the grader's draws; the notebook's random state kept
+        torch.manual_seed(spec["seed"])
+        try:
+            head = cls(*spec["args"], **spec["kwargs"])
+            with torch.no_grad():
+                load(head, spec["weights"])
+                head.train(spec["train"])
+                for stage, x in enumerate(inputs):
+                    facts["outs"].append([detached(head(x)) for _ in range(spec["passes"])])
+            facts["changed"] = any(not torch.equal(x, given) for x, given in zip(inputs, spec["inputs"]))
+            if spec["step"]:
+                stage = 0
+                facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"])
+        except Exception as err:   # the learner's bug is a fact like any other; the check explains it
+            facts["raised"] = {"type": type(err).__name__, "message": str(err)[:2000], "stage": stage}
+    return facts
+
+
+def built(facts: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, str]] = ()) -> dict:
+    """The facts of a drive, after explaining on the grader's side an exception the head raised: a stub says it
+    is not written; a crash shows the call with its hint and is named `raised-<type>`, or, when its message holds
+    the words of one of `crashes` (words, hint, key: torch's words for a mistake the exercise invites), that
+    mistake with its hint."""
+    raised = facts.get("raised")
+    if raised is None:
+        return facts
+    stage = raised.get("stage")
+    try:
+        grading.reraise(raised)
+    except Exception as err:
+        try:
+            if stage == "build":
+                explain(err, name, *spec["args"], **spec["kwargs"])
+            explain(err, f"{name}.forward", spec["inputs"][stage if isinstance(stage, int) else 0])
+        except CheckFailed as said:
+            for words, hint, key in crashes:
+                if words in str(said):
+                    fail(f"{said}\n{hint}", key)
+            raise
+
+
+__all__ = ["spec", "load", "drive_head", "built"]

@@ -7,8 +7,9 @@ from typing import Callable
 import torch
 import torch.nn as nn
 
+from . import heads
 from .core import CheckFailed, call, drive, fail, passed, require_module_class
-from .engine import Exercise, Mistake, clashing_sizes, gradient_facts, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, clashing_sizes, inputs_as, judge_gradients, show
 
 T, F = True, False
 
@@ -99,49 +100,22 @@ def Pooler(cls, cases=None) -> None:
 
 
 def _judge_pooler(cls, case) -> bool:
-    """Judge `cls` on one case; returns whether its weight belongs to an nn.Linear."""
+    """Judge `cls` on one case, its (d, d) weight W and (d,) bias b loaded into its state_dict (heads.load);
+    returns whether it holds an nn.Linear. That one fact of structure only adds a case, in which nn.Linear's
+    layout, (out, in), decides: a head that denied holding one would be judged as a raw (d, d) parameter,
+    which may act either way round."""
     (d, W, b, c), expected = _pooler.read(case)
-    before = c.clone()   # in a notebook the forward pass gets this very tensor
-    ran = drive(drive_pooler, cls, d, W, b, c)
-    _pooler.judge(ran["out"], expected, (d, W, b, before))
-    judge_gradients(ran["gradients"], f"Pooler({d})", "c", before, lambda v, W_, b_: _dense(d, W_, b_, v, torch.tanh), d,
-                    [W, b])
-    if not (isinstance(ran["c_after"], torch.Tensor) and ran["c_after"].shape == before.shape
-            and torch.equal(ran["c_after"], before)):
+    asked = heads.spec((d,), d, [c], [W, b], step=True)
+    # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
+    ran = heads.built(drive(heads.drive_head, cls, asked), "Pooler", asked, crashes=[(
+        f"1x{len(c)} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape "
+        f"(B, d) = {tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again")])
+    if ran["changed"]:
         fail("Pooler.forward changed the c it was given; build a new tensor instead.", "changed-input")
+    _pooler.judge(ran["outs"][0][0], expected, (d, W, b, c))
+    judge_gradients(ran["gradients"], f"Pooler({d})", "c", c, lambda v, W_, b_: _dense(d, W_, b_, v, torch.tanh), d,
+                    [W, b])
     return ran["holds_linear"]
-
-
-def drive_pooler(cls, d: int, W: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict:
-    """Build `cls(d)`, load W and b into its (d, d) weight and (d,) bias, and run `forward(c)` in eval
-    mode without gradients. Returns {"out": the output, "c_after": c after the call, "holds_linear": whether
-    the weight belongs to an nn.Linear, whose layout is fixed, "gradients": what a backward pass reaches}."""
-    pooler = call(cls, "Pooler", d)
-    params = list(pooler.parameters())
-    total, shapes = sum(p.numel() for p in params), [tuple(p.shape) for p in params]
-    if shapes == [(d, d)]:
-        fail(f"Pooler({d}) has {total} parameters, a dense weight and no bias. The pooler is tanh(W c + b): give "
-             f"the dense layer its bias, {d}·{d} + {d} = {d * d + d} parameters.", "no-bias")
-    if sorted(shapes) != [(d,), (d, d)]:
-        fail(f"Pooler({d}) has {total} parameters {shapes}; a pooler is one dense layer d → d with a bias: a ({d}, "
-             f"{d}) weight and a ({d},) bias, {d * d + d} parameters (`nn.Linear(d, d)`).", "wrong-parameters")
-    if not all(p.requires_grad for p in params):
-        fail("the pooler's weight and bias must be trainable parameters (requires_grad=True).", "frozen-parameters")
-    pooler.eval()
-    with torch.no_grad():
-        for p in params:
-            p.copy_(W if p.dim() == 2 else b)
-        try:
-            out = call(pooler, "Pooler.forward", c)
-        except CheckFailed as err:
-            # "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again.
-            again = f"1x{len(c)} and {d}x{d}" in str(err)
-            fix = ": do not index it again; apply the dense layer to c itself." if again else "."
-            fail(f"{err}\nPooler.forward receives c, the [CLS] vectors cls_pool already took, shape (B, d) = "
-                 f"{tuple(c.shape)}{fix}", "indexes-c-again" if again else err.mistake)
-    gradients = gradient_facts(pooler, lambda v: call(pooler, "Pooler.forward", v), c, d)
-    return {"out": out, "c_after": c, "holds_linear": any(isinstance(m, nn.Linear) for m in pooler.modules()),
-            "gradients": gradients}
 
 
 # --- mean_pool(H, mask) and max_pool(H, mask) → (B, d) -----------------------------------------------

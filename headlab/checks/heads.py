@@ -47,8 +47,9 @@ def load(head: torch.nn.Module, weights: Sequence[torch.Tensor]) -> None:
 def drive_head(cls, spec: dict) -> dict:
     """The kernel's one driver for every class head: the facts of `spec` (see `spec`), as plain data.
     {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
-    "gradients": engine.gradient_facts when asked; or "raised": {"type", "message", "stage"}, the exception
-    that stopped it and where: "build" or the index of the input being run}."""
+    "holds_linear": whether an nn.Linear is among its modules (which way round a (d, d) weight acts: a layout,
+    never a verdict); "gradients": engine.gradient_facts when asked; or "raised": {"type", "message", "stage"},
+    the exception that stopped it and where: "build" or the index of the input being run}."""
     inputs = [x.clone() for x in spec["inputs"]]   # the head's own copies; spec's stay as the grader sent them
     facts: dict[str, Any] = {"outs": [], "changed": False}
     stage: Any = "build"
@@ -62,6 +63,7 @@ def drive_head(cls, spec: dict) -> dict:
                 for stage, x in enumerate(inputs):
                     facts["outs"].append([detached(head(x)) for _ in range(spec["passes"])])
             facts["changed"] = any(not torch.equal(x, given) for x, given in zip(inputs, spec["inputs"]))
+            facts["holds_linear"] = any(isinstance(m, torch.nn.Linear) for m in head.modules())
             if spec["step"]:
                 stage = 0
                 facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"])

@@ -6,8 +6,6 @@ shows a student can reach.
 """
 from __future__ import annotations
 
-import pytest
-
 import mistakes
 
 
@@ -37,10 +35,6 @@ def test_every_key_outside_the_class_heads_is_proven():
                           f"feeds to the check and asserts the key, or delete the branch):\n{_listing(unproven)}")
 
 
-@pytest.mark.xfail(strict=True, reason="not done (issue 25.8): 10 class-head keys lack a proof (copy-not-tied, "
-                   "extra-parameters, frozen-parameters, linears-not-one, norms-not-one, stale-embedding, "
-                   "uneven-scaling, wrong-linear, wrong-parameters, wrong-scale), most of them structural facts the "
-                   "head protocol of issue 25.1 is to replace; strict: once they are all proven this marker must go")
 def test_every_key_of_the_class_heads_is_proven():
     unproven = {k: v for k, v in _unproven().items() if mistakes.is_head_key(v)}
     assert not unproven, f"class-head mistake keys without a proof:\n{_listing(unproven)}"

@@ -13,11 +13,11 @@ import math
 from typing import Callable, Sequence
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
+from . import heads
 from .core import CheckFailed, a_type, call, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, backward_through, detached, gradient_facts, judge_gradients, same
+from .engine import Exercise, Mistake, backward_through, judge_gradients, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -215,60 +215,28 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
 
 
 # --- MLMHead ----------------------------------------------------------------------------------
+# Judged by behaviour: the head is built on an nn.Embedding holding the grader's E, and drive_head loads the
+# grader's transform and bias into its state_dict by shape (heads.load): the (d, d) dense weight W, the (V,) output
+# bias b, and one vector v into every (d,) entry (the dense bias, the LayerNorm's weight and bias), so that the
+# order in which a head registers them does not matter. Its logits must then be LN(GELU(h Wᵀ + v)) @ E.T + b, they
+# must follow E when the embedding's values change in place (a tied projection), and every weight must train.
 HEAD_CASES = [(23, 8, 0), (40, 12, 1)]   # (V, d, seed)
-BIAS_VALUES = 4                          # values for up to this many (V,) parameters: a head may hold several
+CONTRACT = ("the check loads its (d, d) weight into the dense layer, one vector into each (d,) entry of the head's "
+            "state_dict (the dense bias, the LayerNorm's weight and bias) and its (V,) bias into the output bias")
 
 
 def _head_inputs(V: int, d: int, seed: int) -> tuple:
-    """The grader's inputs for one case: the embedding's values E, the weights to load (far from the
-    defaults, so that every part shows), hidden states h, the gradient `up` of the logits for backward,
-    and the embedding's second values E2."""
+    """The grader's inputs for one case: the embedding's values E, the weights to load W, v, b (far from the
+    defaults, so that every part shows), hidden states h and the embedding's second values E2."""
     E = torch.randn(V, d, generator=torch.Generator().manual_seed(seed))
     g = torch.Generator().manual_seed(seed + 100)
     r = lambda *shape: torch.randn(*shape, generator=g)    # noqa: E731
-    weights = {"dense.weight": r(d, d) / 2, "dense.bias": r(d) / 2, "norm.weight": 1 + r(d) / 3,
-               "norm.bias": r(d) / 2, "biases": [r(V) / 2 for _ in range(BIAS_VALUES)]}
-    return E, weights, r(2, 3, d), r(2, 3, V), r(V, d)
+    return E, r(d, d) / 2, 1 + r(d) / 3, r(V) / 2, r(2, 3, d), r(V, d)
 
 
-def _build_head(cls, seed: int, E: torch.Tensor, weights: dict) -> tuple:
-    """Driver step: `cls(embedding)` on an embedding holding E, the facts of its structure, and (when the
-    structure is right) `weights` loaded into it. Returns (embedding, head, facts)."""
-    V, d = E.shape
-    with torch.random.fork_rng(devices=[]):   # the head's own initialisation; the notebook's random state kept
-        torch.manual_seed(seed)
-        emb = nn.Embedding(V, d)
-        with torch.no_grad():
-            emb.weight.copy_(E)
-        head = call(cls, "MLMHead", emb)
-    params = list(head.parameters())
-    lins = [m for m in head.modules() if isinstance(m, nn.Linear) and (m.in_features, m.out_features) == (d, d)]
-    norms = [m for m in head.modules() if isinstance(m, nn.LayerNorm) and tuple(m.normalized_shape) == (d,)]
-    biases = [p for p in params if p.shape == (V,)]
-    facts = {"changed_embedding": not torch.equal(emb.weight.detach(), E),
-             "tied": any(p is emb.weight for p in params),
-             "copy": any(p is not emb.weight and p.shape == (V, d) and torch.equal(p.detach(), E) for p in params),
-             "linears": len(lins), "norms": len(norms), "biases": len(biases), "loaded": False,
-             "plain_bias": any(isinstance(v, torch.Tensor) and not isinstance(v, nn.Parameter) and v.shape == (V,)
-                               for m in head.modules() for v in [*vars(m).values(), *m.buffers(recurse=False)])}
-    if facts["changed_embedding"] or not facts["tied"] or len(lins) != 1 or len(norms) != 1 or not biases:
-        return emb, head, facts
-    with torch.no_grad():
-        for module, key in ((lins[0], "dense"), (norms[0], "norm")):
-            for part in ("weight", "bias"):
-                if getattr(module, part) is not None:
-                    getattr(module, part).copy_(weights[f"{key}.{part}"])
-                facts[f"{key}.{part}"] = getattr(module, part) is not None
-        for i, p in enumerate(biases):
-            p.copy_(weights["biases"][i % BIAS_VALUES])
-    facts.update(loaded=True, eps=float(norms[0].eps))
-    return emb, head, facts
-
-
-def _forward(head, h: torch.Tensor, shape: torch.Size):
-    """`head(h)`; a crash this exercise invites adds its hint and is named."""
-    V, d = shape
-    crashes = [   # (words of the crash, hint, mistake key)
+def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
+    """The crashes this exercise invites: (torch's or Python's words, hint, mistake key)."""
+    return [
         (f"and {V}x{d})", f"embedding.weight has shape (V, d) = ({V}, {d}): to score the d features against each "
          "of the V words, multiply by its transpose (`.T`), so that the logits come out (…, V).",
          "projection-not-transposed"),   # torch's words for a matmul by the (V, d) weight itself
@@ -277,84 +245,60 @@ def _forward(head, h: torch.Tensor, shape: torch.Size):
          "flat positions (N, d): do not unpack h.shape into a fixed number of sizes. Take `h.shape[-1]` if you "
          "need d; nn.Linear and nn.LayerNorm act on the last axis whatever comes before it.", "fixed-rank-input"),
     ]
-    try:
-        return call(head, "MLMHead.forward", h)
-    except CheckFailed as err:
-        for words, hint, key in crashes:
-            if words in str(err):
-                fail(f"{err}\n{hint}", key)
-        raise
 
 
-def drive_head_logits(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor, E2: torch.Tensor) -> dict:
-    """Build the head on an embedding holding E, load `weights`, run it on h and on h[0]; then give the
-    embedding the values E2 in place and run it on h again. Returns the structure's facts, the logits
-    ("logits", "flat", "after_swap") and the copy of h the first call got, after it ("h_after")."""
-    emb, head, facts = _build_head(cls, seed, E.clone(), weights)
-    if facts["loaded"]:
-        given = h.clone()
-        facts["logits"] = detached(_forward(head, given, E.shape))
-        facts["h_after"] = given
-        facts["flat"] = detached(_forward(head, h[0].clone(), E.shape))
-        with torch.no_grad():
-            emb.weight.copy_(E2)
-            facts["after_swap"] = detached(_forward(head, h.clone(), E.shape))
-    return facts
+def _transform(h, W, v, norm_weight=True, norm_bias=True, dense_bias=True, act=F.gelu):
+    """LN(act(h Wᵀ + v)) with v as the dense bias and the LayerNorm's weight and bias, each part optional."""
+    z = F.linear(h, W, v if dense_bias else None)
+    return F.layer_norm(act(z), (h.shape[-1],), v if norm_weight else None, v if norm_bias else None)
 
 
-def drive_head_gradient(cls, seed: int, E: torch.Tensor, weights: dict, h: torch.Tensor,
-                        up: torch.Tensor) -> dict:
-    """Build and load the head as drive_head_logits does, back-propagate sum(head(h) * up), and return the
-    structure's facts, the gradient that reached the embedding's weight ("embedding_grad", None when none
-    did) and, in eval mode, what a backward pass reaches ("gradients", engine.gradient_facts)."""
-    emb, head, facts = _build_head(cls, seed, E.clone(), weights)
-    if facts["loaded"]:
-        out = _forward(head, h.clone(), E.shape)
-        if isinstance(out, torch.Tensor) and out.requires_grad:
-            (out * up).sum().backward()
-        facts["embedding_grad"] = detached(emb.weight.grad)
-        facts["gradients"] = gradient_facts(head.eval(), lambda x: _forward(head, x, E.shape), h, seed,
-                                            fixed=[emb.weight])
-    return facts
-
-
-# What usual wrong heads return, from the judge's inputs: h, z = Linear(h), norm (the LayerNorm), E, bias b.
+# What usual wrong heads return, from the judge's inputs: h, the loaded W, v, b and the embedding's E.
 HEAD_MISTAKES = [Mistake(key, output, "MLMHead's logits are wrong{where}: " + text + ".") for key, output, text in [
-    ("bias-never-added", lambda h, z, norm, E, b: norm(F.gelu(z)) @ E.T,
-     "you never add the output bias to the logits"),
-    ("layernorm-before-gelu", lambda h, z, norm, E, b: F.gelu(norm(z)) @ E.T + b,
+    ("no-output-bias", lambda h, W, v, E, b: _transform(h, W, v) @ E.T,
+     "they hold no output bias. The head needs its own (V,) bias, `nn.Parameter(torch.zeros(V))`, added to the "
+     "logits (a plain tensor is neither loaded nor trained, and the tied embedding gives the weight, not the bias)"),
+    ("layernorm-before-gelu", lambda h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v)) @ E.T + b,
      "LayerNorm comes before GELU in your transform; the order is Linear → GELU → LayerNorm"),
-    ("no-gelu", lambda h, z, norm, E, b: norm(z) @ E.T + b,
+    ("no-gelu", lambda h, W, v, E, b: _transform(h, W, v, act=lambda z: z) @ E.T + b,
      "your transform has no GELU between the Linear and the LayerNorm"),
-    ("no-layernorm", lambda h, z, norm, E, b: F.gelu(z) @ E.T + b, "your transform has no LayerNorm after GELU"),
-    ("relu-not-gelu", lambda h, z, norm, E, b: norm(torch.relu(z)) @ E.T + b,
+    ("no-layernorm", lambda h, W, v, E, b: F.gelu(F.linear(h, W, v)) @ E.T + b,
+     "your transform has no LayerNorm after GELU"),
+    ("relu-not-gelu", lambda h, W, v, E, b: _transform(h, W, v, act=torch.relu) @ E.T + b,
      "you used ReLU where the transform has GELU"),
-    ("tanh-gelu", lambda h, z, norm, E, b: norm(F.gelu(z, approximate="tanh")) @ E.T + b,
+    ("tanh-gelu", lambda h, W, v, E, b: _transform(h, W, v, act=lambda z: F.gelu(z, approximate="tanh")) @ E.T + b,
      "you used the tanh approximation of GELU; use the exact GELU (`nn.GELU()`)"),
-    ("no-transform", lambda h, z, norm, E, b: h @ E.T + b,
+    ("no-transform", lambda h, W, v, E, b: h @ E.T + b,
      "you skipped the transform: logits must come from LN(GELU(Linear(h)))"),
-    ("softmax-inside-head", lambda h, z, norm, E, b: (norm(F.gelu(z)) @ E.T).softmax(-1),
+    ("dense-without-bias", lambda h, W, v, E, b: _transform(h, W, v, dense_bias=False) @ E.T + b,
+     "your dense layer adds no bias (bias=False): the transform is `nn.Linear(d, d)` with its bias, which "
+     "pre-trained weights fill too"),
+    *[("layernorm-without-affine", lambda h, W, v, E, b, w=w: _transform(h, W, v, norm_weight=w, norm_bias=False)
+       @ E.T + b, "your LayerNorm has no learnable " + ("bias (bias=False)" if w else "weight and bias "
+       "(elementwise_affine=False)") + ": the transform's `nn.LayerNorm(d)` scales and shifts each feature with its "
+       "own trained weight and bias, which pre-trained weights fill too. Keep its defaults") for w in (False, True)],
+    ("softmax-inside-head", lambda h, W, v, E, b: (_transform(h, W, v) @ E.T).softmax(-1),
      "you return probabilities; return raw logits"),
-    ("softmax-inside-head", lambda h, z, norm, E, b: (norm(F.gelu(z)) @ E.T + b).softmax(-1),
+    ("softmax-inside-head", lambda h, W, v, E, b: (_transform(h, W, v) @ E.T + b).softmax(-1),
      "you return probabilities (softmax); return raw logits"),
-    ("returns-log-probabilities", lambda h, z, norm, E, b: (norm(F.gelu(z)) @ E.T + b).log_softmax(-1),
+    ("returns-log-probabilities", lambda h, W, v, E, b: (_transform(h, W, v) @ E.T + b).log_softmax(-1),
      "you return log-probabilities; return raw logits"),
 ]]
 
 
-def _head_where(h, z, norm, E, b) -> str:
+def _head_where(h, W, v, E, b) -> str:
     return f" for h of shape {tuple(h.shape)} (embedding of V={E.shape[0]} words, d={E.shape[1]})"
 
 
 def _logits_judge() -> Exercise:
-    """The judge of MLMHead's logits. Built per use: it has no visible cases of its own (the drivers run the
+    """The judge of MLMHead's logits. Built per use: it has no visible cases of its own (the driver runs the
     class), so it is not one of the module's exercises."""
     return Exercise(
-        "MLMHead(h)", (), None, shape=lambda h, z, norm, E, b: (*h.shape[:-1], E.shape[0]),
+        "MLMHead(h)", (), None, shape=lambda h, W, v, E, b: (*h.shape[:-1], E.shape[0]),
         meaning=": logits (…, V)", where=_head_where, mistakes=HEAD_MISTAKES,
         explain=lambda out, expected, *inputs: (
             f"MLMHead's logits differ from LayerNorm(GELU(Linear(h))) @ E.T + bias{_head_where(*inputs)} "
-            f"(largest difference {(out - expected).abs().max().item():.3g})."))
+            f"(largest difference {(out - expected).abs().max().item():.3g}): {CONTRACT}."))
 
 
 def _close(a, b) -> bool:
@@ -371,68 +315,31 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
 
 
 def _check_head(cls, V: int, d: int, seed: int) -> None:
-    where = f" (embedding of V={V} words, d={d})"
-    E, weights, h, up, E2 = _head_inputs(V, d, seed)
-    got = drive(drive_head_logits, cls, seed, E, weights, h, E2)
+    E, W, v, b, h, E2 = _head_inputs(V, d, seed)
+    asked = heads.spec((), seed, [h, h[0]], [W, v, b], step=True, embedding=[E, E2])
+    ran = heads.built(drive(heads.drive_head, cls, asked), "MLMHead", asked, _crashes(V, d))
+    (out,), (flat,) = ran["outs"]
+    right, t = _transform(h, W, v) @ E.T + b, _transform(h, W, v)
     _first([
-        ("changed-embedding", got["changed_embedding"], "MLMHead changed the values of the embedding it was "
+        ("changed-embedding", ran["embedding_changed"], "MLMHead changed the values of the embedding it was "
          "given; it must reuse them as they are."),
-        ("cloned-projection", not got["tied"] and got["copy"], "your output projection is a copy (clone) of "
-         "embedding.weight, not tied to it: a copy drifts apart as soon as training updates one of them. Use the "
-         "same Parameter object, e.g. `self.decoder.weight = embedding.weight`, or keep the embedding and use its "
-         "weight."),
-        ("not-tied", not got["tied"], "no parameter of MLMHead is embedding.weight itself: the projection to the "
-         "vocabulary must be tied to the embedding (the same Parameter object, not a copy or a new matrix)."),
-        ("linears-not-one", got["linears"] != 1, f"MLMHead should hold exactly one `nn.Linear(d, d)`, the "
-         f"transform's dense layer; found {got['linears']}{where}."),
-        ("norms-not-one", got["norms"] != 1, f"MLMHead should hold exactly one `nn.LayerNorm(d)`; found "
-         f"{got['norms']}{where}."),
-        ("bias-not-a-parameter", not got["biases"] and got["plain_bias"], "MLMHead's output bias is a plain tensor "
-         "(or a buffer), not a parameter: training would never update it. Wrap it in `nn.Parameter(...)`, e.g. "
-         "`nn.Parameter(torch.zeros(embedding.num_embeddings))`."),
-        ("no-output-bias", not got["biases"], f"MLMHead has no output bias: it needs its own parameter of shape "
-         f"(V,) = ({V},), added to the logits (the tied embedding gives the weight, not the bias)."),
+        ("changed-input", ran["changed"], "MLMHead.forward changed the h it was given (an in-place operation such "
+         "as `h += ...`); the caller still needs h: build new tensors (`x = h + ...`) and leave h untouched."),
+        ("not-tied", _close(ran["swapped"], out) and not _close(out, right), "MLMHead's logits do not change when "
+         "embedding.weight is given new values in place: the projection to the vocabulary is a new matrix, not the "
+         "embedding's. It must be tied to the embedding (the same Parameter object, not a copy or a new matrix)."),
     ])
-    # The structure is right, so the weights were loaded. Pre-trained weights fill every part of the transform
-    # (the notebook copies them in), so each must exist.
-    _first([
-        ("dense-without-bias", not got["dense.bias"], "MLMHead's dense layer has no bias (bias=False): the "
-         "transform is `nn.Linear(d, d)` with its bias, which pre-trained weights fill too."),
-        ("layernorm-without-affine", not (got["norm.weight"] and got["norm.bias"]), "MLMHead's LayerNorm has no "
-         + ("learnable weight and bias (elementwise_affine=False)" if not got["norm.weight"] else "bias (bias=False)")
-         + ": the transform's `nn.LayerNorm(d)` scales and shifts each feature with its own trained weight and "
-         "bias, which pre-trained weights fill too. Keep its defaults."),
-        ("changed-input", not torch.equal(got["h_after"], h), "MLMHead.forward changed the h it was given (an "
-         "in-place operation such as `h += ...`); the caller still needs h: build new tensors (`x = h + ...`) "
-         "and leave h untouched."),
-    ])
-    z = F.linear(h, weights["dense.weight"], weights["dense.bias"])
-    norm = lambda x: F.layer_norm(x, (d,), weights["norm.weight"], weights["norm.bias"], got["eps"])    # noqa: E731
-    t, out = norm(F.gelu(z)), got["logits"]
-    biases = weights["biases"][:min(got["biases"], BIAS_VALUES)]
-    b = next((b for b in biases if _close(out, t @ E.T + b)), biases[0])    # the (V,) parameter it adds
-    _logits_judge().judge(out, t @ E.T + b, (h, z, norm, E, b))
-    _logits_judge().judge(got["flat"], t[0] @ E.T + b, (h[0], z[0], norm, E, b))
-    ran = drive(drive_head_gradient, cls, seed, E, weights, h, up)
-    grad, moved = ran["embedding_grad"], got["after_swap"]
-    _first([
-        ("no-gradient", grad is None or not bool(grad.abs().sum() > 0), "no gradient reaches embedding.weight "
-         "through MLMHead: the projection uses a copy or a detached tensor, not the tied Parameter. Training "
-         "would update the two matrices apart."),
-        ("wrong-gradient", not _close(grad, up.reshape(-1, V).T @ t.reshape(-1, d)),    # d(sum(logits * up)) / dE
-         "the gradient that reaches embedding.weight through MLMHead is not the one its logits "
-         f"LayerNorm(GELU(Linear(h))) @ E.T + bias give{where}: the projection must use embedding.weight itself, "
-         "through differentiable operations only."),
-        ("copy-not-tied", _close(moved, out), "changing embedding.weight does not change MLMHead's logits: the "
-         "projection is a copy, not tied to the embedding."),
-        ("stale-embedding", not _close(moved, t @ E2.T + b), "after embedding.weight was given new values in "
-         f"place, MLMHead's logits are not LayerNorm(GELU(Linear(h))) @ E.T + bias with the new E{where}: the "
-         "projection must read the embedding's current values at every forward, as a tied weight does."),
-    ])
-    # Not only the tied weight trains: the transform and the bias must too, and the encoder below through h.
-    judge_gradients(ran["gradients"], "MLMHead", "h", h, lambda x, W, c, gain, shift, bias: F.layer_norm(
-        F.gelu(F.linear(x, W, c)), (d,), gain, shift, got["eps"]) @ E.T + bias, seed,
-        [weights["dense.weight"], weights["dense.bias"], weights["norm.weight"], weights["norm.bias"], b])
+    _logits_judge().judge(out, right, (h, W, v, E, b))
+    _logits_judge().judge(flat, right[0], (h[0], W, v, E, b))
+    if not _close(ran["swapped"], t @ E2.T + b):
+        fail("after embedding.weight was given new values in place, MLMHead's logits are not LayerNorm(GELU("
+             f"Linear(h))) @ E.T + bias with the new E (embedding of V={V} words, d={d}): your output projection is "
+             "a copy (clone) of embedding.weight, not tied to it, and a copy drifts apart as soon as training "
+             "updates one of them. Use the same Parameter object, e.g. `self.decoder.weight = embedding.weight`, or "
+             "keep the embedding and use its weight.", "cloned-projection")
+    # Every weight trains, the tied embedding's too, and the encoder below through h.
+    judge_gradients(ran["gradients"], "MLMHead", "h", h, lambda x, W_, c, gain, shift, E_, b_: F.layer_norm(
+        F.gelu(F.linear(x, W_, c)), (d,), gain, shift) @ E_.T + b_, seed, [W, v, v, v, E, b])
 
 
 # --- mlm_loss ---------------------------------------------------------------------------------

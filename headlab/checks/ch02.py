@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from . import heads
-from .core import CheckFailed, call, drive, fail, passed, require_module_class
+from .core import CheckFailed, drive, fail, passed, require_module_class
 from .engine import Exercise, Mistake, clashing_sizes, inputs_as, judge_gradients, show
 
 T, F = True, False

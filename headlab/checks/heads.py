@@ -23,12 +23,14 @@ from .engine import detached, gradient_facts
 
 
 def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] = (),
-         kwargs: dict | None = None, train: bool = False, passes: int = 1, step: bool = False) -> dict:
+         kwargs: dict | None = None, train: bool = False, passes: int = 1, step: bool = False,
+         embedding: Sequence[torch.Tensor] = ()) -> dict:
     """What `drive_head` does: build `cls(*args, **kwargs)` with the global RNG seeded with `seed`, load
     `weights`, run each input `passes` times in train or eval mode, and with `step` take the step of
-    engine.gradient_facts from inputs[0]."""
+    engine.gradient_facts from inputs[0]. With `embedding` (E, E2), the first constructor argument is an
+    nn.Embedding holding E, and inputs[0] runs once more while it holds E2 (a tied head follows it)."""
     return {"args": list(args), "kwargs": dict(kwargs or {}), "seed": seed, "weights": list(weights),
-            "train": train, "inputs": list(inputs), "passes": passes, "step": step}
+            "train": train, "inputs": list(inputs), "passes": passes, "step": step, "embedding": list(embedding)}
 
 
 def load(head: torch.nn.Module, weights: Sequence[torch.Tensor]) -> None:
@@ -48,23 +50,33 @@ def drive_head(cls, spec: dict) -> dict:
     """The kernel's one driver for every class head: the facts of `spec` (see `spec`), as plain data.
     {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
     "holds_linear": whether an nn.Linear is among its modules (which way round a (d, d) weight acts: a layout,
-    never a verdict); "gradients": engine.gradient_facts when asked; or "raised": {"type", "message", "stage"},
-    the exception that stopped it and where: "build" or the index of the input being run}."""
+    never a verdict); "gradients": engine.gradient_facts when asked; with an embedding, "embedding_changed":
+    whether building the head changed its values, and "swapped": the output on inputs[0] while it held E2;
+    or "raised": {"type", "message", "stage"}, the exception that stopped it and where: "build" or the index of
+    the input being run}."""
     inputs = [x.clone() for x in spec["inputs"]]   # the head's own copies; spec's stay as the grader sent them
     facts: dict[str, Any] = {"outs": [], "changed": False}
     stage: Any = "build"
+    E, E2 = spec["embedding"] or (None, None)
     with torch.random.fork_rng(devices=[]):   # the grader's draws; the notebook's random state kept
         torch.manual_seed(spec["seed"])
         try:
-            head = cls(*spec["args"], **spec["kwargs"])
+            emb = [] if E is None else [torch.nn.Embedding(*E.shape, _weight=E.clone())]
+            head = cls(*emb, *spec["args"], **spec["kwargs"])
             with torch.no_grad():
+                facts["embedding_changed"] = bool(emb) and not torch.equal(emb[0].weight, E)
                 load(head, spec["weights"])
                 head.train(spec["train"])
                 for stage, x in enumerate(inputs):
                     facts["outs"].append([detached(head(x)) for _ in range(spec["passes"])])
+                if emb:   # new values in the embedding, in place: a tied head follows them
+                    stage = 0
+                    emb[0].weight.copy_(E2)
+                    facts["swapped"] = detached(head(inputs[0].clone()))
+                    emb[0].weight.copy_(E)
             facts["changed"] = any(not torch.equal(x, given) for x, given in zip(inputs, spec["inputs"]))
             facts["holds_linear"] = any(isinstance(m, torch.nn.Linear) for m in head.modules())
-            if spec["step"]:
+            if spec["step"] and not facts["changed"]:   # a head that writes into its input fails on that first
                 stage = 0
                 facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"])
         except Exception as err:   # the learner's bug is a fact like any other; the check explains it
@@ -85,8 +97,9 @@ def built(facts: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, 
         grading.reraise(raised)
     except Exception as err:
         try:
-            if stage == "build":
-                explain(err, name, *spec["args"], **spec["kwargs"])
+            if stage == "build":   # an embedding is shown as the nn.Embedding it was, not its values
+                shown = [torch.nn.Embedding(*E.shape, _weight=E) for E in spec["embedding"][:1]]
+                explain(err, name, *shown, *spec["args"], **spec["kwargs"])
             explain(err, f"{name}.forward", spec["inputs"][stage if isinstance(stage, int) else 0])
         except CheckFailed as said:
             for words, hint, key in crashes:

@@ -105,7 +105,7 @@ WRONG = [
             return inputs, labels
         """, mistake="unchanged-not-labelled"),
     Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))",
-               "self.bias = torch.zeros(V)", "bias-not-a-parameter"),
+               "self.bias = torch.zeros(V)", "no-output-bias"),
     Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
                "projection-not-transposed"),
     Wrong("MLMHead-cloned-projection", "MLMHead", """
@@ -127,9 +127,9 @@ WRONG = [
     Wrong.edit("MLMHead-no-output-bias", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))", "self.bias = None",
                "no-output-bias"),
     Wrong.edit("MLMHead-bias-never-added", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight)",
-               "bias-never-added"),
+               "no-output-bias"),
     Wrong.edit("MLMHead-detached-weight", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight.detach(), self.bias)",
-               "no-gradient"),
+               "parameters-without-gradient"),
     Wrong.edit("MLMHead-returns-probabilities", "MLMHead", LOGITS, f"{LOGITS}.softmax(-1)", "softmax-inside-head"),
     Wrong.edit("MLMHead-new-embedding", "MLMHead", "self.embedding = embedding", "self.embedding = nn.Embedding(V, d)",
                "not-tied"),

@@ -43,7 +43,7 @@ HEAD_DEFINITIONS = {
     "ch02": {"_pooler", "Pooler", "_judge_pooler", "_dense"},
     "ch03": {"CONTRACT", "_logits", "_eval", "sequence_classifier", "_run", "_check_train"},
     "ch04": {"TokenClassifier", "_check_train", "_drive", "_head_mistake", "_logits"},
-    "ch05": {"span_head", "drive_span_head", "_logits", "_close", "_judge_head"},
+    "ch05": {"span_head", "_drive", "_logits", "_close", "_scorers", "_judge_head"},
     "dropout": None,   # the whole module: the heads' shared dropout rules
     "heads": None,     # the whole module: the heads' one protocol
 }

@@ -196,8 +196,8 @@ def test_a_kernel_that_forges_its_heads_input_gradient_still_fails(monkeypatch):
     honest = grading.judge(entries, kernel(entries, detached))
     assert not honest.passed and honest.key == "input-detached", honest
 
-    def forged(module, forward, x, seed):
-        facts = real(module, forward, x, seed)
+    def forged(module, forward, x, seed, **kwargs):
+        facts = real(module, forward, x, seed, **kwargs)
         facts["input_grad"] = torch.ones_like(x)
         return facts
     assert judged_after_patching(monkeypatch, heads, "gradient_facts", forged, entries, detached).key == \

@@ -8,9 +8,9 @@ from typing import Callable, Sequence
 import torch
 
 from ..grading import GraderError
-from .core import CheckFailed, a_type, call, call_raw, drive, fail, passed, require_function, require_module_class
-from .engine import (Exercise, Mistake, Unclear, backward_through, gradient_facts, judge_gradients, same, show,
-                     twist)
+from . import heads
+from .core import CheckFailed, a_type, call_raw, drive, fail, passed, require_function, require_module_class
+from .engine import Exercise, Mistake, Unclear, backward_through, judge_gradients, same, show, twist
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -253,35 +253,19 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
     sizes, g = HEAD_SIZES if sizes is None else sizes, torch.Generator().manual_seed(seed)
     for d, B, n in sizes:
         H = torch.randn(B, n, d, generator=g)
-        _judge_head(drive(drive_span_head, cls, d, seed, H), H, d, seed)
+        _judge_head(cls, H, d, seed)
     passed("SpanHead", len(sizes))
 
 
-def drive_span_head(cls, d: int, seed: int, H: torch.Tensor) -> dict:
-    """Build `cls(d)` (global RNG seeded with `seed`) and run it on H, twice, in eval mode; then on H and on the
-    probes 0, e_1, …, e_d with the grader's weights (drawn from `seed`) in its trainable parameters, what a
-    backward pass from H reaches (engine.gradient_facts), and its logits on H with all the parameters zero."""
-    torch.manual_seed(seed)
-    head = call(cls, "SpanHead", d)
-    head.eval()
-    run = lambda X: _logits(call(head, "SpanHead.forward", X), X.shape)  # noqa: E731
-    start, end = run(H)
-    params = [p for p in head.parameters() if p.requires_grad]
-    ran = {"start": start.detach(), "end": end.detach(), "connected": bool(start.requires_grad and end.requires_grad),
-           "n_params": sum(p.numel() for p in params), "again": tuple(t.detach() for t in run(H))}
-    with torch.no_grad():
-        values = torch.randn(ran["n_params"], generator=torch.Generator().manual_seed(10_000 + seed))
-        for p, v in zip(params, values.split([p.numel() for p in params])):
-            p.copy_(v.reshape(p.shape))
-        probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
-        ran["loaded"], ran["probes"] = run(H), run(probes)
-    # With the grader's weights, not the head's own: a head initialised at zero (nn.Parameter(torch.zeros(d))) is
-    # right, yet its zero weights pass no gradient back to H.
-    ran["gradients"] = gradient_facts(head, run, H, seed, probe=probes)
-    with torch.no_grad():
-        for p in params:
-            p.zero_()
-        ran["zeroed"] = run(H)
+def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
+    """The facts of `cls(d)` (heads.drive_head) in eval mode on H and on the probes 0, e_1, …, e_d, its outputs read
+    as (start, end) pairs."""
+    probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
+    asked = heads.spec((d,), seed, [H, probes], stepped_on=1, **asked)
+    ran = heads.built(drive(heads.drive_head, cls, asked), "SpanHead", asked)
+    ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], asked["inputs"])]
+    if "gradients" in ran:
+        ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)
     return ran
 
 
@@ -314,11 +298,17 @@ def _scorers(probed) -> list:
     return [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in probed]
 
 
-def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
-    start, end = ran["start"], ran["end"]
+def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
+    # Three heads built alike: with its own initial values (run twice), with the grader's numbers in every floating
+    # entry of its state_dict (then a step), and with zeros there. A head initialised at zero is right, yet its
+    # zero weights pass no gradient back to H: the step starts from the grader's numbers.
+    own = _drive(cls, H, d, seed, passes=2)
+    loaded = _drive(cls, H, d, seed, fill=10_000 + seed, step=True)
+    zeroed = _drive(cls, H, d, seed, fill="zeros")
+    (start, end), again = own["outs"][0]
     # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
     # would be called not linear.
-    if not all(same(a, b, 0, kind=False) for a, b in zip(ran["again"], (start, end))):
+    if not _close(again, (start, end)):
         fail("In eval mode SpanHead gave different logits on two calls with the same H: dropout is left on at "
              "inference. Use nn.Dropout, which .eval() switches off, or pass training=self.training to F.dropout.",
              "dropout-at-eval")
@@ -327,37 +317,38 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
             if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):
                 fail(f"SpanHead's {name} are probabilities (a softmax over {axis}); the head returns raw logits. "
                      "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head")
-    if not (ran["n_params"] and ran["connected"]):
-        fail(f"SpanHead's logits are connected to no trainable parameter (it has {ran['n_params']}), so training "
-             "cannot learn them: create the parameters in __init__ (e.g. `nn.Linear(d, 2)`) and compute the logits with "
-             "them, in torch, without .detach() or `torch.no_grad()`.", "not-connected" if ran["n_params"] else
+    on_H, scorers = loaded["outs"][0][0], _scorers(loaded["outs"][1][0])
+    if _close(on_H, (start, end)) and _close(zeroed["outs"][0][0], (start, end)):
+        fail("SpanHead's logits stay the same whatever values the check loads into its state_dict (its parameters "
+             "and buffers): its scorers are plain tensors, which neither load nor train. Create them as parameters "
+             "in __init__, e.g. `nn.Linear(d, 2)` or `nn.Parameter(...)`, and compute the logits from them.",
              "no-parameters")
-    if torch.allclose(*ran["loaded"]):
+    grad, stepped = loaded["gradients"]["input_grad"], _scorers(loaded["gradients"]["stepped"])
+    if (grad is None or not bool(grad.abs().sum() > 0)) and all(map(_close, scorers, stepped)):
+        fail("SpanHead's logits are connected to no trainable parameter and not to H: one step of gradient descent "
+             "on them moves no weight and no gradient reaches H, so training cannot learn them. Compute the logits "
+             "from the head's parameters with torch operations, without .detach() or `torch.no_grad()`.",
+             "not-connected")
+    if torch.allclose(*on_H):
         fail("With the grader's weights in its parameters, SpanHead's start_logits and end_logits are equal: it "
              "scores the start and the end with the same parameters (one shared vector or layer used twice), so they "
              "can never differ. Learn two scorers: one Linear(d, 2) whose two outputs you split, or two vectors.",
              "same-scorer")
-    if ran["n_params"] not in (2 * d, 2 * d + 2):
-        fail(f"SpanHead({d}) has {ran['n_params']} trainable parameters. A span head is one Linear(d, 2) (2·d + 2 = "
-             f"{2 * d + 2}) or two vectors s and e (2·d = {2 * d}): a start and an end score per position, nothing "
-             "more.", "parameter-count")
     # Probe 0 gives each scorer's bias b, probe e_k its k-th weight plus b: whatever the layout of its
     # parameters, a linear head then gives H·w + b on H.
-    scorers = _scorers(ran["probes"])
-    if not _close(ran["loaded"], [H @ w + b for w, b in scorers]):
+    if not _close(on_H, [H @ w + b for w, b in scorers]):
         fail("With the grader's weights in its parameters, SpanHead's logits are not a linear map of each "
              "position's own vector: scoring the vectors 0, e_1, …, e_d gives w_s, b_s, w_e, b_e, but its logits "
              "for H are not H·w_s + b_s and H·w_e + b_e. A span head computes s_i = w_s·h_i + b_s, e_i = w_e·h_i + "
              "b_e: no hidden layer, no activation, nothing from other positions or other examples.", "not-linear")
-    if not _close(ran["zeroed"], [torch.zeros_like(t) for t in ran["zeroed"]]):
-        fail("With every trainable parameter set to zero, SpanHead's logits are not zero: part of them comes from "
-             "something that is not a trainable parameter (a fixed or frozen tensor, a constant, a copy made in "
+    if not _close(zeroed["outs"][0][0], [torch.zeros_like(t) for t in on_H]):
+        fail("With every entry of its state_dict set to zero, SpanHead's logits are not zero: part of them comes "
+             "from something that is not one of its parameters (a fixed tensor, a constant, a copy made in "
              "__init__). Compute the logits from the head's own parameters alone.", "fixed-tensor")
     # A step of gradient descent must move both scorers' weights and biases, whatever their layout (a layout
     # changes how far they move, so the step is not compared with a reference's): the probes after the step say.
     # A head with no bias at all (its logit of the zero vector is 0) is right: a softmax over positions ignores it.
-    still = [f"the {row} {part}" for row, before, after in zip(("start", "end"), scorers,
-                                                              _scorers(ran["gradients"]["stepped"]))
+    still = [f"the {row} {part}" for row, before, after in zip(("start", "end"), scorers, stepped)
              for part, old, new in zip(("weights", "bias"), before, after)
              if torch.equal(old, new) and (part == "weights" or bool(old.abs().sum() > 0))]
     if still:
@@ -367,7 +358,8 @@ def _judge_head(ran: dict, H: torch.Tensor, d: int, seed: int) -> None:
              "parameters-without-gradient")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
-    judge_gradients(ran["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed, None)
+    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed,
+                    None)
 
 
 __all__ = ["span_head", "best_span", "span_loss", "CheckFailed"]

@@ -24,19 +24,29 @@ from .engine import detached, gradient_facts
 
 def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] = (),
          kwargs: dict | None = None, train: bool = False, passes: int = 1, step: bool = False,
-         embedding: Sequence[torch.Tensor] = ()) -> dict:
+         embedding: Sequence[torch.Tensor] = (), fill: int | str | None = None, stepped_on: int = 0) -> dict:
     """What `drive_head` does: build `cls(*args, **kwargs)` with the global RNG seeded with `seed`, load
-    `weights`, run each input `passes` times in train or eval mode, and with `step` take the step of
-    engine.gradient_facts from inputs[0]. With `embedding` (E, E2), the first constructor argument is an
-    nn.Embedding holding E, and inputs[0] runs once more while it holds E2 (a tied head follows it)."""
+    `weights` (or `fill`), run each input `passes` times in train or eval mode, and with `step` take the step of
+    engine.gradient_facts from inputs[0], with its outputs after the step on inputs[stepped_on]. With `embedding`
+    (E, E2), the first constructor argument is an nn.Embedding holding E, and inputs[0] runs once more while it
+    holds E2 (a tied head follows it)."""
     return {"args": list(args), "kwargs": dict(kwargs or {}), "seed": seed, "weights": list(weights),
-            "train": train, "inputs": list(inputs), "passes": passes, "step": step, "embedding": list(embedding)}
+            "train": train, "inputs": list(inputs), "passes": passes, "step": step, "embedding": list(embedding),
+            "fill": fill, "stepped_on": stepped_on}
 
 
-def load(head: torch.nn.Module, weights: Sequence[torch.Tensor]) -> None:
+def load(head: torch.nn.Module, weights: Sequence[torch.Tensor], fill: int | str | None = None) -> None:
     """The loading contract: every state_dict entry shaped like one of `weights` (or like a matrix's transpose,
-    a weight stored (in, out)) gets its values."""
+    a weight stored (in, out)) gets its values. With `fill`, for a head whose layout is free, every floating
+    entry gets numbers in turn from one vector: normal ones drawn from the seed `fill`, or "zeros"."""
     state = {}
+    floats = {name: t for name, t in head.state_dict().items() if t.is_floating_point()}
+    if fill is not None:
+        total = sum(t.numel() for t in floats.values())
+        values = torch.zeros(total) if fill == "zeros" else \
+            torch.randn(total, generator=torch.Generator().manual_seed(fill))
+        parts = values.split([t.numel() for t in floats.values()])
+        head.load_state_dict({name: v.reshape(t.shape) for (name, t), v in zip(floats.items(), parts)}, strict=False)
     for name, held in head.state_dict().items():
         shape = tuple(held.shape)
         found = [w for w in weights if tuple(w.shape) == shape] + [w.T for w in weights
@@ -65,7 +75,7 @@ def drive_head(cls, spec: dict) -> dict:
             head = cls(*emb, *spec["args"], **spec["kwargs"])
             with torch.no_grad():
                 facts["embedding_changed"] = bool(emb) and not torch.equal(emb[0].weight, E)
-                load(head, spec["weights"])
+                load(head, spec["weights"], spec["fill"])
                 head.train(spec["train"])
                 for stage, x in enumerate(inputs):
                     facts["outs"].append([detached(head(x)) for _ in range(spec["passes"])])
@@ -78,7 +88,8 @@ def drive_head(cls, spec: dict) -> dict:
             facts["holds_linear"] = any(isinstance(m, torch.nn.Linear) for m in head.modules())
             if spec["step"] and not facts["changed"]:   # a head that writes into its input fails on that first
                 stage = 0
-                facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"])
+                facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"],
+                                                    probe=spec["inputs"][spec["stepped_on"]])
         except Exception as err:   # the learner's bug is a fact like any other; the check explains it
             facts["raised"] = {"type": type(err).__name__, "message": str(err)[:2000], "stage": stage}
     return facts

@@ -42,7 +42,7 @@ WRONG = [
             def forward(self, H):
                 start, end = self.mlp(H).unbind(-1)
                 return start, end
-        """, mistake="parameter-count"),
+        """, mistake="not-linear"),
     Wrong.edit("SpanHead-tanh-on-the-logits", "SpanHead", "logits = self.qa_outputs(H)",
                "logits = torch.tanh(self.qa_outputs(H))", "not-linear"),
     Wrong.edit("SpanHead-detached-logits", "SpanHead", "logits = self.qa_outputs(H)",

@@ -166,8 +166,9 @@ def call_raw(fn: Callable, name: str, *args, **kwargs) -> Any:
 def drive(driver: Callable, answer: Any, *args) -> Any:
     """Run `driver(answer, *args)`: a check's one step that builds and runs the learner's class and
     returns plain data (tensors, numbers, strings, tuples, lists, dicts). Drivers are named
-    `drive_...`; they may `fail` on what they find, and must not take expected values as arguments:
-    the student's kernel sees them."""
+    `drive_...`; they return facts and never `fail` (the check names mistakes from the facts, outside
+    the kernel: checks/heads.py), and must not take expected values as arguments: the student's kernel
+    sees them."""
     session = grading.active()
     if session is not None:
         return session.drive(driver, answer, args)

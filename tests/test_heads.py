@@ -1,0 +1,116 @@
+"""The head protocol (headlab/checks/heads.py): the kernel's one driver returns facts and names nothing, weights
+load through the stated contract, and what a head says about its structure decides no verdict."""
+import ast
+import inspect
+
+import pytest
+import torch
+import torch.nn as nn
+
+from headlab import checks
+from headlab.checks import CheckFailed, ch02, ch04, heads
+
+NAMING = {"fail", "CheckFailed", "call", "call_or_hint", "explain", "NotWritten"}
+
+
+def drivers():
+    """Every function a check runs in the student's kernel: the `drive_` functions of headlab/checks."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(checks.__path__):
+        module = importlib.import_module(f"headlab.checks.{info.name}")
+        for name, fn in vars(module).items():
+            if name.startswith("drive_") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
+                yield fn
+
+
+@pytest.mark.parametrize("driver", list(drivers()), ids=lambda fn: f"{fn.__module__}.{fn.__name__}")
+def test_no_driver_writes_a_message_or_a_key(driver):
+    """Drivers run in the student's kernel: a message or key written there would be the kernel's to forge."""
+    tree = ast.parse(inspect.getsource(driver).lstrip())
+    named = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+             for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
+    assert not named & NAMING, f"{driver.__name__} calls {sorted(named & NAMING)}"
+
+
+def test_the_heads_share_one_driver():
+    assert [fn.__name__ for fn in drivers() if fn.__module__ != "headlab.checks.ch06"] == ["drive_head"]
+
+
+def test_a_crash_is_returned_as_data_with_where_it_happened():
+    class Crashes(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.linear = nn.Linear(d, d)
+
+        def forward(self, c):
+            return self.linear(c[:, 0])
+
+    asked = heads.spec((3,), 0, [torch.randn(2, 3), torch.randn(4, 3)], step=True)
+    facts = heads.drive_head(Crashes, asked)
+    assert facts["raised"]["type"] == "RuntimeError" and facts["raised"]["stage"] == 0
+    with pytest.raises(CheckFailed) as caught:
+        heads.built(facts, "Pooler", asked)
+    assert caught.value.mistake == "raised-RuntimeError" and "Pooler.forward(tensor([[" in str(caught.value)
+
+
+def test_weights_load_by_shape_and_a_matrix_stored_transposed_gets_its_transpose():
+    class Stored(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W, self.b, self.other = nn.Parameter(torch.zeros(3, 2)), nn.Parameter(torch.zeros(2)), nn.Linear(5, 5)
+
+    head, W, b = Stored(), torch.randn(2, 3), torch.randn(2)
+    before = head.other.weight.detach().clone()
+    heads.load(head, [W, b])
+    assert torch.equal(head.W.detach(), W.T) and torch.equal(head.b.detach(), b)
+    assert torch.equal(head.other.weight.detach(), before)   # no weight of its shape: it keeps its own values
+
+
+def test_a_layout_free_head_is_filled_in_turn():
+    head = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    heads.load(head, [], fill=3)
+    flat = torch.cat([t.flatten() for t in head.state_dict().values()])
+    assert torch.equal(flat, torch.randn(len(flat), generator=torch.Generator().manual_seed(3)))
+    heads.load(head, [], fill="zeros")
+    assert all(not t.any() for t in head.state_dict().values())
+
+
+class Frozen(nn.Module):
+    """Issue 25, K6: a frozen bias whose forward writes `.grad` itself, so a check that read `.grad` saw it train."""
+
+    def __init__(self, d, num_labels, dropout=0.1):
+        super().__init__()
+        self.dropout, self.classifier = nn.Dropout(dropout), nn.Linear(d, num_labels)
+
+    def forward(self, H):
+        self.classifier.bias.requires_grad_(False)
+        self.classifier.bias.grad = torch.ones_like(self.classifier.bias)
+        return self.classifier(self.dropout(H))
+
+
+def test_a_frozen_bias_whose_forward_writes_its_grad_fails_the_grader_step():
+    with pytest.raises(CheckFailed) as caught:
+        ch04.TokenClassifier(Frozen)
+    assert caught.value.mistake == "parameters-without-gradient"
+
+
+def test_a_pooler_with_a_hidden_extra_layer_is_judged_by_its_outputs():
+    class Hidden(nn.Module):   # an extra Linear(d, d), hidden from modules() and parameters()
+        def __init__(self, d):
+            super().__init__()
+            self.dense, self.extra = nn.Linear(d, d), nn.Linear(d, d)
+
+        def modules(self):
+            return iter([self, self.dense])
+
+        def parameters(self, recurse=True):
+            return self.dense.parameters()
+
+        def forward(self, c):
+            return torch.tanh(self.extra(self.dense(c)))
+
+    with pytest.raises(CheckFailed) as caught:
+        ch02.Pooler(Hidden)
+    assert caught.value.mistake == "wrong-values"

@@ -51,7 +51,7 @@ def test_a_crash_is_returned_as_data_with_where_it_happened():
     facts = heads.drive_head(Crashes, asked)
     assert facts["raised"]["type"] == "RuntimeError" and facts["raised"]["stage"] == 0
     with pytest.raises(CheckFailed) as caught:
-        heads.built(facts, "Pooler", asked)
+        heads.built(facts, "Pooler", asked, "c")
     assert caught.value.mistake == "raised-RuntimeError" and "Pooler.forward(tensor([[" in str(caught.value)
 
 

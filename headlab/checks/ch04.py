@@ -29,10 +29,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         positions = [H[:, i:i + 1] for i in range(n)]
         ran, right = _drive(cls, (d, L), seed + 300 + k, [H, *positions], W, b, step=True), H @ W.T + b
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
-        if same(out, right, math.inf) and not same(again, out, 0):
-            fail("In eval mode your head gave different logits on two calls with the same H: dropout is left on at "
-                 "eval. Use nn.Dropout, which .eval() switches off, or pass training=self.training to F.dropout.",
-                 "dropout-at-eval")
+        heads.dropout_at_eval(same(out, right, math.inf) and not same(again, out, 0), "TokenClassifier", where)
         moved = [i for i, (o, _) in enumerate(ran["outs"][1:]) if not same(o, out[:, i:i + 1], 1e-6)] \
             if isinstance(out, torch.Tensor) and out.shape == right.shape else []
         if moved:
@@ -81,18 +78,14 @@ def _drive(cls, args: tuple, seed: int, inputs: list, W: torch.Tensor, b: torch.
            passes: int = 1, step: bool = False) -> dict:
     """The facts of `cls(d, L)` holding W (loaded into an (L, d) weight, or transposed into a (d, L) one) and b: in
     eval mode with `step` (two passes on each input, then the gradient step), else in train mode with dropout=p
-    (no dropout argument if p is None). A head that changed its H fails here."""
+    (no dropout argument if p is None)."""
     B, n, d = inputs[0].shape
     asked = heads.spec(args, seed, inputs, [W, b], {} if step or p is None else {"dropout": p}, not step,
                        2 if step else passes, step)
-    ran = heads.built(drive(heads.drive_head, cls, asked), "TokenClassifier", asked, crashes=[(   # torch's words
+    # torch's words for a Linear fed (B, d, n)
+    return heads.built(drive(heads.drive_head, cls, asked), "TokenClassifier", asked, "H", crashes=[(
         f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} features: "
         "apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")])
-    if ran["changed"]:
-        fail(f"In {'eval' if step else 'train'} mode TokenClassifier.forward changed the H it was given (an in-place "
-             "dropout, inplace=True?); the caller still needs H: build new tensors and leave H untouched.",
-             "changed-input")
-    return ran
 
 
 def _head_mistake(key: str, change: Callable, message: str) -> Mistake:

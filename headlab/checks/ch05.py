@@ -262,7 +262,7 @@ def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
     as (start, end) pairs."""
     probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
     asked = heads.spec((d,), seed, [H, probes], stepped_on=1, **asked)
-    ran = heads.built(drive(heads.drive_head, cls, asked), "SpanHead", asked)
+    ran = heads.built(drive(heads.drive_head, cls, asked), "SpanHead", asked, "H")
     ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], asked["inputs"])]
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)
@@ -308,10 +308,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     (start, end), again = own["outs"][0]
     # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
     # would be called not linear.
-    if not _close(again, (start, end)):
-        fail("In eval mode SpanHead gave different logits on two calls with the same H: dropout is left on at "
-             "inference. Use nn.Dropout, which .eval() switches off, or pass training=self.training to F.dropout.",
-             "dropout-at-eval")
+    heads.dropout_at_eval(not _close(again, (start, end)), "SpanHead", f" for H of shape {tuple(H.shape)}")
     for name, t in (("start_logits", start), ("end_logits", end)):
         for dim, axis in ((-1, "the positions"), (0, "the batch axis")):
             if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):

@@ -95,14 +95,35 @@ def drive_head(cls, spec: dict) -> dict:
     return facts
 
 
-def built(facts: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, str]] = ()) -> dict:
-    """The facts of a drive, after explaining on the grader's side an exception the head raised: a stub says it
-    is not written; a crash shows the call with its hint and is named `raised-<type>`, or, when its message holds
-    the words of one of `crashes` (words, hint, key: torch's words for a mistake the exercise invites), that
-    mistake with its hint."""
+def built(facts: dict, name: str, spec: dict, given: str, crashes: Sequence[tuple[str, str, str]] = ()) -> dict:
+    """The facts of a drive, after the rules every head shares, judged on the grader's side: an exception the head
+    raised (a stub says it is not written; a crash shows the call with its hint and is named `raised-<type>`, or,
+    when its message holds the words of one of `crashes` (words, hint, key: torch's words for a mistake the
+    exercise invites), that mistake with its hint); then an embedding or an input (`given`, its name) that the head
+    changed."""
     raised = facts.get("raised")
-    if raised is None:
-        return facts
+    if raised is not None:
+        _explain(raised, name, spec, crashes)
+    if facts["embedding_changed"]:
+        fail(f"{name} changed the values of the embedding it was given; it must reuse them as they are.",
+             "changed-embedding")
+    if facts["changed"]:
+        fail(f"{name}.forward changed the {given} it was given (an in-place operation such as `{given} += ...`, or "
+             f"dropout with inplace=True); the caller still needs {given}: build new tensors and leave it untouched.",
+             "changed-input")
+    return facts
+
+
+def dropout_at_eval(differ: bool, name: str, where: str = "") -> None:
+    """Fail if two eval-mode passes on one input `differ`: the first rule of a head with dropout, as a random
+    output makes every later comparison fail for another reason."""
+    if differ:
+        fail(f"in eval mode two passes of {name} on the same input gave different outputs{where}: dropout is still on "
+             "at inference. Use nn.Dropout (it follows `head.train()` and `head.eval()`) or F.dropout with "
+             "`training=self.training`, never `training=True`.", "dropout-at-eval")
+
+
+def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, str]]) -> None:
     stage = raised.get("stage")
     try:
         grading.reraise(raised)
@@ -119,4 +140,4 @@ def built(facts: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, 
             raise
 
 
-__all__ = ["spec", "load", "drive_head", "built"]
+__all__ = ["spec", "load", "drive_head", "built", "dropout_at_eval"]

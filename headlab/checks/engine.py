@@ -350,12 +350,11 @@ def detached(value: Any) -> Any:
 STEP_LR = 0.5
 
 
-def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int, fixed: Sequence = (),
+def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int,
                    probe: torch.Tensor | None = None) -> dict:
     """A driver's step for a head: run `forward(x)` with gradients on, from a fresh copy of x, back-propagate its
     outputs weighted by seeded random numbers, take one plain gradient-descent step (STEP_LR) on the module's
-    parameters (but `fixed`: tensors the head was given, such as a tied embedding) and run it on x again (or on
-    `probe`).
+    parameters (a tied embedding's too) and run it on x again (or on `probe`).
     Returns the gradient that reached x ("input_grad", None if none did) and the outputs after the step
     ("stepped"). Only outputs are judged, never which parameters the kernel says it has or what their `.grad`
     holds: a weight that is frozen, detached or hidden from `parameters()` does not move, and a `.grad` written
@@ -366,7 +365,7 @@ def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, 
         _weighted_backward(forward(x), seed)
     with torch.no_grad():
         for p in module.parameters():
-            if p.grad is not None and not any(p is f for f in fixed):
+            if p.grad is not None:
                 p -= STEP_LR * p.grad
         stepped = forward(x.detach().clone() if probe is None else probe.clone())
     return {"input_grad": x.grad, "stepped": detached(stepped)}

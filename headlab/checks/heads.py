@@ -36,23 +36,20 @@ def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Seq
 
 
 def load(head: torch.nn.Module, weights: Sequence[torch.Tensor], fill: int | str | None = None) -> None:
-    """The loading contract: every state_dict entry shaped like one of `weights` (or like a matrix's transpose,
-    a weight stored (in, out)) gets its values. With `fill`, for a head whose layout is free, every floating
-    entry gets numbers in turn from one vector: normal ones drawn from the seed `fill`, or "zeros"."""
-    state = {}
-    floats = {name: t for name, t in head.state_dict().items() if t.is_floating_point()}
-    if fill is not None:
-        total = sum(t.numel() for t in floats.values())
+    """The loading contract: every floating state_dict entry shaped like one of `weights` (or like a matrix's
+    transpose, a weight stored (in, out)) gets its values. With `fill`, for a head whose layout is free, every
+    floating entry gets numbers in turn from one vector: normal ones drawn from the seed `fill`, or "zeros"."""
+    held = {name: t for name, t in head.state_dict().items() if t.is_floating_point()}
+    if fill is None:
+        offered = [*weights, *[w.T for w in weights if w.dim() == 2]]   # as given first, then transposed
+        fits = {name: [w for w in offered if w.shape == t.shape] for name, t in held.items()}
+        state = {name: found[0] for name, found in fits.items() if found}
+    else:
+        total = sum(t.numel() for t in held.values())
         values = torch.zeros(total) if fill == "zeros" else \
             torch.randn(total, generator=torch.Generator().manual_seed(fill))
-        parts = values.split([t.numel() for t in floats.values()])
-        head.load_state_dict({name: v.reshape(t.shape) for (name, t), v in zip(floats.items(), parts)}, strict=False)
-    for name, held in head.state_dict().items():
-        shape = tuple(held.shape)
-        found = [w for w in weights if tuple(w.shape) == shape] + [w.T for w in weights
-                                                                  if w.dim() == 2 and tuple(w.T.shape) == shape]
-        if found:
-            state[name] = found[0]
+        parts = values.split([t.numel() for t in held.values()])
+        state = {name: v.reshape(t.shape) for (name, t), v in zip(held.items(), parts)}
     head.load_state_dict(state, strict=False)
 
 

@@ -127,7 +127,7 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, DropEmptyNbgr
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-from heads_feedback import HideQuotedTests, ShortenTracebacks  # noqa: E402
+from heads_feedback import HideQuotedTests, ShortenTracebacks, markdown2html  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideQuotedTests,
                                     ClearHiddenTests, ShortenTracebacks]
@@ -136,6 +136,8 @@ c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideQu
 # sanitiser runs after.
 c.HTMLExporter.preprocessors = [SanitizeOutputs]
 c.HTMLExporter.sanitize_html = True
+# Maths as MathML, not TeX for MathJax: the pages show their formulas offline and under the CSP.
+c.HTMLExporter.filters = {"markdown2html": markdown2html}
 
 # Collecting (grader/heads_collect.py): `nbgrader zip_collect LESSON` recognises the names students
 # really submit ("Copy of X.ipynb", "X (1).ipynb", a student folder or an id prefix).

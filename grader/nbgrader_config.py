@@ -5,12 +5,11 @@
 # or use `python grader/release.py`, which regenerates every lesson with this same file.
 # The source notebooks are ../solutions, the release is ../lessons; submissions, autograded and
 # feedback folders and the gradebook live here in grader/ (and are not committed).
+# The course's plugins (heads_*.py beside this file) are imported by name: the requirements install them
+# (`-e ./grader`, grader/pyproject.toml), on the instructor's machine and on every Dask worker alike.
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:  # for the course's plugins (heads_*.py); loaded again by every grading task
-    sys.path.insert(0, HERE)
 
 c = get_config()  # noqa: F821 (provided by traitlets)
 

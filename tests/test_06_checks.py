@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from headlab.checks import CheckFailed, ch06
-from lessons import lesson
+from heads_lessons import lesson
 from test_grade_06_causal_pitfall import WRONG
 
 

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 from headlab.checks import CheckFailed, ch08
 from headlab.metrics import average_ranks, spearman
-from lessons import lesson
+from heads_lessons import lesson
 
 
 def masked(H, m):

@@ -29,7 +29,7 @@ import headlab.checks
 from headlab.checks import ch02, ch04, ch06
 from headlab.checks.core import CheckFailed, NotWritten
 from headlab.checks.engine import Exercise, Mistake, _output, same
-from lessons import lesson
+from heads_lessons import lesson
 
 
 def all_exercises() -> list[Exercise]:

@@ -329,8 +329,8 @@ def showing(ex: Exercise, cases: list) -> dict[str, tuple]:
             run()
         except NotWritten:
             pass
-        except CheckFailed as err:
-            shown.setdefault(str(err), inputs)
+        except CheckFailed as err:   # with its fix, the code a repeat of the mistake shows (core.shown)
+            shown.setdefault(f"{err} {err.fix}" if err.fix else str(err), inputs)
 
     for case in cases:
         inputs, expected = ex.read(case)

@@ -23,7 +23,7 @@ def _read_pool(case):
     return (H, torch.tensor(lengths)), H[torch.arange(len(where)), torch.tensor(where)]
 
 
-def _pool_row(out, expected, H, lengths) -> str:
+def _pool_row(out, expected, H, lengths) -> str | tuple[str, str]:
     b = next(b for b in range(len(lengths)) if not torch.allclose(out[b], expected[b]))
     length, hits = int(lengths[b]), (H == out[b]).all(-1).nonzero().tolist()
     said = (f"last_token_pool: row {b} has length {length} (lengths={lengths.tolist()}), so its last real token is "
@@ -33,14 +33,14 @@ def _pool_row(out, expected, H, lengths) -> str:
     row, pos = hits[0]
     if row != b:
         return (f"{said}; you returned a vector from row {row} (position {pos}). Each sequence must get a vector "
-                "from its own row: index the batch with `torch.arange(H.shape[0])`.")
+                "from its own row.", "Index the batch with `torch.arange(H.shape[0])`.")
     return f"{said}; you pooled position {pos}, {'padding' if pos >= length else 'a real token but not the last'}."
 
 
-def _full_row(err, H, lengths) -> str:
+def _full_row(err, H, lengths) -> str | tuple[str, str, str]:
     if f"for dimension 0 with size {H.shape[0]}" in str(err):   # H's batch axis overflowed, not a row's positions
-        return (f"A row index went past the batch of {H.shape[0]}: take the row indices from H itself, "
-                "`torch.arange(H.shape[0])`, not from a fixed batch size.")
+        return (f"A row index went past the batch of {H.shape[0]}: the row indices must come from H itself, not from "
+                "a fixed batch size.", "", "Take them with `torch.arange(H.shape[0])`.")
     full = [b for b in range(len(lengths)) if int(lengths[b]) >= H.shape[1]]
     return "" if not full else (f"Row {full[0]} is full (ℓ = n = {H.shape[1]}), and position ℓ does not exist: you "
                                 "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
@@ -73,7 +73,8 @@ last_token_pool = Exercise(
     mistakes=[
         Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1] if _per_row(H, lengths) else None,
                 "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position "
-                "from every row. Pair each row with its own position: `H[torch.arange(H.shape[0]), lengths - 1]`."),
+                "from every row. Pair each row with its own position.",
+                fix="Index both axes with a tensor, one entry per row: `H[torch.arange(H.shape[0]), lengths - 1]`."),
         Mistake("last-tensor-position", lambda H, lengths: H[:, -1] if _per_row(H, lengths) else None,
                 "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter "
                 "than n. With right padding, pick each row's own position ℓ_b − 1."),
@@ -100,10 +101,10 @@ def _index_row(out, expected, mask) -> str:
             f"{int(expected[b])}: {what}.")
 
 
-def _bool_first(err, mask) -> str:
-    return "" if mask.dtype == torch.bool else (
-        f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers. Turn it into bool first "
-        "(`attention_mask.bool()`) if your code needs True/False.")
+def _bool_first(err, mask) -> tuple[str, str, str] | None:
+    return None if mask.dtype == torch.bool else (
+        f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers, and your code works with True/False "
+        "only.", "", "Turn it into bool first: `attention_mask.bool()`.")
 
 
 def _usual(m) -> dict:
@@ -122,6 +123,11 @@ def _usual(m) -> dict:
             "stopped-at-first-false": (1 - r).argmax(1) - 1 if hole or left else None,
             "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1)}
 
+
+# The code-level fixes, shown when the same mistake comes again (core.shown).
+_FROM_THE_END = "Index i counted from the end is position n − 1 − i, where `n = attention_mask.shape[1]`."
+_INDEX_FIXES = {"first-true": "E.g. weight each position by its index, or flip the row before the argmax.",
+                "flipped-not-mapped-back": _FROM_THE_END, "flip-off-by-one": _FROM_THE_END}
 
 last_real_index = Exercise(
     "last_real_index",
@@ -146,7 +152,8 @@ last_real_index = Exercise(
     hints=[(Exception, _bool_first)],
     explain=_index_row,
     unchanged="last_real_index changed the mask it was given; compute a new tensor instead.",
-    mistakes=[Mistake(key, lambda m, key=key: _usual(m)[key], message) for key, message in {
+    mistakes=[Mistake(key, lambda m, key=key: _usual(m)[key], message, fix=_INDEX_FIXES.get(key, ""))
+              for key, message in {
         "counted-across-a-hole": "last_real_index counted the real tokens (`attention_mask.sum(1) - 1`, or first "
         "True + count − 1){where}, which assumes they sit side by side. This mask has a hole, a False inside the "
         "text: the pad id also occurs in the text and the mask was built as ids != pad_id. Find the last True.",
@@ -154,17 +161,15 @@ last_real_index = Exercise(
         "(`attention_mask.sum(1) - 1`){where}: the last index only when the text starts at position 0. A row here "
         "starts with padding, so its text ends further right: find the position of the last True, do not count.",
         "first-true": "last_real_index returned the first True of each row{where}: argmax returns the FIRST position "
-        "of the maximum, and every True is a maximum. Look for the last True: e.g. weight each position by its "
-        "index, or flip the row.",
+        "of the maximum, and every True is a maximum. Look for the last True instead.",
         "n-minus-length": "last_real_index returned n − ℓ for each row (its length minus its real tokens){where}: "
         "under left padding that is where the text starts, the first real token, not where it ends.",
         "flipped-not-mapped-back": "last_real_index returned how far each row's last True is from the end of the row"
-        "{where}, as argmax gives it on the flipped mask. Map it back to a position from the start: n − 1 − i, "
-        "where `n = attention_mask.shape[1]`.",
+        "{where}, as argmax gives it on the flipped mask. Map it back to a position counted from the start.",
         "count-as-index": "last_real_index returned the number of real tokens of each row (`attention_mask.sum(1)`)"
         "{where}: a count, not a position. Positions count from 0, and a count does not say where a text ends.",
         "flip-off-by-one": "last_real_index returned one past each row's last True{where}: off by one. Positions "
-        "count from 0, so index i counted from the end is position n − 1 − i, where `n = attention_mask.shape[1]`.",
+        "count from 0, at both ends of the row.",
         "stopped-at-first-false": "last_real_index returned the position before each row's first False{where}: the "
         "last real token only if the text starts at position 0 and has no gap, and here a row starts with padding "
         "or has a False inside its text. Take the last True instead.",

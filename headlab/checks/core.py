@@ -15,15 +15,19 @@ from .. import grading
 
 class CheckFailed(AssertionError):
     """A check found a mistake; the message says which, in plain words, and `mistake` is its key in the
-    exercise's table (the same for every learner who made it; empty where no table names it)."""
+    exercise's table (the same for every learner who made it; empty where no table names it).
 
-    def __init__(self, message: str, mistake: str = ""):
+    The message is the diagnosis: what is wrong, on which input, which concept. `fix`, where a mistake has one,
+    is the code that mends it, which the learner is shown only when they make the same mistake again (`shown`)."""
+
+    def __init__(self, message: str, mistake: str = "", fix: str = ""):
         super().__init__(message)
-        self.mistake = mistake
+        self.mistake, self.fix = mistake, fix
+        self.exercise = _checking   # the check that found it, for the memory of mistakes already shown
 
     def _render_traceback_(self) -> list[str]:
         # IPython shows these lines instead of a traceback: the message is all a learner can act on.
-        return [f"\x1b[0;31mCheckFailed\x1b[0m: {self}"]
+        return [f"\x1b[0;31mCheckFailed\x1b[0m: {shown(self)}"]
 
 
 class NotWritten(NotImplementedError):
@@ -33,18 +37,39 @@ class NotWritten(NotImplementedError):
         return [f"\x1b[0;31mNotImplementedError\x1b[0m: {self}"]
 
 
-def fail(message: str, mistake: str = "") -> None:
-    raise CheckFailed(message, mistake)
+def fail(message: str, mistake: str = "", fix: str = "") -> None:
+    raise CheckFailed(message, mistake, fix)
+
+
+# Hints in steps (issue 27.3). The mistakes this kernel has shown the learner, as (exercise, key): the first
+# time a mistake is shown, its message gives the diagnosis and leaves the learner to find the code; the same
+# mistake shown again adds the fix. Remembered where a failure is shown (IPython's `_render_traceback_`), not
+# where it is raised: a check raises and catches failures of its own while it compares the cases.
+_shown_before: set[tuple[str, str]] = set()
+
+
+def shown(err: CheckFailed) -> str:
+    """What the learner reads of `err` in their kernel: its diagnosis, and its fix if this kernel has shown the
+    same mistake of the same exercise before. Under the grader (a session is active), the diagnosis only: the
+    grader's feedback never hands over the code, and `str(err)`, all it reads, never holds the fix."""
+    if grading.active() is not None or not err.mistake:
+        return str(err)
+    seen = (err.exercise, err.mistake) in _shown_before
+    _shown_before.add((err.exercise, err.mistake))
+    return f"{err} {err.fix}" if seen and err.fix else str(err)
 
 
 # What passed its visible check in this kernel, by exercise name: the very function or class that passed.
 # A convenience for the cells that use a learner's answer (headlab/uses.py), never part of a grade.
 _tried: dict[str, Any] = {}
 checked: dict[str, Any] = {}
+_checking = ""   # the exercise whose check runs (or ran last): a failure belongs to it
 
 
 def trying(answer: Any, name: str) -> None:
     """A check of `name` starts on `answer`: until it passes, `name` has not passed in this kernel."""
+    global _checking
+    _checking = name
     _tried[name] = answer
     checked.pop(name, None)
 

@@ -464,6 +464,6 @@ def test_a_module_without_super_init_is_told_to_call_it():
 
 
 def test_an_argmax_of_a_bool_mask_is_told_to_convert_it():
-    with pytest.raises(CheckFailed, match=r"turn it into numbers first") as caught:
+    with pytest.raises(CheckFailed, match=r"argmax \(or topk\) of a bool tensor") as caught:
         ch06.last_real_index(lambda mask: mask.shape[1] - 1 - mask.bool().flip(1).argmax(1))
-    assert caught.value.mistake == "raised-RuntimeError"
+    assert caught.value.mistake == "ranks-a-bool-tensor" and "`.long()`" in caught.value.fix

@@ -155,8 +155,8 @@ MEAN_CASES = [
       [[0., 3., 6.], [3., 0., -6.], [-3., -3., 3.], [70., 70., 70.]]],
      [[T, T, F, F], [T, T, T, F]], [[2., 4., 0.], [0., 0., 1.]]),
     # A batch of one, so a `.squeeze()` drops its batch axis; left-padded, so slicing the first ℓ positions
-    # instead of using the mask takes the padding.
-    ([[[50., 50.], [2., 4.], [4., 0.]]], [[F, T, T]], [[3., 2.]]),
+    # instead of using the mask takes the padding; a mean that is not a whole number, so `//` shows.
+    ([[[50., 50.], [2., 4.], [5., 0.]]], [[F, T, T]], [[3.5, 2.]]),
 ]
 # Row 0 of each case has only negative real features, so a zero fill at the padding wins the max.
 MAX_CASES = [
@@ -252,6 +252,9 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
             "{where}. Only real tokens count: sum H over the positions where mask is True and divide by their number."),
     Mistake("divides-by-n", lambda H, m: (H * _w(H, m)).sum(1) / H.shape[1], "mean_pool divided by n = {n}, the "
             "padded length{where}. Divide each row by its own number of real tokens, `mask.sum(dim=1, keepdim=True)`."),
+    Mistake("floor-division", lambda H, m: ((H * _w(H, m)).sum(1) / _w(H, m).sum(1)).floor(), "mean_pool rounded "
+            "each mean down to a whole number{where}: that is what `//`, floor division, does. A mean is rarely a "
+            "whole number.", fix="Divide with `/`."),
     Mistake("sum-not-mean", lambda H, m: (H * _w(H, m)).sum(1), "mean_pool summed the real tokens but did not divide"
             "{where}: a mean divides by the number of real tokens of the row."),
     Mistake("sums-padding", lambda H, m: H.sum(1) / _w(H, m).sum(1), "mean_pool divided by the number of real tokens "

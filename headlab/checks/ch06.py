@@ -259,31 +259,57 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
 
 
 def _form(positions, params, loss) -> None:
-    """Fail on the first answer that is not a plain value of its kind; the message holds no answer."""
-    for name, value in zip(KC_NAMES, (positions, params, loss)):
-        if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple)) and any(
-                isinstance(p, torch.Tensor) for p in value):
-            fail(f"{name} {'is' if isinstance(value, torch.Tensor) else 'holds'} a torch tensor ({value!r}). The "
-                 f"answers are plain Python values: make it {PLAIN[name]}.", "tensor-answer")
+    """Fail, in one line, on every answer that is not a plain value of its kind (the first problem of each, its key
+    the first one's); the message holds no answer."""
+    problems = [p for p in (_positions_form(positions), _params_form(params), _loss_form(loss)) if p]
+    if len(problems) == 1:
+        fail(*problems[0])
+    if problems:
+        fail(f"{len(problems)} answers of the knowledge check need another form: "
+             + " ".join(f"({i}) {said}" for i, (said, _) in enumerate(problems, 1)), problems[0][1])
+
+
+def _tensor(name: str, value) -> tuple[str, str] | None:
+    if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple)) and any(
+            isinstance(p, torch.Tensor) for p in value):
+        return (f"{name} {'is' if isinstance(value, torch.Tensor) else 'holds'} a torch tensor ({value!r}). The "
+                f"answers are plain Python values: make it {PLAIN[name]}.", "tensor-answer")
+    return None
+
+
+def _positions_form(positions) -> tuple[str, str] | None:
+    if tensor := _tensor("kc_positions", positions):
+        return tensor
     if not isinstance(positions, (list, tuple)) or len(positions) != 3:
-        fail(f"kc_positions must be a list of three positions, one per row of the batch; it is {positions!r}.",
-             "not-three-positions")
+        return (f"kc_positions must be a list of three positions, one per row of the batch; it is {positions!r}.",
+                "not-three-positions")
     for p in positions:
         if type(p) is not int:
-            fail(f"kc_positions must hold whole numbers (int), one position per row; {p!r} is {a_type(p)}.",
-                 "position-not-int")
+            return (f"kc_positions must hold whole numbers (int), one position per row; {p!r} is {a_type(p)}.",
+                    "position-not-int")
     if any(p < 0 for p in positions):
-        fail(f"kc_positions = {list(positions)} holds a negative number: positions count from 0, the first "
-             "token of a row.", "position-outside")
+        return (f"kc_positions = {list(positions)} holds a negative number: positions count from 0, the first "
+                "token of a row.", "position-outside")
+    return None
+
+
+def _params_form(params) -> tuple[str, str] | None:
     if type(params) is not int or params <= 0:
-        fail(f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
-             f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
+        return _tensor("kc_head_params", params) or (
+            f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
+            f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
+    return None
+
+
+def _loss_form(loss) -> tuple[str, str] | None:
     if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss) or loss <= 0:
-        fail(f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
-             f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
+        return _tensor("kc_initial_loss", loss) or (
+            f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
+            f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
     if round(float(loss), 2) != float(loss):
-        fail(f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals. Write round(..., 2), "
-             f"which gives {round(float(loss), 2)}.", "loss-not-rounded")
+        return (f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals. Write round(..., 2), "
+                f"which gives {round(float(loss), 2)}.", "loss-not-rounded")
+    return None
 
 
 __all__ = ["last_token_pool", "last_real_index", "knowledge_check", "CheckFailed"]

@@ -6,7 +6,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail
+from .core import CheckFailed, backward, call, fail
 from .engine import Exercise, Mistake, clashing_sizes, close_gradient, inputs_as, twist
 
 T, F_ = True, False
@@ -205,8 +205,7 @@ def _carries_the_graph(fn) -> None:
     H = torch.randn(*GRADIENT_INPUT["shape"], generator=torch.Generator().manual_seed(GRADIENT_INPUT["seed"]))
     H, mask = H.requires_grad_(), torch.tensor(GRADIENT_INPUT["mask"])
     out = call(fn, "sentence_embedding", H, mask)
-    if isinstance(out, torch.Tensor) and out.requires_grad:
-        out.sum().backward()   # replayed, the output carries the gradients the learner's function really had
+    backward(out, "sentence_embedding")   # replayed, the output carries the gradients the learner's function really had
     if H.grad is None or not bool(H.grad.abs().sum() > 0):
         fail("sentence_embedding passes no gradient back to H: it is computed under `torch.no_grad()`, with "
              "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains MiniLM's top layers through "

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..grading import GraderError
-from .core import CheckFailed, a_type, call, call_raw, explain, fail, passed, require_function
+from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
 
 class Unclear(CheckFailed):
@@ -320,8 +320,7 @@ def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable[..., 
     loss, gives them. `rules(*inputs)`, run on the gradients before that comparison, names the mistakes an
     exercise knows. Returns the loss, after its backward pass."""
     out = call(fn, name, *inputs)
-    if isinstance(out, torch.Tensor) and out.requires_grad:
-        out.sum().backward()   # replayed, the loss carries the gradients the learner's function really had
+    backward(out, name)   # replayed, the loss carries the gradients the learner's function really had
     logits = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     if any(x.grad is None or not bool(x.grad.abs().sum() > 0) for x in logits):
         fail(f"{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from "

@@ -204,7 +204,7 @@ def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
             ("forgets-the-bias", d * K, "that counts the weight matrix only. The head also has a bias, one per class."),
             ("one-bias-per-feature", d * K + d, "the bias has one entry per class (K of them), not one per input."),
             ("adds-the-sizes", d + K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
-             "pair, K·d of them, plus K biases."),
+             "pair, plus one bias per class."),
             ("square-matrix", d * d + d, "that is a d × d layer. The head maps d inputs to K classes."),
         ], "count the weight matrix (K × d) and the bias (K)."),
         "kc_initial_loss": (f"for K = {K} classes", [

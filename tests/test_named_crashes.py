@@ -110,3 +110,11 @@ def test_one_form_problem_is_said_alone(name, value, key):
     with pytest.raises(CheckFailed) as caught:
         ch06.knowledge_check({**KC, name: value})
     assert caught.value.mistake == key and str(caught.value).startswith(name)
+
+
+def test_the_conversions_of_the_form_problems_wait_for_a_repeat():
+    wrong = {**KC, "kc_positions": torch.tensor([4, 2, 3]), "kc_initial_loss": 1.0986}
+    with pytest.raises(CheckFailed) as caught:
+        ch06.knowledge_check(wrong)
+    assert "tolist" not in str(caught.value) and "round(" not in str(caught.value)
+    assert "`tensor.tolist()`" in caught.value.fix and "round(..., 2) gives 1.1" in caught.value.fix

@@ -80,8 +80,8 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     if all(torch.equal(a, b) for a, b in zip(*draws)):
         fail("two calls with generators in different states gave the same result: your draws come from a fixed "
              "seed, not from the generator the caller passed. Do not seed anything inside mask_tokens (no "
-             "`torch.manual_seed(...)`, `generator.manual_seed(...)` or new `torch.Generator()`): draw every "
-             "random number with `generator=generator` as it is given.", "fixed-seed")
+             "`torch.manual_seed(...)`, `generator.manual_seed(...)` or new `torch.Generator()`).", "fixed-seed",
+             "Draw every random number with `generator=generator`, the generator as it is given.")
     passed("mask_tokens", len(exact) + len(cases))
 
 

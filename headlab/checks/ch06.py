@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import torch
 
-from .core import CheckFailed, NotWritten, a_type, drive, fail, passed
+from .core import CheckFailed, NotWritten, a_type, drive, fail, passed, trying
 from .engine import Exercise, Mistake
 
 T, F = True, False
@@ -218,8 +218,9 @@ def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
     }
 
 
-PLAIN = {"kc_positions": "a list of three ints (`tensor.tolist()`)", "kc_head_params": "an int (`int(tensor)`)",
-         "kc_initial_loss": "a float rounded to two decimals (`round(tensor.item(), 2)`)"}
+# What each answer is, and the conversion that makes it so (the fix, shown when the same form comes again).
+PLAIN = {"kc_positions": ("a list of three ints", "`tensor.tolist()`"), "kc_head_params": ("an int", "`int(tensor)`"),
+         "kc_initial_loss": ("a float rounded to two decimals", "`round(tensor.item(), 2)`")}
 
 
 def drive_knowledge_check(namespace: Mapping[str, Any]) -> dict:
@@ -232,6 +233,7 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     """Check the answers set in the notebook (pass `globals()`): without `expected`, only their form,
     which gives no value away; hidden tests pass the values and the `question` (lengths, n, d, K) that
     names the usual wrong ones."""
+    trying(namespace, "knowledge_check")   # its failures are this check's (core.shown)
     if not isinstance(namespace, Mapping):
         fail("this check reads your answers from the notebook: call it as `check.knowledge_check(globals())`.",
              "not-a-namespace")
@@ -266,18 +268,20 @@ def _form(positions, params, loss) -> None:
         fail(*problems[0])
     if problems:
         fail(f"{len(problems)} answers of the knowledge check need another form: "
-             + " ".join(f"({i}) {said}" for i, (said, _) in enumerate(problems, 1)), problems[0][1])
+             + " ".join(f"({i}) {said}" for i, (said, *_) in enumerate(problems, 1)), problems[0][1],
+             " ".join(p[2] for p in problems if len(p) > 2))
 
 
-def _tensor(name: str, value) -> tuple[str, str] | None:
+def _tensor(name: str, value) -> tuple[str, str, str] | None:
     if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple)) and any(
             isinstance(p, torch.Tensor) for p in value):
+        what, conversion = PLAIN[name]
         return (f"{name} {'is' if isinstance(value, torch.Tensor) else 'holds'} a torch tensor ({value!r}). The "
-                f"answers are plain Python values: make it {PLAIN[name]}.", "tensor-answer")
+                f"answers are plain Python values: make it {what}.", "tensor-answer", f"{name}: {conversion}.")
     return None
 
 
-def _positions_form(positions) -> tuple[str, str] | None:
+def _positions_form(positions) -> tuple[str, ...] | None:
     if tensor := _tensor("kc_positions", positions):
         return tensor
     if not isinstance(positions, (list, tuple)) or len(positions) != 3:
@@ -293,7 +297,7 @@ def _positions_form(positions) -> tuple[str, str] | None:
     return None
 
 
-def _params_form(params) -> tuple[str, str] | None:
+def _params_form(params) -> tuple[str, ...] | None:
     if type(params) is not int or params <= 0:
         return _tensor("kc_head_params", params) or (
             f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
@@ -301,14 +305,14 @@ def _params_form(params) -> tuple[str, str] | None:
     return None
 
 
-def _loss_form(loss) -> tuple[str, str] | None:
+def _loss_form(loss) -> tuple[str, ...] | None:
     if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss) or loss <= 0:
         return _tensor("kc_initial_loss", loss) or (
             f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
             f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
     if round(float(loss), 2) != float(loss):
-        return (f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals. Write round(..., 2), "
-                f"which gives {round(float(loss), 2)}.", "loss-not-rounded")
+        return (f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals.", "loss-not-rounded",
+                f"kc_initial_loss: round(..., 2) gives {round(float(loss), 2)}.")
     return None
 
 

@@ -325,7 +325,7 @@ align_labels = Exercise(
            (IndexError, lambda err, word_ids, word_labels: (
                 f"word_labels has one label per WORD ({len(word_labels)}), word_ids one entry per TOKEN "
                 f"({len(word_ids)}). Look a token's label up by its word id, not by the token position i.",
-                "label-by-token-position", "`word_labels[word_ids[i]]`.") if "list index" in str(err) else None)],
+                "label-by-token-position", "Look it up as `word_labels[word_ids[i]]`.") if "list index" in str(err) else None)],
     explain=_align_values,
     unchanged="align_labels changed the word_ids or word_labels list it was given (e.g. with .pop, .append or an "
               "assignment into it); build a new list of labels and leave both untouched: the caller still needs them.",

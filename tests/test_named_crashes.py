@@ -1,7 +1,7 @@
 """Crashes inside a learner's function that torch words obscurely become one line naming the operation (issue 27.4):
-`//` (floor division) in a mean, an argmax of a bool tensor, a float operation on a mask or a count. Each wrong
-implementation below is one a learner plausibly writes; its failure names the mistake's key, says which operation
-in its first line, and keeps the code of the fix for a repeat (tests/test_hints.py)."""
+`//` (floor division) in a mean, an argmax of a bool tensor, a float operation on a mask or a count, an `if` on a
+batch. Each wrong implementation below is one a learner plausibly writes; its failure names the mistake's key, says
+which operation in its first line, and keeps the code of the fix for a repeat (tests/test_hints.py)."""
 from __future__ import annotations
 
 import pytest
@@ -31,6 +31,13 @@ def argmax_of_reached_threshold(probs, threshold, reject=-1):
     return torch.where(top >= threshold, (probs == top[:, None]).argmax(-1), reject)
 
 
+def if_on_the_batch(probs, threshold, reject=-1):
+    top, prediction = probs.max(dim=-1)
+    if top >= threshold:   # one answer for the whole batch
+        return prediction
+    return torch.full_like(prediction, reject)
+
+
 def mean_of_bool_hits(probs, labels, n_bins=10):
     confidence, predicted = probs.max(-1)
     correct = predicted == labels
@@ -50,14 +57,16 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     (ch06.last_real_index, argmax_of_flipped_bool, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor"),
     (ch07.predict_or_reject, argmax_of_reached_threshold, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor"),
     (ch07.expected_calibration_error, mean_of_bool_hits, "float-operation-on-integers", "needs floats (a mean"),
-], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error"])
+    (ch07.predict_or_reject, if_on_the_batch, "tensor-as-condition", "a tensor of several values as a condition"),
+], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
+        "predict_or_reject-if"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)
     err = caught.value
     assert err.mistake == key and words in str(err), str(err)
     assert "\n" not in str(err) and len(str(err)) < 600, str(err)
-    assert "`/`" not in str(err) and "`.long()`" not in str(err) and "`.float()`" not in str(err)
+    assert err.fix not in str(err)
     assert err.fix, "the fix waits for a repeat"
 
 

@@ -184,6 +184,10 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} applied an operation that needs floats (a mean, a norm, a softmax, a matrix product) to a bool or "
      "integer tensor, such as a mask or a count.",
      "Convert that tensor first, with `.float()`."),
+    (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
+     "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
+     "True or False, and a batch holds one per row.",
+     "Decide every row at once with a tensor operation, e.g. `torch.where(condition, a, b)`."),
 ]
 
 

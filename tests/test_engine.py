@@ -237,8 +237,8 @@ DEFINED = {
     ("restrict_to_labels", "c"): (lambda next_token_logits, label_token_ids: 0,
                                   "'column c must be the probability of `label_token_ids[c]`': a column index"),
     ("align_labels", "i"): (lambda word_ids, word_labels: next(i for i, w in enumerate(word_ids) if w is not None),
-                            "'not by the token position i', fixed by `word_labels[word_ids[i]]`: the position of a token "
-                            "that belongs to a word (the hint is about those)"),
+                            "'not by the token position i', fixed by `word_labels[word_ids[i]]`: the position of a "
+                            "token that belongs to a word (the hint is about those)"),
 }
 
 

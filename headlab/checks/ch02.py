@@ -272,7 +272,8 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     Mistake("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True), "max_pool returned shape "
             "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d})."),
     Mistake("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1), "max_pool filled the padding with zeros{where}. When "
-            "every real value of a feature is negative, the 0 of a padding position wins the max: padding must never win.",
+            "every real value of a feature is negative, the 0 of a padding position wins the max: padding must never "
+            "win.",
             fix="Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
     Mistake("padding-included", lambda H, m: H.amax(1), "max_pool took the max over every position, padding included"
             "{where}; padding positions must never win.", fix="Fill them with -inf before the max."),

@@ -165,7 +165,8 @@ untrained_loss = Exercise(
     # (K, ln K) by hand. K = 2 comes last: there 1/K = 1 − 1/K, and a constant ln 2 is right.
     cases=[(5, 1.6094379124341003), (10, 2.302585092994046), (2, 0.6931471805599453)],
     where=lambda K: f" for K={K}",
-    explain=lambda out, want, K: (f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.", _LN_K),
+    explain=lambda out, want, K: (f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.",
+                                  _LN_K),
     mistakes=[Mistake(key, f, "{name} returned {out:.4f} = " + how, fix=_LN_K) for key, f, how in [
         ("log-base-2", math.log2, "log₂ K{where}: log base 2 (bits). Cross-entropy in PyTorch uses the natural "
          "log (nats)."),

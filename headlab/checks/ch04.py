@@ -210,9 +210,10 @@ def _kept(labels):
 
 
 def _loss_mistake(key: str, output: Callable, why: str, fix: str = "") -> Mistake:
-    return Mistake(key, output, lambda out, logits, labels: f"token_loss gave {out.item():.4f}"
-                   f"{token_loss.where(logits, labels)}: " + why.format(all=labels.numel(), kept=int((labels != X).sum())),
-                   fix=fix)
+    def message(out, logits, labels):
+        return (f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}: "
+                + why.format(all=labels.numel(), kept=int((labels != X).sum())))
+    return Mistake(key, output, message, fix=fix)
 
 
 token_loss = Exercise(

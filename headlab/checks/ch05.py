@@ -238,7 +238,8 @@ span_loss = Exercise(
             "that is {B} × the expected value: you summed over the {B} examples; average them.")),
         Mistake("softmax-over-batch-axis", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2, _loss(
             "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's softmax runs over "
-            "its own positions."), fix="`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
+            "its own positions."),
+            fix="`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
     ],
 )
 

@@ -103,8 +103,8 @@ def _index_row(out, expected, mask) -> str:
 
 def _bool_first(err, mask) -> tuple[str, str, str] | None:
     return None if mask.dtype == torch.bool else (
-        f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers, and your code works with True/False "
-        "only.", "", "Turn it into bool first: `attention_mask.bool()`.")
+        f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers, and your code works with "
+        "True/False only.", "", "Turn it into bool first: `attention_mask.bool()`.")
 
 
 def _usual(m) -> dict:

@@ -61,7 +61,8 @@ def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
     if sizes == (d, B):   # (B, d) / (B,): the two divisions of a mean and a norm, one or both without keepdim
         return (f"A value with one entry per sentence, shape (B,) = ({B},), met the d = {d} features of the (B, d) "
                 "mean: the count of real tokens or the row norms lost their axis, so they line up with the features, "
-                "not with the rows. Keep that axis, so that a (B, 1) value divides each row.", "divided-without-keepdim",
+                "not with the rows. Keep that axis, so that a (B, 1) value divides each row.",
+                "divided-without-keepdim",
                 "`attention_mask.sum(dim=1, keepdim=True)` and `z.norm(dim=-1, keepdim=True)` have shape (B, 1).")
     if mask.dtype != torch.bool:
         return (f"The mask was a {_kind(mask)} tensor, as a tokenizer returns it. A mask may be bool or 0/1 "
@@ -325,7 +326,8 @@ align_labels = Exercise(
            (IndexError, lambda err, word_ids, word_labels: (
                 f"word_labels has one label per WORD ({len(word_labels)}), word_ids one entry per TOKEN "
                 f"({len(word_ids)}). Look a token's label up by its word id, not by the token position i.",
-                "label-by-token-position", "Look it up as `word_labels[word_ids[i]]`.") if "list index" in str(err) else None)],
+                "label-by-token-position", "Look it up as `word_labels[word_ids[i]]`.")
+                if "list index" in str(err) else None)],
     explain=_align_values,
     unchanged="align_labels changed the word_ids or word_labels list it was given (e.g. with .pop, .append or an "
               "assignment into it); build a new list of labels and leave both untouched: the caller still needs them.",

@@ -127,3 +127,15 @@ def test_the_conversions_of_the_form_problems_wait_for_a_repeat():
         ch06.knowledge_check(wrong)
     assert "tolist" not in str(caught.value) and "round(" not in str(caught.value)
     assert "`tensor.tolist()`" in caught.value.fix and "round(..., 2) gives 1.1" in caught.value.fix
+
+
+def test_the_graded_knowledge_check_lists_every_wrong_answer():
+    """Hidden, with the values: two wrong answers are both named, the first one's key for the class report."""
+    question = {"lengths": [7, 4, 9], "n": 10, "d": 512, "K": 5}
+    expected = {"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 1.61}
+    answers = {"kc_positions": [7, 4, 9], "kc_head_params": 512 * 5, "kc_initial_loss": 1.61}
+    with pytest.raises(CheckFailed) as caught:
+        ch06.knowledge_check(answers, expected, question)
+    said = str(caught.value)
+    assert said.startswith("2 answers of the knowledge check are wrong: (1) kc_positions = [7, 4, 9]")
+    assert "(2) kc_head_params = 2560" in said and caught.value.mistake == "one-too-many"

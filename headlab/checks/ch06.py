@@ -251,23 +251,32 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     if any(not p < n for p in answers["kc_positions"]):
         fail(f"kc_positions = {list(answers['kc_positions'])} is not made of positions of a batch padded to n = {n}: "
              f"positions count from 0, so they run from 0 to {n - 1}.", "position-outside")
+    wrong = []
     for name, (where, mistakes, otherwise) in _usual_answers(**question).items():
         got, want = [list(v) if name == "kc_positions" else v for v in (answers[name], expected[name])]
         same = (lambda a, b: abs(a - round(b, 2)) < 0.005) if name == "kc_initial_loss" else (lambda a, b: a == b)
         if not same(got, want):
             key, why = next(((k, why) for k, value, why in mistakes if same(got, value)), ("wrong-values", ""))
-            fail(f"{name} = {got} {where}: {why}" if why else f"{name} = {got} is not right {where}: {otherwise}", key)
+            wrong.append((f"{name} = {got} {where}: {why}" if why else
+                          f"{name} = {got} is not right {where}: {otherwise}", key))
+    _all_at_once(wrong, "are wrong")
     passed("knowledge check", 3)
 
 
 def _form(positions, params, loss) -> None:
-    """Fail, in one line, on every answer that is not a plain value of its kind (the first problem of each, its key
-    the first one's); the message holds no answer."""
-    problems = [p for p in (_positions_form(positions), _params_form(params), _loss_form(loss)) if p]
+    """Fail on every answer that is not a plain value of its kind (the first problem of each); the message holds no
+    answer."""
+    _all_at_once([p for p in (_positions_form(positions), _params_form(params), _loss_form(loss)) if p],
+                 "need another form")
+
+
+def _all_at_once(problems: list[tuple], what: str) -> None:
+    """Fail, in one line, with every problem (message, key[, fix]) of the answers: one as it is, several numbered
+    (the key of the first; the fixes together), so that a learner sees all of them in one run."""
     if len(problems) == 1:
         fail(*problems[0])
     if problems:
-        fail(f"{len(problems)} answers of the knowledge check need another form: "
+        fail(f"{len(problems)} answers of the knowledge check {what}: "
              + " ".join(f"({i}) {said}" for i, (said, *_) in enumerate(problems, 1)), problems[0][1],
              " ".join(p[2] for p in problems if len(p) > 2))
 

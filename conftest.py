@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lessons import python_tools_on_path
+from heads_lessons import python_tools_on_path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models run faster on one thread per process
-python_tools_on_path()  # nbgrader finds `alembic` under `.venv/bin/pytest` too (grader/lessons.py)
+python_tools_on_path()  # nbgrader finds `alembic` under `.venv/bin/pytest` too (grader/heads_lessons.py)
 
 ROOT = Path(__file__).parent
 # The slow tier: real nbgrader runs, browsers, the weights rebuild, packaging and notebooks.

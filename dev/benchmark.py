@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from grader.lessons import REPO, all_lessons, lesson
+from grader.heads_lessons import REPO, all_lessons, lesson
 PEAK_CELL = "import resource as _r; print('PEAK_KB', _r.getrusage(_r.RUSAGE_SELF).ru_maxrss)"
 
 

@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grader.lessons import REPO, all_lessons, fill, lesson as lesson_named, make_course
+from grader.heads_lessons import REPO, all_lessons, fill, lesson as lesson_named, make_course
 
 MOOC = 10_000 * 9
 

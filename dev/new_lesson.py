@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.lessons import REPO
+from grader.heads_lessons import REPO
 
 SLUG = re.search(r"github\.com/([\w.-]+/[\w.-]+)", (REPO / "dev" / "setup_cell.py").read_text()).group(1)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from grader.lessons import REPO, all_lessons, lesson
+from grader.heads_lessons import REPO, all_lessons, lesson
 
 
 def code_hash(nb) -> str:

@@ -358,7 +358,7 @@ def ensure_assignments(course: Course, lessons: list[str]) -> None:
     import copy
     import tempfile
 
-    from lessons import generate_assignments
+    from heads_lessons import generate_assignments
     from nbgrader.api import Gradebook, MissingEntry
 
     missing = []
@@ -539,7 +539,7 @@ def scores(course: Course, lessons: list[str]) -> dict[tuple[str, str], tuple[fl
 
 # --- command line --------------------------------------------------------------------------------
 def main(argv=None) -> int:
-    from lessons import python_tools_on_path
+    from heads_lessons import python_tools_on_path
 
     python_tools_on_path()  # every nbgrader command runs `alembic` by name
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

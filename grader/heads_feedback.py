@@ -1,4 +1,9 @@
 """Feedback preprocessing for the Heads course (loaded by nbgrader_config.py)."""
+from html import escape as html_escape
+
+from jinja2 import pass_context
+from latex2mathml.converter import convert as latex_to_mathml
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
 from traitlets import Bool, Integer
@@ -68,3 +73,39 @@ class HideQuotedTests(Preprocessor):
                                    if output.get("output_type") == "error" else
                                    NotebookNode(output_type="stream", name="stdout", text=note + "\n"))
         return cell, resources
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer with the maths written as MathML, which browsers lay out themselves.
+
+    nbconvert keeps `$...$` as text for MathJax, a script its templates load from a CDN: a feedback page
+    opened offline (from an LMS zip, on a train) showed raw LaTeX, and the grading server's CSP blocks
+    that script anyway. MathML needs no script and no network. TeX the converter cannot read stays as
+    text, as it was."""
+
+    def inline_math(self, body: str) -> str:
+        return _mathml(body, "inline", f"${body}$")
+
+    def block_math(self, body: str) -> str:
+        return _mathml(body, "block", f"$${body}$$")
+
+    def latex_environment(self, name: str, body: str) -> str:
+        tex = f"\\begin{{{name}}}{body}\\end{{{name}}}"
+        return _mathml(tex, "block", tex)
+
+
+def _mathml(tex: str, display: str, source: str) -> str:
+    try:
+        return latex_to_mathml(tex, display=display)
+    except Exception:   # a macro the converter lacks: the reader still sees the formula's source
+        return html_escape(source)
+
+
+@pass_context
+def markdown2html(context, source: str) -> str:
+    """The `markdown2html` filter of HTML pages (feedback and formgrader, `c.HTMLExporter.filters`), with
+    MathML for the maths; otherwise as nbconvert's, attachments included."""
+    cell = context.get("cell", {})
+    path = context.get("resources", {}).get("metadata", {}).get("path", "")
+    renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}), path=path)
+    return MarkdownWithMath(renderer=renderer).render(source)

@@ -11,7 +11,8 @@ worker touches the real gradebook, the real course folders or another student: t
 the hand-in's files, and workers never see the gradebook's address or credentials.
 
 A worker needs the course (its nbgrader_config.py, grader/ and solutions/, the headlab package) at
-the path the coordinator uses: a shared file system or a checkout at that path. `grader_version` is
+the path the coordinator uses, installed there with requirements-grader.txt (which installs headlab and
+grader/'s modules, found by name): a shared file system or a checkout at that path. `grader_version` is
 computed on both sides, and a worker whose copy differs refuses the task. A worker on which the
 sandbox cannot run refuses it too, as nbgrader's kernel manager would refuse to start a kernel.
 A worker process grades one hand-in at a time (a task owns its process while it runs), so start one
@@ -140,7 +141,7 @@ def template(course_root: str, lesson: str, version: str, files: dict[str, bytes
             if files:
                 write_files(folder, files)
             else:
-                from lessons import generate_assignments, python_tools_on_path
+                from heads_lessons import generate_assignments, python_tools_on_path
 
                 python_tools_on_path()   # nbgrader runs `alembic` by name
                 base = load_config(course_root)
@@ -210,7 +211,7 @@ def _grade(spec: dict, base) -> dict:
     from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 
-    from lessons import nbgrader_api
+    from heads_lessons import nbgrader_api
 
     lesson, student = spec["lesson"], spec["student"]
     folder = template(spec["course"], lesson, spec["version"], spec.get("template"))

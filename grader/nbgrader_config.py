@@ -5,12 +5,11 @@
 # or use `python grader/release.py`, which regenerates every lesson with this same file.
 # The source notebooks are ../solutions, the release is ../lessons; submissions, autograded and
 # feedback folders and the gradebook live here in grader/ (and are not committed).
+# The course's plugins (heads_*.py beside this file) are imported by name: the requirements install them
+# (`-e ./grader`, grader/pyproject.toml), on the instructor's machine and on every Dask worker alike.
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:  # for the course's plugins (heads_*.py); loaded again by every grading task
-    sys.path.insert(0, HERE)
 
 c = get_config()  # noqa: F821 (provided by traitlets)
 
@@ -127,7 +126,7 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, DropEmptyNbgr
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-from heads_feedback import HideQuotedTests, ShortenTracebacks  # noqa: E402
+from heads_feedback import HideQuotedTests, ShortenTracebacks, markdown2html  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideQuotedTests,
                                     ClearHiddenTests, ShortenTracebacks]
@@ -136,6 +135,8 @@ c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideQu
 # sanitiser runs after.
 c.HTMLExporter.preprocessors = [SanitizeOutputs]
 c.HTMLExporter.sanitize_html = True
+# Maths as MathML, not TeX for MathJax: the pages show their formulas offline and under the CSP.
+c.HTMLExporter.filters = {"markdown2html": markdown2html}
 
 # Collecting (grader/heads_collect.py): `nbgrader zip_collect LESSON` recognises the names students
 # really submit ("Copy of X.ipynb", "X (1).ipynb", a student folder or an id prefix).

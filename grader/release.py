@@ -16,7 +16,7 @@ from pathlib import Path
 
 from traitlets.config.loader import PyFileConfigLoader
 
-from lessons import all_lessons, generate_assignments
+from heads_lessons import all_lessons, generate_assignments
 
 GRADER = Path(__file__).resolve().parent
 

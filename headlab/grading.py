@@ -556,16 +556,55 @@ class Verdict:
     def text(self) -> str:
         return self.printed + ("" if self.passed else f"{self.error}: {self.message}")
 
+    fingerprint: str = ""   # of the answer's results on the grader's inputs (`fingerprint`)
+
     @property
     def mistake(self) -> str:
         """The mistake this failure names, the same for every student who made it: its key in the
-        exercise's table, or else the message's first sentence with numbers, shapes and values left out."""
+        exercise's table; for a wrong value no entry explains, `unnamed-` and the fingerprint of the answer's
+        outputs, so that students who wrote the same wrong function share a row of the class report and
+        different ones do not; else the message's first sentence with numbers, shapes and values left out."""
         if self.passed:
             return ""
+        if self.key == UNEXPLAINED and self.fingerprint:
+            return f"unnamed-{self.fingerprint}"
         return self.key or mistake_key(self.error, self.message)
 
     def as_dict(self) -> dict:
         return {"passed": self.passed, "error": self.error, "message": self.message, "mistake": self.mistake}
+
+
+UNEXPLAINED = "wrong-values"   # the engine's key for a wrong value that no mistake of the table gives
+
+
+def fingerprint(answers: list[dict]) -> str:
+    """Eight hex digits that stand for what an answer returned on the grader's inputs (one grading run draws
+    the same inputs for every hand-in). Floating-point values are rounded to 4 decimals first, so one wrong
+    function gives one fingerprint on any worker, whatever its BLAS."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            value = value.detach()
+            if value.is_floating_point():
+                value = value.double().nan_to_num(nan=9e99, posinf=8e99, neginf=-8e99).round(decimals=4) + 0.0
+            return [str(value.dtype), list(value.shape), value.tolist()]
+        if isinstance(value, float):
+            return round(value, 4) + 0.0 if math.isfinite(value) else repr(value)
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value if isinstance(value, (int, str, bool, type(None))) else type(value).__name__
+
+    def read(result: dict) -> Any:   # a result of `_run`: encoded values, and paths into the inputs
+        return {key: result[key] if key in ("raised", "alias") else
+                decode(result[key]) if key == "value" else [[path, decode(x)] for path, x in result[key]]
+                for key in sorted(result)}
+
+    try:
+        results = [[plain(read(result)) for result in answer.get("results", [])] for answer in answers]
+    except Exception:   # results the judge could not read fail apart, before any fingerprint is asked for
+        return ""
+    return hashlib.sha256(json.dumps(results, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def mistake_key(error: str, message: str) -> str:
@@ -603,7 +642,8 @@ def judge(entries: list[dict], answers: list[dict]) -> Verdict:
         except GraderError:
             raise
         except CheckFailed as err:
-            return Verdict(False, printed + buffer.getvalue(), "CheckFailed", str(err), err.mistake)
+            return Verdict(False, printed + buffer.getvalue(), "CheckFailed", str(err), err.mistake,
+                           fingerprint(answers) if err.mistake == UNEXPLAINED else "")
         except NotImplementedError as err:
             return Verdict(False, printed + buffer.getvalue(), "NotImplementedError", str(err), "not-written")
         except Exception as err:  # the check could not read what the answer returned

@@ -2,8 +2,8 @@
 
 A key is *declared* where a check can name it:
 - every string a check module (headlab/checks/*.py) writes in a key's form, lower-case words joined by
-  hyphens (`one-too-many`): the first argument of `Mistake(...)`, the key argument of `fail(...)`,
-  `CheckFailed(...)` or `call_or_hint(...)`, and the tables of (key, ...) tuples that feed them. Read with
+  hyphens (`one-too-many`): the first argument of `Mistake(...)`, the key argument of `fail(...)` or
+  `CheckFailed(...)`, and the tables of (key, ...) tuples that feed them. Read with
   `ast`, so the list is never written by hand and a new key is found the day it is written;
 - the key of every `Mistake` of every `Exercise` the check modules hold (found by walking them), which
   catches a key built at import time.
@@ -65,7 +65,7 @@ def _owners(tree: ast.Module) -> list[tuple[int, int, str]]:
 
 
 # The calls that take a key, and which positional argument it is; a key there may be a single word ("inverted").
-KEY_ARGUMENT = {"Mistake": 0, "fail": 1, "CheckFailed": 1, "_fail": 1, "Unclear": 1, "call_or_hint": 5}
+KEY_ARGUMENT = {"Mistake": 0, "fail": 1, "CheckFailed": 1, "_fail": 1, "Unclear": 1}
 
 
 def _key_arguments(tree: ast.Module) -> set[int]:

@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 from transformers import BertConfig  # noqa: E402
 from transformers.models.bert.modeling_bert import BertLMPredictionHead  # noqa: E402
 
-from lessons import lesson  # noqa: E402
+from heads_lessons import lesson  # noqa: E402
 
 
 

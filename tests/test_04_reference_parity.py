@@ -11,7 +11,7 @@ import torch.nn as nn
 
 transformers = pytest.importorskip("transformers")
 
-from lessons import lesson  # noqa: E402
+from heads_lessons import lesson  # noqa: E402
 
 
 @pytest.fixture(scope="module")

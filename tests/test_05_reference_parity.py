@@ -10,7 +10,7 @@ from torch import nn
 
 transformers = pytest.importorskip("transformers")
 
-from lessons import lesson  # noqa: E402
+from heads_lessons import lesson  # noqa: E402
 
 
 def solution_namespace() -> dict:

@@ -17,7 +17,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from lessons import lesson  # noqa: E402
+from heads_lessons import lesson  # noqa: E402
 
 PAD = 1
 V, D, K = 40, 16, 3

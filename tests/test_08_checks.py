@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 from headlab.checks import CheckFailed, ch08
 from headlab.metrics import average_ranks, spearman
-from lessons import lesson
+from heads_lessons import lesson
 
 
 def masked(H, m):
@@ -151,7 +151,8 @@ def test_a_mask_on_the_feature_axis_is_told_apart_from_a_missing_keepdim():
     """Both raise a broadcasting error; B, n and d differ in every case, so the error's sizes say which axes met."""
     with pytest.raises(CheckFailed) as caught:
         ch08.sentence_embedding(lambda H, m: F.normalize((H * m).sum(1) / m.sum(1, keepdim=True), dim=-1))
-    assert "Line the (B, n) mask up with H's position axis" in str(caught.value) and "keepdim" not in str(caught.value)
+    assert "mask must line up with H's position axis" in str(caught.value) and "keepdim" not in str(caught.value)
+    assert "`attention_mask[:, :, None]`" in caught.value.fix   # shown when the same crash comes again
 
 
 def test_the_stored_gradient_is_the_solutions():

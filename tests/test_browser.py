@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from lab_server import chromium, jupyter_lab, require_chromium
-from lessons import all_lessons
+from heads_lessons import all_lessons
 
 expect = pytest.importorskip("playwright.sync_api").expect
 

@@ -72,9 +72,9 @@ def test_messages_name_a_type_with_its_article():
 def test_a_loss_written_for_three_axes_is_told_logits_may_be_flat():
     import torch.nn.functional as F
     from headlab.checks import ch01
-    with pytest.raises(CheckFailed, match=r"any leading shape .*Flatten them to \(-1, V\)") as failed:
+    with pytest.raises(CheckFailed, match=r"any leading shape .*do not move axes") as failed:
         ch01.mlm_loss(lambda logits, labels: F.cross_entropy(logits.transpose(1, 2), labels))
-    assert failed.value.mistake == "raised-IndexError"
+    assert failed.value.mistake == "raised-IndexError" and "Flatten logits to (-1, V)" in failed.value.fix
 
 
 def test_what_torch_max_returns_is_called_a_tuple_as_the_grader_calls_it():

@@ -29,7 +29,7 @@ import headlab.checks
 from headlab.checks import ch02, ch04, ch06
 from headlab.checks.core import CheckFailed, NotWritten
 from headlab.checks.engine import Exercise, Mistake, _output, same
-from lessons import lesson
+from heads_lessons import lesson
 
 
 def all_exercises() -> list[Exercise]:
@@ -237,8 +237,8 @@ DEFINED = {
     ("restrict_to_labels", "c"): (lambda next_token_logits, label_token_ids: 0,
                                   "'column c must be the probability of `label_token_ids[c]`': a column index"),
     ("align_labels", "i"): (lambda word_ids, word_labels: next(i for i, w in enumerate(word_ids) if w is not None),
-                            "'`word_labels[word_ids[i]]`, not by the token position i': the position of a token "
-                            "that belongs to a word (the hint is about those)"),
+                            "'not by the token position i', fixed by `word_labels[word_ids[i]]`: the position of a "
+                            "token that belongs to a word (the hint is about those)"),
 }
 
 
@@ -329,8 +329,8 @@ def showing(ex: Exercise, cases: list) -> dict[str, tuple]:
             run()
         except NotWritten:
             pass
-        except CheckFailed as err:
-            shown.setdefault(str(err), inputs)
+        except CheckFailed as err:   # with its fix, the code a repeat of the mistake shows (core.shown)
+            shown.setdefault(f"{err} {err.fix}" if err.fix else str(err), inputs)
 
     for case in cases:
         inputs, expected = ex.read(case)
@@ -464,6 +464,6 @@ def test_a_module_without_super_init_is_told_to_call_it():
 
 
 def test_an_argmax_of_a_bool_mask_is_told_to_convert_it():
-    with pytest.raises(CheckFailed, match=r"turn it into numbers first") as caught:
+    with pytest.raises(CheckFailed, match=r"argmax \(or topk\) of a bool tensor") as caught:
         ch06.last_real_index(lambda mask: mask.shape[1] - 1 - mask.bool().flip(1).argmax(1))
-    assert caught.value.mistake == "raised-RuntimeError"
+    assert caught.value.mistake == "ranks-a-bool-tensor" and "`.long()`" in caught.value.fix

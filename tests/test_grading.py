@@ -112,6 +112,25 @@ def test_replay_passes_the_right_answer_and_names_the_mistake_of_a_wrong_one():
     assert verdict.message == str(direct.value)
 
 
+def test_a_wrong_value_no_mistake_explains_is_split_by_its_fingerprint():
+    """No catch-all row in the class report: students who wrote the same unexplained wrong function share an
+    `unnamed-` key, a different one gets another, and a named mistake keeps its key."""
+    entries = record(ch00, padding_mask)
+
+    def answer(rule):
+        rule.__name__ = "padding_mask"
+        return grading.judge(entries, kernel(entries, rule))
+
+    shifted = lambda lengths, n: torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None] - 2  # noqa: E731
+    even = lambda lengths, n: padding_mask(lengths, n) & (torch.arange(n) % 2 == 0)  # noqa: E731
+    first, again, other = answer(shifted), answer(lambda lengths, n: shifted(lengths, n)), answer(even)
+    assert first.key == other.key == grading.UNEXPLAINED, (first.message, other.message)
+    assert first.mistake.startswith("unnamed-") and first.mistake == again.mistake != other.mistake
+    assert first.as_dict()["mistake"] == first.mistake
+    named = answer(lambda lengths, n: torch.arange(n)[None, :] <= torch.as_tensor(lengths)[:, None])
+    assert named.key == named.mistake != grading.UNEXPLAINED and not named.mistake.startswith("unnamed-")
+
+
 def test_missing_stub_and_silent_kernels_fail():
     entries = record(ch00, padding_mask)
     missing = [{"answer": {"kind": "missing"}, "results": []} for _ in entries]

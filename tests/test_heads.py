@@ -10,7 +10,7 @@ import torch.nn as nn
 from headlab import checks
 from headlab.checks import CheckFailed, ch02, ch04, heads
 
-NAMING = {"fail", "CheckFailed", "call", "call_or_hint", "explain", "NotWritten"}
+NAMING = {"fail", "CheckFailed", "call", "explain", "NotWritten"}
 
 
 def drivers():

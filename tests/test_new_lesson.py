@@ -8,7 +8,7 @@ import pytest
 
 from dev.new_lesson import scaffold
 from headlab.checks.engine import Exercise
-from lessons import REPO, Lesson, graded_cells
+from heads_lessons import REPO, Lesson, graded_cells
 from test_links import SLUG, links
 from test_notebooks import SETUP_CELL
 

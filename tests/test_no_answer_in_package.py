@@ -39,7 +39,7 @@ import torch.nn.functional as F
 
 import headlab
 from headlab.checks.engine import Exercise, Mistake, same
-from lessons import all_lessons
+from heads_lessons import all_lessons
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 VISIBLE = re.compile(r"^check\.(\w+)\((\w+)\)$", re.M)
@@ -124,7 +124,7 @@ def _namespace(lesson) -> dict:
 
 @lru_cache(maxsize=None)
 def _imports(name: str) -> tuple[str, ...]:
-    from lessons import lesson
+    from heads_lessons import lesson
     return tuple(line for cell in lesson(name).read().cells if cell.cell_type == "code"
                  and not cell.metadata.get("nbgrader", {}).get("solution")
                  for line in cell.source.splitlines() if re.match(r"(import|from) \S+|[A-Z][A-Z_0-9]* = \d+\b", line))

@@ -5,7 +5,7 @@ import re
 import nbformat
 import pytest
 
-from lessons import LESSONS as RELEASED, REPO, all_lessons
+from heads_lessons import LESSONS as RELEASED, REPO, all_lessons
 
 SOLUTIONS = [x.path() for x in all_lessons()]
 LESSONS = [x.path(RELEASED) for x in all_lessons()]

@@ -11,7 +11,7 @@ import re
 import nbformat
 import pytest
 
-from lessons import all_lessons
+from heads_lessons import all_lessons
 
 NOTEBOOKS = [x.path() for x in all_lessons()]
 

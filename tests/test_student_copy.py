@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 import student_copy
-from lessons import REPO
+from heads_lessons import REPO
 
 
 def test_the_copy_has_the_lessons_and_the_package_and_no_solution(tmp_path):

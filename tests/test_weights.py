@@ -5,7 +5,7 @@ the shipped files; with the same recipe, constant learning rate and step count (
 of the run is the same computation. The whole rebuild, compared weight by weight, is
 `python -m dev.build_weights --out DIR --check` (about three minutes)."""
 from dev import build_weights
-from lessons import REPO
+from heads_lessons import REPO
 
 
 def test_the_first_steps_of_a_rebuild_match_the_shipped_weights(tmp_path):

@@ -61,11 +61,11 @@ padding_mask = Exercise(
                 "padding_mask marked the last ℓ positions of each row{where}. That is left padding: this "
                 "course's batches are right-padded, real tokens first and padding after them."),
         twist("one-too-many", lambda E, lengths, n: _one_more(E),
-                "padding_mask marks one position too many in each row{where} (off by one; compare "
-                "with <, not <=)."),
+                "padding_mask marks one position too many in each row{where}: off by one. A row of ℓ tokens holds "
+                "positions 0 … ℓ − 1; position ℓ is already padding.", fix="Compare with <, not <=."),
         twist("one-too-few", lambda E, lengths, n: _one_fewer(E),
-                "padding_mask marks one position too few in each row{where} (off by one; position "
-                "ℓ − 1 is still a real token)."),
+                "padding_mask marks one position too few in each row{where}: off by one. Position ℓ − 1 is still "
+                "a real token.", fix="Compare with <= ℓ − 1, or < ℓ."),
         Mistake("all-real", lambda lengths, n: torch.ones(len(lengths), n, dtype=torch.bool),
                 "padding_mask marks every position{where}, so padding is counted as real text."),
     ],

@@ -61,7 +61,7 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
         _first([
             ("comparison-reversed", (p == 0.0 and bool(chosen[~special].all())) or (p == 1.0 and not chosen.any()),
              f"with p={p} you chose {'every' if p == 0.0 else 'no'} non-special position, the opposite of what p "
-             f"asks ({where}). Is your comparison reversed? A position is chosen when its uniform draw is below p: "
+             f"asks ({where}). Is your comparison reversed? A position is chosen when its uniform draw is below p.",
              "`torch.rand(ids.shape, generator=generator) < p`."),
             ("p-ignored", p == 0.0 and bool(chosen.any()), f"with p=0.0 nothing may be chosen, but {where}. Does "
              "your code use the argument p, or a fixed 0.15?"),
@@ -80,16 +80,16 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     if all(torch.equal(a, b) for a, b in zip(*draws)):
         fail("two calls with generators in different states gave the same result: your draws come from a fixed "
              "seed, not from the generator the caller passed. Do not seed anything inside mask_tokens (no "
-             "`torch.manual_seed(...)`, `generator.manual_seed(...)` or new `torch.Generator()`): draw every "
-             "random number with `generator=generator` as it is given.", "fixed-seed")
+             "`torch.manual_seed(...)`, `generator.manual_seed(...)` or new `torch.Generator()`).", "fixed-seed",
+             "Draw every random number with `generator=generator`, the generator as it is given.")
     passed("mask_tokens", len(exact) + len(cases))
 
 
-def _first(rules: list[tuple[str, bool, str]]) -> None:
-    """Fail with the first broken rule (key, broken, message)."""
-    for key, broken, message in rules:
+def _first(rules: list[tuple]) -> None:
+    """Fail with the first broken rule (key, broken, message[, fix])."""
+    for key, broken, message, *fix in rules:
         if broken:
-            fail(message, key)
+            fail(message, key, *fix)
 
 
 def _at(mask: torch.Tensor) -> tuple[int, int]:
@@ -104,8 +104,8 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
                **({} if p is None else {"p": p}))
     for name, now, was in (("ids", ids, before[0]), ("special_mask", special, before[1])):
         if not torch.equal(now, was):
-            fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy (`{name}.clone()`) and "
-                 "return new tensors: the caller still needs it.", "changed-input")
+            fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy and return new tensors: "
+                 "the caller still needs it.", "changed-input", f"`{name}.clone()` is a copy.")
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         fail(f"mask_tokens must return a pair (inputs, labels); it returned {a_type(out)}.", "not-a-pair")
     if isinstance(out[0], torch.Tensor) and bool((out[0] == -100).any()):
@@ -119,9 +119,9 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
             fail(f"mask_tokens returned {what} {kind}; it must be a torch.int64 tensor of the shape of ids, "
                  f"{tuple(ids.shape)}.", key)
         if x.data_ptr() == ids.data_ptr():
-            fail(f"mask_tokens returned the caller's `ids` tensor itself as `{what}`; return a new tensor "
-                 "(`ids.clone()`), so that corrupting the inputs never modifies the caller's tensor in place.",
-                 "returns-ids")
+            fail(f"mask_tokens returned the caller's `ids` tensor itself as `{what}`; return a new tensor, so that "
+                 "corrupting the inputs never modifies the caller's tensor in place.", "returns-ids",
+                 "Start from a copy, `ids.clone()`.")
     inputs, labels = out
     chosen, changed = labels != -100, inputs != ids
     drawn = inputs[chosen & changed & (inputs != mask_id)]                # the random replacements
@@ -135,7 +135,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
         ("special-chosen", bool((chosen & special).any()), f"mask_tokens chose a protected position: row {b}, "
          f"position {i} (id {int(ids[b, i])}) is True in special_mask and got a label. A position where "
          "special_mask is True must never be chosen, whatever its id (the caller may protect any position): "
-         "exclude them with special_mask itself (`& ~special_mask`), not with a test on the ids."),
+         "exclude them with special_mask itself, not with a test on the ids.", "Add `& ~special_mask` to the choice."),
         ("special-corrupted", bool(changed[special].any()), "mask_tokens changed a position where special_mask "
          "is True in the inputs. Those positions must never be chosen or corrupted."),
         ("labels-hold-inputs", bool((labels != ids)[chosen].any()) and torch.equal(labels[chosen], inputs[chosen]),
@@ -205,13 +205,13 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
         ("random-range-cut", drawn.numel() >= 12 * (vocab_size - NUM_SPECIAL) and bool(unseen), f"in "
          f"{drawn.numel()} random replacements {called} the word id {unseen[0] if unseen else ''} never came up: "
          f"random words are uniform over all of [{NUM_SPECIAL}, vocab_size), and `torch.randint(low, high, ...)` "
-         "never returns `high` itself, so `high` is vocab_size, not vocab_size − 1."),
+         "never returns `high` itself.", "So `high` is vocab_size, not vocab_size − 1."),
     ])
     again = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
     if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):
         fail("two calls with generators in the same state gave different results: every random draw (choice, "
-             "split and random words) must use the `generator` argument (`torch.rand(..., generator=generator)`), "
-             "not the global random state.", "ignores-generator")
+             "split and random words) must use the `generator` argument, not the global random state.",
+             "ignores-generator", "Pass it to every draw: `torch.rand(..., generator=generator)`.")
 
 
 # --- MLMHead ----------------------------------------------------------------------------------
@@ -377,11 +377,11 @@ mlm_loss = Exercise(
         fn, "mlm_loss", torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(),
         torch.tensor([[1, -100, 2], [-100, 0, -100]]),
         want=lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))),
-    hints=[((RuntimeError, ValueError), lambda err, logits, labels: "F.cross_entropy wants the classes in "
-            "dimension 1: flatten logits to (-1, V) and labels to (-1,)." if logits.dim() == 3 else None),
-           (IndexError, lambda err, logits, labels: "mlm_loss takes logits of any leading shape (…, V): flat "
-            "positions (N, V) as well as a batch (B, n, V). Flatten them to (-1, V) and labels to (-1,) instead of "
-            "moving axes." if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
+    hints=[((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
+            "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
+           (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
+            "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
+            "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
     mistakes=[
         _loss_mistake("mean-over-every-position", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep]
                       .sum() / len(y), "you averaged over every position, the unchosen ones (label −100) included; "

@@ -32,11 +32,12 @@ cls_pool = Exercise(
     mistakes=[
         Mistake("first-sequence", lambda H: H[0], "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first "
                 "sequence of the batch with all its positions. [CLS] is position 0 of every sequence: index the "
-                "position axis, `H[:, 0]`."),
+                "position axis.", fix="`H[:, 0]`."),
         Mistake("keeps-position-axis", lambda H: H[:, :1], "cls_pool returned shape ({B}, 1, {d}){where}: it kept "
                 "the position axis. Index position 0 so that the result is (B, d) = ({B}, {d})."),
         Mistake("feature-axis", lambda H: H[:, :, 0], "cls_pool indexed the feature axis, `H[:, :, 0]`{where}: that is "
-                "feature 0 of every position, not the vector at position 0. H is (B, n, d); position 0 is `H[:, 0]`."),
+                "feature 0 of every position, not the vector at position 0. H is (B, n, d): index its position axis.",
+                fix="Position 0 is `H[:, 0]`."),
         Mistake("last-position", lambda H: H[:, -1], "cls_pool took the last position, `H[:, -1]`{where}. [CLS] is the "
                 "first token: position 0. (In a padded batch the last position is usually padding.)"),
         *[Mistake("later-position", lambda H, i=i: H[:, i] if i < H.shape[1] - 1 else None, f"cls_pool took position "
@@ -127,8 +128,8 @@ MEAN_CASES = [
       [[0., 3., 6.], [3., 0., -6.], [-3., -3., 3.], [70., 70., 70.]]],
      [[T, T, F, F], [T, T, T, F]], [[2., 4., 0.], [0., 0., 1.]]),
     # A batch of one, so a `.squeeze()` drops its batch axis; left-padded, so slicing the first ℓ positions
-    # instead of using the mask takes the padding.
-    ([[[50., 50.], [2., 4.], [4., 0.]]], [[F, T, T]], [[3., 2.]]),
+    # instead of using the mask takes the padding; a mean that is not a whole number, so `//` shows.
+    ([[[50., 50.], [2., 4.], [5., 0.]]], [[F, T, T]], [[3.5, 2.]]),
 ]
 # Row 0 of each case has only negative real features, so a zero fill at the padding wins the max.
 MAX_CASES = [
@@ -156,17 +157,17 @@ def _raised(name, err, H, mask):
     """Fail with the mistake an error shows; the engine's hints can only say raised-<Error>."""
     B, n, d = H.shape
     sizes = clashing_sizes(err) if len({B, n, d}) == 3 else ()   # sizes that say which axis
-    for key, found, fix in [
+    for key, found, said, fix in [
         ("bool-mask-only", mask.dtype != torch.bool, "It worked with a bool mask; a mask may be bool or 0/1 numbers: "
-         "turn it into what you need first, e.g. `mask.bool()` or `mask.to(H.dtype)`."),
+         "turn it into what you need first.", "E.g. `mask.bool()` or `mask.to(H.dtype)`."),
         ("count-without-keepdim", sizes == (d, B), f"A value with one entry per row, shape (B,) = ({B},), met the "
-         f"d = {d} features: keep the axis of a per-row count, `mask.sum(dim=1, keepdim=True)`, shape (B, 1), so "
-         "that it divides each row."),
+         f"d = {d} features: keep the axis of a per-row count, so that a (B, 1) count divides each row.",
+         "`mask.sum(dim=1, keepdim=True)` has shape (B, 1)."),
         ("mask-on-feature-axis", set(sizes) == {n, d}, f"The mask's n = {n} positions met H's d = {d} features: a "
-         "(B, n) mask must be lined up with H's position axis. `mask[:, :, None]` has shape (B, n, 1) and broadcasts "
-         "over the d features.")]:
+         "(B, n) mask must be lined up with H's position axis, and broadcast over the d features.",
+         "`mask[:, :, None]` has shape (B, n, 1).")]:
         if found:
-            fail(f"{name} raised {type(err).__name__} ({err}){_where(H, mask)}. {fix}", key)
+            fail(f"{name} raised {type(err).__name__} ({err}){_where(H, mask)}. {said}", key, fix)
 
 
 class _MaxPool(Exercise):
@@ -174,7 +175,7 @@ class _MaxPool(Exercise):
         # H.max(dim=1) returns a pair; the engine compares tensors only.
         if isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out):
             fail(f"max_pool returned a pair (values, indices){_where(*inputs)}: `H.max(dim=1)` gives both. Return only "
-                 "the values: .values (or use `H.amax(dim=1)`).", "values-and-indices")
+                 "the values.", "values-and-indices", "Take .values, or use `H.amax(dim=1)`.")
         super().judge(out, expected, inputs)
 
 
@@ -212,7 +213,7 @@ _fill = lambda H, mask, value: H.masked_fill(~mask.bool()[:, :, None], value)   
 def _squeezed(name: str, right: Callable) -> Mistake:
     return Mistake("squeeze-drops-batch-axis", lambda H, m: right(H, m).squeeze() if len(H) == 1 else None,
                    f"{name} returned shape ({{d}},){{where}}: `.squeeze()` without an axis drops the batch axis too "
-                   "when the batch holds one sequence. Squeeze only the axis you mean, e.g. `.squeeze(1)`.")
+                   "when the batch holds one sequence.", fix="Squeeze only the axis you mean, e.g. `.squeeze(1)`.")
 
 
 mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
@@ -223,7 +224,11 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
     Mistake("padding-included", lambda H, m: H.mean(1), "mean_pool averaged over every position, padding included"
             "{where}. Only real tokens count: sum H over the positions where mask is True and divide by their number."),
     Mistake("divides-by-n", lambda H, m: (H * _w(H, m)).sum(1) / H.shape[1], "mean_pool divided by n = {n}, the "
-            "padded length{where}. Divide each row by its own number of real tokens, `mask.sum(dim=1, keepdim=True)`."),
+            "padded length{where}. Divide each row by its own number of real tokens.",
+            fix="`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
+    Mistake("floor-division", lambda H, m: ((H * _w(H, m)).sum(1) / _w(H, m).sum(1)).floor(), "mean_pool rounded "
+            "each mean down to a whole number{where}: that is what `//`, floor division, does. A mean is rarely a "
+            "whole number.", fix="Divide with `/`."),
     Mistake("sum-not-mean", lambda H, m: (H * _w(H, m)).sum(1), "mean_pool summed the real tokens but did not divide"
             "{where}: a mean divides by the number of real tokens of the row."),
     Mistake("sums-padding", lambda H, m: H.sum(1) / _w(H, m).sum(1), "mean_pool divided by the number of real tokens "
@@ -239,10 +244,11 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     Mistake("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True), "max_pool returned shape "
             "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d})."),
     Mistake("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1), "max_pool filled the padding with zeros{where}. When "
-            "every real value of a feature is negative, the 0 of a padding position wins the max. Fill padding with "
-            "-inf (or `torch.finfo(H.dtype).min`) before taking the max."),
+            "every real value of a feature is negative, the 0 of a padding position wins the max: padding must never "
+            "win.",
+            fix="Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
     Mistake("padding-included", lambda H, m: H.amax(1), "max_pool took the max over every position, padding included"
-            "{where}; padding positions must never win. Fill them with -inf before the max."),
+            "{where}; padding positions must never win.", fix="Fill them with -inf before the max."),
     Mistake("inverted-mask", lambda H, m: H.masked_fill(m.bool()[:, :, None], -torch.inf).amax(1), "max_pool filled "
             "the real tokens and kept the padding{where}: the mask is True (or 1) on real tokens, so fill where it "
             "is False (or 0)."),

@@ -101,20 +101,23 @@ def _check_train(cls, d: int, K: int, p: float | None, g: torch.Generator) -> No
 
 
 # --- head_param_count and untrained_loss: Python numbers --------------------------------------------
-_SUM = "The head has K·d weights and K biases: K·d + K."
+# The diagnosis names what a Linear(d, K) holds; the count itself, the exercise's answer, is the fix (core.shown).
+_SUM = "The head has one weight per (class, feature) pair and one bias per class."
+_COUNT = "K·d weights and K biases: K·d + K."
 head_param_count = Exercise(
     "head_param_count", returns=int, atol=0.25, read=inputs_as(None, None, None),
     cases=[(64, 2, 130), (768, 2, 1538), (256, 7, 1799), (3, 1, 4)],  # (d, K, K·d + K) by hand
     where=lambda d, K: f" for d={d}, K={K}", fields=lambda d, K: {"d": d, "K": K},
-    explain=lambda out, want, d, K: f"head_param_count returned {out} for d={d}, K={K}; a Linear(d, K) "
-    f"head has K·d weights and K biases: {want}.",
+    explain=lambda out, want, d, K: (f"head_param_count returned {out} for d={d}, K={K}; expected {want}. {_SUM}",
+                                     _COUNT),
     # K·d, the count without the bias, is the right count less K (a twist): as a function of (d, K) it would be
     # tying_savings's answer, V·d.
     mistakes=[twist("forgets-the-bias", lambda E, d, K: E - K, "{name} returned {out} = K·d{where}: the bias is left "
-                    "out. " + _SUM)] + [Mistake(key, f, "{name} returned {out} = " + how) for key, f, how in [
+                    "out. " + _SUM, _COUNT)] + [Mistake(key, f, "{name} returned {out} = " + how, fix=_COUNT)
+                                               for key, f, how in [
         ("one-row-and-column-too-many", lambda d, K: (d + 1) * (K + 1), "(d + 1)·(K + 1){where}: one row and one "
          "column too many. The weight matrix has one row per class (K = {K}) and one column per input feature "
-         "(d = {d}), and the bias one entry per class: K·(d + 1)."),
+         "(d = {d}), and the bias one entry per class."),
         ("one-bias-per-feature", lambda d, K: K * d + d, "K·d + d{where}: the bias has one entry per class "
          "(K = {K}), not one per feature (d = {d}). " + _SUM),
         ("shared-bias", lambda d, K: K * d + 1, "K·d + 1{where}: a single bias shared by all classes. " + _SUM),
@@ -124,23 +127,27 @@ head_param_count = Exercise(
     ]],
 )
 
-_LN = "With K classes an untrained head gives each probability 1/K, so the loss is −ln(1/K) = ln K."
+# As for head_param_count: the diagnosis gives the reasoning, the fix the formula that is the answer.
+_LN = ("With K classes an untrained head gives each class about the same probability, and the loss is −ln of the "
+       "true class's probability.")
+_LN_K = "−ln(1/K) = ln K, the natural log: `math.log(K)`."
 untrained_loss = Exercise(
     # 1e-5: ln K computed in float32 (an entropy of K equal probabilities) is off by about 1e-6 at K = 1000.
     "untrained_loss", returns=float, atol=1e-5, read=inputs_as(None, None),
     # (K, ln K) by hand. K = 2 comes last: there 1/K = 1 − 1/K, and a constant ln 2 is right.
     cases=[(5, 1.6094379124341003), (10, 2.302585092994046), (2, 0.6931471805599453)],
     where=lambda K: f" for K={K}",
-    explain=lambda out, want, K: f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.",
-    mistakes=[Mistake(key, f, "{name} returned {out:.4f} = " + how) for key, f, how in [
+    explain=lambda out, want, K: (f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.",
+                                  _LN_K),
+    mistakes=[Mistake(key, f, "{name} returned {out:.4f} = " + how, fix=_LN_K) for key, f, how in [
         ("log-base-2", math.log2, "log₂ K{where}: log base 2 (bits). Cross-entropy in PyTorch uses the natural "
-         "log (nats): ln K."),
-        ("log-base-10", math.log10, "log₁₀ K{where}: log base 10. Cross-entropy uses the natural log: ln K."),
+         "log (nats)."),
+        ("log-base-10", math.log10, "log₁₀ K{where}: log base 10. Cross-entropy uses the natural log."),
         ("wrong-sign", lambda K: -math.log(K), "−ln K{where}: the sign is wrong. A loss is never negative: "
-         "−ln(1/K) = +ln K."),
+         "a probability is below 1, so its −ln is above 0."),
         # At K = 2 these two give the same 0.5: neither is named there, as either could be the one made.
         ("probability-not-loss", lambda K: 1 / K if K != 2 else None, "1/K{where}: that is the probability an "
-         "untrained head gives each class, not the loss. The loss is −ln(1/K) = ln K."),
+         "untrained head gives each class, not the loss. The loss is −ln of that probability."),
         ("error-rate-not-loss", lambda K: 1 - 1 / K if K != 2 else None, "1 − 1/K{where}: that is the error "
          "rate of a uniform guess, not its cross-entropy. " + _LN),
         ("ln-2-for-every-k", lambda K: math.log(2), "ln 2{where}: the value for two classes only. " + _LN),

@@ -150,15 +150,15 @@ def _no_gradient_where_unlabelled(logits: torch.Tensor, labels: torch.Tensor) ->
              "gradient-reaches-unlabelled")
 
 
-def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> tuple[str, str] | None:
+def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> tuple[str, str, str] | None:
     B, n, L = logits.shape
     if "Expected target size" in str(err):
         return (f"F.cross_entropy reads the classes from dim 1, so on logits of shape (B, n, L) = {(B, n, L)} it "
-                f"took the sequence axis n = {n} for the classes. Flatten to (B·n, L) and (B·n,), or move L to "
-                "dim 1 with `logits.transpose(1, 2)`.", "classes-on-sequence-axis")
+                f"took the sequence axis n = {n} for the classes.", "classes-on-sequence-axis",
+                "Flatten to (B·n, L) and (B·n,), or move L to dim 1 with `logits.transpose(1, 2)`.")
     if "-100 is out of bounds" in str(err):
         return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
-                "out of the loss (ignore_index=-100, or a mask).", "minus-100-used-as-class")
+                "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
     return None
 
 
@@ -172,9 +172,11 @@ def _kept(labels):
     return (labels != X).sum()
 
 
-def _loss_mistake(key: str, output: Callable, why: str) -> Mistake:
-    return Mistake(key, output, lambda out, logits, labels: f"token_loss gave {out.item():.4f}"
-                   f"{token_loss.where(logits, labels)}: " + why.format(all=labels.numel(), kept=int((labels != X).sum())))
+def _loss_mistake(key: str, output: Callable, why: str, fix: str = "") -> Mistake:
+    def message(out, logits, labels):
+        return (f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}: "
+                + why.format(all=labels.numel(), kept=int((labels != X).sum())))
+    return Mistake(key, output, message, fix=fix)
 
 
 token_loss = Exercise(
@@ -194,7 +196,7 @@ token_loss = Exercise(
     mistakes=[
         _loss_mistake("minus-100-as-class-0", lambda lo, la: _ce_sum(lo, la.clamp(min=0)) / la.numel(),
                       "you replaced the -100 labels by a class (0), so [CLS], [SEP] and padding positions count in "
-                      "the loss. Positions labelled -100 must be left out (ignore_index=-100)."),
+                      "the loss. Positions labelled -100 must be left out.", "Use ignore_index=-100."),
         _loss_mistake("divides-by-all-positions", lambda lo, la: _ce_sum(lo, la) / la.numel(),
                       "you divided by all B·n = {all} positions, padding and specials included; divide by the "
                       "{kept} labelled positions (label ≠ -100)."),
@@ -215,12 +217,13 @@ token_loss = Exercise(
                       "cross_entropy takes raw logits."),
         _loss_mistake("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la),
                       "F.cross_entropy read the classes from the sequence axis (here of size L, so nothing "
-                      "crashed). Either flatten the logits as they are, `logits.flatten(0, 1)` with "
-                      "`labels.flatten()` (no transpose before it), or keep the batch shape and move L to dim 1: "
-                      "`logits.transpose(1, 2)`, not flattened."),
+                      "crashed): with more than two axes it reads them from dim 1.",
+                      "Either flatten the logits as they are, `logits.flatten(0, 1)` with `labels.flatten()` (no "
+                      "transpose before it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, "
+                      "not flattened."),
         _loss_mistake("nll-on-logits", lambda lo, la: F.nll_loss(lo.flatten(0, 1), la.flatten()),
-                      "you used nll_loss on raw logits; it expects log-probabilities: use F.cross_entropy, which "
-                      "applies log-softmax itself."),
+                      "you used nll_loss on raw logits; it expects log-probabilities.",
+                      "Use F.cross_entropy, which applies log-softmax itself."),
     ],
 )
 

@@ -119,8 +119,8 @@ BEST_SPAN = Exercise(
                        "too. The answer lies inside the passage: mask where allowed is False before choosing.")),
         Mistake("mask-multiplied", lambda s, e, allowed, m: _wrong_spans("mask-multiplied", s, e, allowed, m), _spans(
             "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
-            "beats negative logits inside it. Exclude positions by setting their logits to −inf instead: "
-            "`start_logits.masked_fill(~allowed, float('-inf'))`.")),
+            "beats negative logits inside it. Exclude positions by setting their logits to −inf instead."),
+            fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
         twist("exclusive-end", lambda E, s, e, allowed, m: E + torch.tensor([0, 1]),
                 _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
                        "best_span returns the last token itself, j, so that the answer is tokens i … j.")),
@@ -173,7 +173,7 @@ def best_span(fn: Callable, cases: Sequence | None = None) -> None:
         if said:
             fail(f"best_span gives the right answer when allowed is a bool mask, but {said} when the same mask comes "
                  "as 0/1 integers, which the contract accepts. `~` on an integer tensor is not a logical not "
-                 "(~1 == -2): turn the mask into bool first, e.g. `allowed = allowed.bool()`.", "integer-mask")
+                 "(~1 == -2): turn the mask into bool first.", "integer-mask", "E.g. `allowed = allowed.bool()`.")
     passed("best_span", len(cases))
 
 
@@ -238,7 +238,8 @@ span_loss = Exercise(
             "that is {B} × the expected value: you summed over the {B} examples; average them.")),
         Mistake("softmax-over-batch-axis", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2, _loss(
             "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's softmax runs over "
-            "its own positions, as in `F.cross_entropy(start_logits, start)` with logits (B, n) and targets (B,).")),
+            "its own positions."),
+            fix="`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
     ],
 )
 

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import torch
 
-from .core import CheckFailed, NotWritten, a_type, drive, fail, passed
+from .core import CheckFailed, NotWritten, a_type, drive, fail, passed, trying
 from .engine import Exercise, Mistake
 
 T, F = True, False
@@ -23,7 +23,7 @@ def _read_pool(case):
     return (H, torch.tensor(lengths)), H[torch.arange(len(where)), torch.tensor(where)]
 
 
-def _pool_row(out, expected, H, lengths) -> str:
+def _pool_row(out, expected, H, lengths) -> str | tuple[str, str]:
     b = next(b for b in range(len(lengths)) if not torch.allclose(out[b], expected[b]))
     length, hits = int(lengths[b]), (H == out[b]).all(-1).nonzero().tolist()
     said = (f"last_token_pool: row {b} has length {length} (lengths={lengths.tolist()}), so its last real token is "
@@ -33,14 +33,14 @@ def _pool_row(out, expected, H, lengths) -> str:
     row, pos = hits[0]
     if row != b:
         return (f"{said}; you returned a vector from row {row} (position {pos}). Each sequence must get a vector "
-                "from its own row: index the batch with `torch.arange(H.shape[0])`.")
+                "from its own row.", "Index the batch with `torch.arange(H.shape[0])`.")
     return f"{said}; you pooled position {pos}, {'padding' if pos >= length else 'a real token but not the last'}."
 
 
-def _full_row(err, H, lengths) -> str:
+def _full_row(err, H, lengths) -> str | tuple[str, str, str]:
     if f"for dimension 0 with size {H.shape[0]}" in str(err):   # H's batch axis overflowed, not a row's positions
-        return (f"A row index went past the batch of {H.shape[0]}: take the row indices from H itself, "
-                "`torch.arange(H.shape[0])`, not from a fixed batch size.")
+        return (f"A row index went past the batch of {H.shape[0]}: the row indices must come from H itself, not from "
+                "a fixed batch size.", "", "Take them with `torch.arange(H.shape[0])`.")
     full = [b for b in range(len(lengths)) if int(lengths[b]) >= H.shape[1]]
     return "" if not full else (f"Row {full[0]} is full (ℓ = n = {H.shape[1]}), and position ℓ does not exist: you "
                                 "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
@@ -73,7 +73,8 @@ last_token_pool = Exercise(
     mistakes=[
         Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1] if _per_row(H, lengths) else None,
                 "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position "
-                "from every row. Pair each row with its own position: `H[torch.arange(H.shape[0]), lengths - 1]`."),
+                "from every row. Pair each row with its own position.",
+                fix="Index both axes with a tensor, one entry per row: `H[torch.arange(H.shape[0]), lengths - 1]`."),
         Mistake("last-tensor-position", lambda H, lengths: H[:, -1] if _per_row(H, lengths) else None,
                 "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter "
                 "than n. With right padding, pick each row's own position ℓ_b − 1."),
@@ -100,10 +101,10 @@ def _index_row(out, expected, mask) -> str:
             f"{int(expected[b])}: {what}.")
 
 
-def _bool_first(err, mask) -> str:
-    return "" if mask.dtype == torch.bool else (
-        f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers. Turn it into bool first "
-        "(`attention_mask.bool()`) if your code needs True/False.")
+def _bool_first(err, mask) -> tuple[str, str, str] | None:
+    return None if mask.dtype == torch.bool else (
+        f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers, and your code works with "
+        "True/False only.", "", "Turn it into bool first: `attention_mask.bool()`.")
 
 
 def _usual(m) -> dict:
@@ -122,6 +123,11 @@ def _usual(m) -> dict:
             "stopped-at-first-false": (1 - r).argmax(1) - 1 if hole or left else None,
             "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1)}
 
+
+# The code-level fixes, shown when the same mistake comes again (core.shown).
+_FROM_THE_END = "Index i counted from the end is position n − 1 − i, where `n = attention_mask.shape[1]`."
+_INDEX_FIXES = {"first-true": "E.g. weight each position by its index, or flip the row before the argmax.",
+                "flipped-not-mapped-back": _FROM_THE_END, "flip-off-by-one": _FROM_THE_END}
 
 last_real_index = Exercise(
     "last_real_index",
@@ -146,7 +152,8 @@ last_real_index = Exercise(
     hints=[(Exception, _bool_first)],
     explain=_index_row,
     unchanged="last_real_index changed the mask it was given; compute a new tensor instead.",
-    mistakes=[Mistake(key, lambda m, key=key: _usual(m)[key], message) for key, message in {
+    mistakes=[Mistake(key, lambda m, key=key: _usual(m)[key], message, fix=_INDEX_FIXES.get(key, ""))
+              for key, message in {
         "counted-across-a-hole": "last_real_index counted the real tokens (`attention_mask.sum(1) - 1`, or first "
         "True + count − 1){where}, which assumes they sit side by side. This mask has a hole, a False inside the "
         "text: the pad id also occurs in the text and the mask was built as ids != pad_id. Find the last True.",
@@ -154,17 +161,15 @@ last_real_index = Exercise(
         "(`attention_mask.sum(1) - 1`){where}: the last index only when the text starts at position 0. A row here "
         "starts with padding, so its text ends further right: find the position of the last True, do not count.",
         "first-true": "last_real_index returned the first True of each row{where}: argmax returns the FIRST position "
-        "of the maximum, and every True is a maximum. Look for the last True: e.g. weight each position by its "
-        "index, or flip the row.",
+        "of the maximum, and every True is a maximum. Look for the last True instead.",
         "n-minus-length": "last_real_index returned n − ℓ for each row (its length minus its real tokens){where}: "
         "under left padding that is where the text starts, the first real token, not where it ends.",
         "flipped-not-mapped-back": "last_real_index returned how far each row's last True is from the end of the row"
-        "{where}, as argmax gives it on the flipped mask. Map it back to a position from the start: n − 1 − i, "
-        "where `n = attention_mask.shape[1]`.",
+        "{where}, as argmax gives it on the flipped mask. Map it back to a position counted from the start.",
         "count-as-index": "last_real_index returned the number of real tokens of each row (`attention_mask.sum(1)`)"
         "{where}: a count, not a position. Positions count from 0, and a count does not say where a text ends.",
         "flip-off-by-one": "last_real_index returned one past each row's last True{where}: off by one. Positions "
-        "count from 0, so index i counted from the end is position n − 1 − i, where `n = attention_mask.shape[1]`.",
+        "count from 0, at both ends of the row.",
         "stopped-at-first-false": "last_real_index returned the position before each row's first False{where}: the "
         "last real token only if the text starts at position 0 and has no gap, and here a row starts with padding "
         "or has a False inside its text. Take the last True instead.",
@@ -199,7 +204,7 @@ def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
             ("forgets-the-bias", d * K, "that counts the weight matrix only. The head also has a bias, one per class."),
             ("one-bias-per-feature", d * K + d, "the bias has one entry per class (K of them), not one per input."),
             ("adds-the-sizes", d + K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
-             "pair, K·d of them, plus K biases."),
+             "pair, plus one bias per class."),
             ("square-matrix", d * d + d, "that is a d × d layer. The head maps d inputs to K classes."),
         ], "count the weight matrix (K × d) and the bias (K)."),
         "kc_initial_loss": (f"for K = {K} classes", [
@@ -213,8 +218,9 @@ def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
     }
 
 
-PLAIN = {"kc_positions": "a list of three ints (`tensor.tolist()`)", "kc_head_params": "an int (`int(tensor)`)",
-         "kc_initial_loss": "a float rounded to two decimals (`round(tensor.item(), 2)`)"}
+# What each answer is, and the conversion that makes it so (the fix, shown when the same form comes again).
+PLAIN = {"kc_positions": ("a list of three ints", "`tensor.tolist()`"), "kc_head_params": ("an int", "`int(tensor)`"),
+         "kc_initial_loss": ("a float rounded to two decimals", "`round(tensor.item(), 2)`")}
 
 
 def drive_knowledge_check(namespace: Mapping[str, Any]) -> dict:
@@ -227,6 +233,7 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     """Check the answers set in the notebook (pass `globals()`): without `expected`, only their form,
     which gives no value away; hidden tests pass the values and the `question` (lengths, n, d, K) that
     names the usual wrong ones."""
+    trying(namespace, "knowledge_check")   # its failures are this check's (core.shown)
     if not isinstance(namespace, Mapping):
         fail("this check reads your answers from the notebook: call it as `check.knowledge_check(globals())`.",
              "not-a-namespace")
@@ -244,41 +251,78 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     if any(not p < n for p in answers["kc_positions"]):
         fail(f"kc_positions = {list(answers['kc_positions'])} is not made of positions of a batch padded to n = {n}: "
              f"positions count from 0, so they run from 0 to {n - 1}.", "position-outside")
+    wrong = []
     for name, (where, mistakes, otherwise) in _usual_answers(**question).items():
         got, want = [list(v) if name == "kc_positions" else v for v in (answers[name], expected[name])]
         same = (lambda a, b: abs(a - round(b, 2)) < 0.005) if name == "kc_initial_loss" else (lambda a, b: a == b)
         if not same(got, want):
             key, why = next(((k, why) for k, value, why in mistakes if same(got, value)), ("wrong-values", ""))
-            fail(f"{name} = {got} {where}: {why}" if why else f"{name} = {got} is not right {where}: {otherwise}", key)
+            wrong.append((f"{name} = {got} {where}: {why}" if why else
+                          f"{name} = {got} is not right {where}: {otherwise}", key))
+    _all_at_once(wrong, "are wrong")
     passed("knowledge check", 3)
 
 
 def _form(positions, params, loss) -> None:
-    """Fail on the first answer that is not a plain value of its kind; the message holds no answer."""
-    for name, value in zip(KC_NAMES, (positions, params, loss)):
-        if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple)) and any(
-                isinstance(p, torch.Tensor) for p in value):
-            fail(f"{name} {'is' if isinstance(value, torch.Tensor) else 'holds'} a torch tensor ({value!r}). The "
-                 f"answers are plain Python values: make it {PLAIN[name]}.", "tensor-answer")
+    """Fail on every answer that is not a plain value of its kind (the first problem of each); the message holds no
+    answer."""
+    _all_at_once([p for p in (_positions_form(positions), _params_form(params), _loss_form(loss)) if p],
+                 "need another form")
+
+
+def _all_at_once(problems: list[tuple], what: str) -> None:
+    """Fail, in one line, with every problem (message, key[, fix]) of the answers: one as it is, several numbered
+    (the key of the first; the fixes together), so that a learner sees all of them in one run."""
+    if len(problems) == 1:
+        fail(*problems[0])
+    if problems:
+        fail(f"{len(problems)} answers of the knowledge check {what}: "
+             + " ".join(f"({i}) {said}" for i, (said, *_) in enumerate(problems, 1)), problems[0][1],
+             " ".join(p[2] for p in problems if len(p) > 2))
+
+
+def _tensor(name: str, value) -> tuple[str, str, str] | None:
+    if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple)) and any(
+            isinstance(p, torch.Tensor) for p in value):
+        what, conversion = PLAIN[name]
+        return (f"{name} {'is' if isinstance(value, torch.Tensor) else 'holds'} a torch tensor ({value!r}). The "
+                f"answers are plain Python values: make it {what}.", "tensor-answer", f"{name}: {conversion}.")
+    return None
+
+
+def _positions_form(positions) -> tuple[str, ...] | None:
+    if tensor := _tensor("kc_positions", positions):
+        return tensor
     if not isinstance(positions, (list, tuple)) or len(positions) != 3:
-        fail(f"kc_positions must be a list of three positions, one per row of the batch; it is {positions!r}.",
-             "not-three-positions")
+        return (f"kc_positions must be a list of three positions, one per row of the batch; it is {positions!r}.",
+                "not-three-positions")
     for p in positions:
         if type(p) is not int:
-            fail(f"kc_positions must hold whole numbers (int), one position per row; {p!r} is {a_type(p)}.",
-                 "position-not-int")
+            return (f"kc_positions must hold whole numbers (int), one position per row; {p!r} is {a_type(p)}.",
+                    "position-not-int")
     if any(p < 0 for p in positions):
-        fail(f"kc_positions = {list(positions)} holds a negative number: positions count from 0, the first "
-             "token of a row.", "position-outside")
+        return (f"kc_positions = {list(positions)} holds a negative number: positions count from 0, the first "
+                "token of a row.", "position-outside")
+    return None
+
+
+def _params_form(params) -> tuple[str, ...] | None:
     if type(params) is not int or params <= 0:
-        fail(f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
-             f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
+        return _tensor("kc_head_params", params) or (
+            f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
+            f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
+    return None
+
+
+def _loss_form(loss) -> tuple[str, ...] | None:
     if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss) or loss <= 0:
-        fail(f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
-             f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
+        return _tensor("kc_initial_loss", loss) or (
+            f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
+            f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
     if round(float(loss), 2) != float(loss):
-        fail(f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals. Write round(..., 2), "
-             f"which gives {round(float(loss), 2)}.", "loss-not-rounded")
+        return (f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals.", "loss-not-rounded",
+                f"kc_initial_loss: round(..., 2) gives {round(float(loss), 2)}.")
+    return None
 
 
 __all__ = ["last_token_pool", "last_real_index", "knowledge_check", "CheckFailed"]

@@ -62,7 +62,7 @@ predict_or_reject = Exercise(
                 "instead of writing -1 into the function."),
         Mistake("strict-greater", lambda p, t, r: _decide(p, lambda top: top > t, r),
                 "rows {edge} have a top probability exactly equal to the threshold {t} and you rejected them"
-                "{where}. A prediction is kept when its top probability is ≥ the threshold: use >=, not >."),
+                "{where}. A prediction is kept when its top probability is ≥ the threshold.", fix="Use >=, not >."),
         Mistake("never-rejects", lambda p, t, r: p.argmax(-1),
                 "you never rejected anything{where}: rows {low} have top probabilities {tops}, below the threshold, "
                 "and must be answered with reject={r}."),

@@ -6,7 +6,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from .core import CheckFailed, call, fail
+from .core import CheckFailed, backward, call, fail
 from .engine import Exercise, Mistake, clashing_sizes, close_gradient, inputs_as, twist
 
 T, F_ = True, False
@@ -55,57 +55,59 @@ def _padded(H, mask) -> dict:
     return {"padded": f"row {b} has {counts[b]} real tokens, but your mean averaged all {H.shape[1]} positions"}
 
 
-def _mask_hint(err, H, mask) -> str | tuple[str, str] | None:
+def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
     B, n, d = H.shape
     sizes = clashing_sizes(err)
     if sizes == (d, B):   # (B, d) / (B,): the two divisions of a mean and a norm, one or both without keepdim
         return (f"A value with one entry per sentence, shape (B,) = ({B},), met the d = {d} features of the (B, d) "
                 "mean: the count of real tokens or the row norms lost their axis, so they line up with the features, "
-                "not with the rows. Keep it: `attention_mask.sum(dim=1, keepdim=True)` and "
-                "`z.norm(dim=-1, keepdim=True)` have shape (B, 1) and divide each row.", "divided-without-keepdim")
+                "not with the rows. Keep that axis, so that a (B, 1) value divides each row.",
+                "divided-without-keepdim",
+                "`attention_mask.sum(dim=1, keepdim=True)` and `z.norm(dim=-1, keepdim=True)` have shape (B, 1).")
     if mask.dtype != torch.bool:
         return (f"The mask was a {_kind(mask)} tensor, as a tokenizer returns it. A mask may be bool or 0/1 "
-                "numbers: convert it first, e.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
+                "numbers: convert it first.", "", "E.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
     if set(sizes) == {n, d} or (not sizes and "shape" in str(err)):
-        return ("Line the (B, n) mask up with H's position axis: `attention_mask[:, :, None]` has shape (B, n, 1) and "
-                "broadcasts over the d features.")
+        return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.", "",
+                "`attention_mask[:, :, None]` has shape (B, n, 1).")
     return None
 
 
-def _embedding_values(out, expected, H, mask) -> str:
+def _embedding_values(out, expected, H, mask) -> tuple[str, str]:
     where, norms = _embedding_where(H, mask), out.norm(dim=-1)
-    said = "" if mask.dtype == torch.bool else (
+    said, fix = ("", "") if mask.dtype == torch.bool else (
         f"Your function is right with a bool mask but not with a {_kind(mask)} mask, which is what a tokenizer "
-        "returns: convert it first, `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply. ")
+        "returns: convert it first. ", "Use `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply.")
     empty = [b for b, row in enumerate(out) if bool(row.isnan().any()) or not bool(row.any())]
     if empty:
         return (f"{said}sentence_embedding row {empty[0]} is {[round(v, 4) for v in out[empty[0]].tolist()]}{where}: "
-                "a mean over no position. Every position where the mask is 1 counts, [CLS] and [SEP] included.")
+                "a mean over no position. Every position where the mask is 1 counts, [CLS] and [SEP] included.", fix)
     if not torch.allclose(norms, torch.ones_like(norms), atol=1e-3):
-        return f"{said}sentence_embedding is not L2-normalised: row 0 has length {norms[0]:.4g}, not 1{where}."
+        return f"{said}sentence_embedding is not L2-normalised: row 0 has length {norms[0]:.4g}, not 1{where}.", fix
     b = int((out - expected).abs().amax(-1).argmax())   # the row furthest from its expected value
     return (f"{said}sentence_embedding row {b} is {[round(v, 4) for v in out[b].tolist()]}; the normalised mean of "
-            f"its real vectors is {[round(v, 4) for v in expected[b].tolist()]}{where}.")
+            f"its real vectors is {[round(v, 4) for v in expected[b].tolist()]}{where}.", fix)
 
 
 NOT_NORMALISED = ("sentence_embedding is not L2-normalised{where}; the direction is right: divide each row of the "
-                  "mean z, (B, d), by its L2 norm (`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`), "
-                  "so that a dot product of two embeddings is their cosine.")
-PADDING = ("sentence_embedding: {padded}: padding positions were averaged in{where}. Only real tokens count: "
-           "multiply H by the mask, `attention_mask[:, :, None]`, sum over positions and divide by the number of real "
-           "tokens, `attention_mask.sum(dim=1, keepdim=True)`, then normalise.")
+                  "mean z, (B, d), by its L2 norm, so that a dot product of two embeddings is their cosine.")
+NORMALISE = "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`."
+PADDING = ("sentence_embedding: {padded}: padding positions were averaged in{where}. Only real tokens count: sum "
+           "over the real positions and divide by their number, then normalise.")
+MASKED_MEAN = ("Multiply H by the mask, `attention_mask[:, :, None]`, sum over positions and divide by "
+               "`attention_mask.sum(dim=1, keepdim=True)`.")
 OVER_BATCH = ("sentence_embedding normalised over the batch axis (dim=0){where}: each column has length 1, not each "
               "sentence. Normalise every row: dim=-1.")
 
 
-def _pooled(key, pool, message, raw=True):
+def _pooled(key, pool, message, raw=True, fix=""):
     """A pooling mistake as it comes normalised and (with `raw`) not normalised: the second message says so too.
     Each applies only to a (B, n) mask: given another value for it, a raw pooling could be lesson 02's answer
     (cls_pool is `H[:, 0]`). Max pooling has no raw form here: with the real mask it is max_pool's answer."""
     fits = lambda H, m: isinstance(m, torch.Tensor) and m.shape == H.shape[:2]  # noqa: E731
-    return [Mistake(key, lambda H, m: _unit(pool(H, m)) if fits(H, m) else None, message)] + [
+    return [Mistake(key, lambda H, m: _unit(pool(H, m)) if fits(H, m) else None, message, fix=fix)] + [
             Mistake(key, lambda H, m: pool(H, m) if fits(H, m) else None,
-                    message + " It is not L2-normalised either: divide each row by its L2 norm last.")] * raw
+                    message + " It is not L2-normalised either: divide each row by its L2 norm last.", fix=fix)] * raw
 
 
 _embedding = Exercise(
@@ -148,23 +150,24 @@ _embedding = Exercise(
         Mistake("integer-mask-indexes", lambda H, m: _unit(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))])),
                 "sentence_embedding indexed H with the 0/1 integer mask{where}: `H[b][attention_mask[b]]` (row b) then "
                 "takes the rows numbered 0 and 1 instead of selecting the real tokens. A tokenizer returns such a "
-                "mask; convert it first: `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply."),
+                "mask; convert it first.",
+                fix="Use `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply."),
         Mistake("one-vector-per-token", lambda H, m: _unit(H * _real(H, m)),
                 "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over "
                 "the positions (dim=1) first, then normalise."),
         twist("keeps-position-axis", lambda E, H, m: E[:, None],
                 "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
                 "sum over positions). The result is (B, d)."),
-        twist("not-normalised", lambda E, H, m: E * _mean_norms(H, m), NOT_NORMALISED),
-        Mistake("not-normalised", lambda H, m: (H * _real(H, m)).sum(1), NOT_NORMALISED),
-        *_pooled("padding-in-mean", lambda H, m: H.mean(1), PADDING),
-        *_pooled("padding-in-mean", lambda H, m: H.sum(1) / _real(H, m).sum(1), PADDING),
+        twist("not-normalised", lambda E, H, m: E * _mean_norms(H, m), NOT_NORMALISED, NORMALISE),
+        Mistake("not-normalised", lambda H, m: (H * _real(H, m)).sum(1), NOT_NORMALISED, fix=NORMALISE),
+        *_pooled("padding-in-mean", lambda H, m: H.mean(1), PADDING, fix=MASKED_MEAN),
+        *_pooled("padding-in-mean", lambda H, m: H.sum(1) / _real(H, m).sum(1), PADDING, fix=MASKED_MEAN),
         *_pooled("cls-instead-of-mean", lambda H, m: H[:, 0],
                  "sentence_embedding returned the [CLS] vector `H[:, 0]` (the first position){where}. This model was "
                  "trained with mean pooling: average the real tokens, then normalise."),
         twist("l1-norm", lambda E, H, m: F.normalize(E, p=1, dim=-1),
                 "sentence_embedding divided by the L1 norm (the sum of absolute values){where}. Use the L2 norm, "
-                "sqrt(sum of squares), on the mean z: `F.normalize(z, dim=-1)` (p=2)."),
+                "sqrt(sum of squares), on the mean z.", fix="`F.normalize(z, dim=-1)` (p=2)."),
         twist("normalised-over-batch", lambda E, H, m: _unit(E * _mean_norms(H, m), dim=0), OVER_BATCH),
         Mistake("normalised-over-batch", lambda H, m: _unit(H.mean(1), dim=0), OVER_BATCH),
         *_pooled("normalised-tokens-before-mean", lambda H, m: (_unit(H) * _real(H, m)).sum(1) / _real(H, m).sum(1),
@@ -179,7 +182,7 @@ _embedding = Exercise(
         # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
         Mistake("assumes-right-padding", lambda H, m: None if _right_padded(m) else _unit(torch.stack(
                 [H[b, :int(k)].mean(0) for b, k in enumerate(m.bool().sum(1))])),
-                lambda out, H, m: _first_positions(H, m)),
+                lambda out, H, m: _first_positions(H, m), fix=MASKED_MEAN),
     ],
 )
 
@@ -189,8 +192,7 @@ def _first_positions(H, mask) -> str:
     real = torch.nonzero(mask.bool()[b]).flatten().tolist()
     return (f"sentence_embedding averaged the first {len(real)} positions of row {b}{_embedding_where(H, mask)}, but "
             f"that row's real tokens are at positions {real}: padding may come first (left padding). Select the real "
-            "tokens with the mask itself: multiply H by `attention_mask[:, :, None]` (as numbers), sum over the "
-            "positions and divide by `attention_mask.sum(dim=1, keepdim=True)`.")
+            "tokens with the mask itself, not by their count.")
 
 
 # The gradient that the right embedding's sum gives H below, stored as data (tests/test_08_checks.py computes it
@@ -205,8 +207,7 @@ def _carries_the_graph(fn) -> None:
     H = torch.randn(*GRADIENT_INPUT["shape"], generator=torch.Generator().manual_seed(GRADIENT_INPUT["seed"]))
     H, mask = H.requires_grad_(), torch.tensor(GRADIENT_INPUT["mask"])
     out = call(fn, "sentence_embedding", H, mask)
-    if isinstance(out, torch.Tensor) and out.requires_grad:
-        out.sum().backward()   # replayed, the output carries the gradients the learner's function really had
+    backward(out, "sentence_embedding")   # replayed, the output carries the gradients the learner's function really had
     if H.grad is None or not bool(H.grad.abs().sum() > 0):
         fail("sentence_embedding passes no gradient back to H: it is computed under `torch.no_grad()`, with "
              "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains MiniLM's top layers through "
@@ -324,8 +325,9 @@ align_labels = Exercise(
             if "NoneType" in str(err) else None),
            (IndexError, lambda err, word_ids, word_labels: (
                 f"word_labels has one label per WORD ({len(word_labels)}), word_ids one entry per TOKEN "
-                f"({len(word_ids)}). Look a token's label up by its word id, `word_labels[word_ids[i]]`, not by "
-                "the token position i.", "label-by-token-position") if "list index" in str(err) else None)],
+                f"({len(word_ids)}). Look a token's label up by its word id, not by the token position i.",
+                "label-by-token-position", "Look it up as `word_labels[word_ids[i]]`.")
+                if "list index" in str(err) else None)],
     explain=_align_values,
     unchanged="align_labels changed the word_ids or word_labels list it was given (e.g. with .pop, .append or an "
               "assignment into it); build a new list of labels and leave both untouched: the caller still needs them.",
@@ -346,8 +348,8 @@ align_labels = Exercise(
         twist("word-0-taken-for-special", lambda E, w, l: None if 0 not in w else
               [IGNORE if x == 0 else e for x, e in zip(w, _ints(E))],
                 "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. Looping `for word_id in "
-                "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None: "
-                "test `word_id is None`."),
+                "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None.",
+                "Test `word_id is None`."),
         twist("previous-starts-at-0", lambda E, w, l: _first_token_ignored(E, w, w[0] == 0),
                 "align_labels gave -100 to position 0, the first piece of word 0{where}, as if it continued a word 0 "
                 "before it. Nothing comes before position 0: the word id it is compared with must start as None, "

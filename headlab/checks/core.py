@@ -6,6 +6,7 @@ expected values written out by hand, and hidden tests bring their own.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, NoReturn
 
 import torch
@@ -15,15 +16,19 @@ from .. import grading
 
 class CheckFailed(AssertionError):
     """A check found a mistake; the message says which, in plain words, and `mistake` is its key in the
-    exercise's table (the same for every learner who made it; empty where no table names it)."""
+    exercise's table (the same for every learner who made it; empty where no table names it).
 
-    def __init__(self, message: str, mistake: str = ""):
+    The message is the diagnosis: what is wrong, on which input, which concept. `fix`, where a mistake has one,
+    is the code that mends it, which the learner is shown only when they make the same mistake again (`shown`)."""
+
+    def __init__(self, message: str, mistake: str = "", fix: str = ""):
         super().__init__(message)
-        self.mistake = mistake
+        self.mistake, self.fix = mistake, fix
+        self.exercise = _checking   # the check that found it, for the memory of mistakes already shown
 
     def _render_traceback_(self) -> list[str]:
         # IPython shows these lines instead of a traceback: the message is all a learner can act on.
-        return [f"\x1b[0;31mCheckFailed\x1b[0m: {self}"]
+        return [f"\x1b[0;31mCheckFailed\x1b[0m: {shown(self)}"]
 
 
 class NotWritten(NotImplementedError):
@@ -33,18 +38,39 @@ class NotWritten(NotImplementedError):
         return [f"\x1b[0;31mNotImplementedError\x1b[0m: {self}"]
 
 
-def fail(message: str, mistake: str = "") -> None:
-    raise CheckFailed(message, mistake)
+def fail(message: str, mistake: str = "", fix: str = "") -> None:
+    raise CheckFailed(message, mistake, fix)
+
+
+# Hints in steps (issue 27.3). The mistakes this kernel has shown the learner, as (exercise, key): the first
+# time a mistake is shown, its message gives the diagnosis and leaves the learner to find the code; the same
+# mistake shown again adds the fix. Remembered where a failure is shown (IPython's `_render_traceback_`), not
+# where it is raised: a check raises and catches failures of its own while it compares the cases.
+_shown_before: set[tuple[str, str]] = set()
+
+
+def shown(err: CheckFailed) -> str:
+    """What the learner reads of `err` in their kernel: its diagnosis, and its fix if this kernel has shown the
+    same mistake of the same exercise before. Under the grader (a session is active), the diagnosis only: the
+    grader's feedback never hands over the code, and `str(err)`, all it reads, never holds the fix."""
+    if grading.active() is not None or not err.mistake:
+        return str(err)
+    seen = (err.exercise, err.mistake) in _shown_before
+    _shown_before.add((err.exercise, err.mistake))
+    return f"{err} {err.fix}" if seen and err.fix else str(err)
 
 
 # What passed its visible check in this kernel, by exercise name: the very function or class that passed.
 # A convenience for the cells that use a learner's answer (headlab/uses.py), never part of a grade.
 _tried: dict[str, Any] = {}
 checked: dict[str, Any] = {}
+_checking = ""   # the exercise whose check runs (or ran last): a failure belongs to it
 
 
 def trying(answer: Any, name: str) -> None:
     """A check of `name` starts on `answer`: until it passes, `name` has not passed in this kernel."""
+    global _checking
+    _checking = name
     _tried[name] = answer
     checked.pop(name, None)
 
@@ -98,29 +124,68 @@ def call(fn: Callable, name: str, *args, **kwargs) -> Any:
         explain(err, name, *args, **kwargs)
 
 
-def call_or_hint(fn: Callable, name: str, arg: Any, torch_says: str, hint: str, mistake: str) -> Any:
-    """`call` with one more hint: when the learner's crash message contains `torch_says` (torch's words
-    for a mistake this exercise invites), the failure adds `hint` and is named `mistake`."""
-    try:
-        return call(fn, name, arg)
-    except CheckFailed as err:
-        if torch_says in str(err):
-            fail(f"{err}\n{hint}", mistake)
-        raise
-
-
 def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
     """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it."""
-    if isinstance(err, NotImplementedError):
+    if isinstance(err, NotImplementedError) and not _TORCH_LACKS.search(str(err)):
         raise NotWritten(
             f"{name} is not written yet: replace `raise NotImplementedError()` with your code."
         ) from None
     if isinstance(err, CheckFailed):
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
+    said = f"{name}({shown}) raised {type(err).__name__}: {err}"
+    named = operation(err, name)
+    if named:
+        raise CheckFailed(f"{said}. {named[1]}", named[0], named[2]) from None
     hint = exception_hint(err, name)
-    raise CheckFailed(f"{name}({shown}) raised {type(err).__name__}: {err}" + (f"\n{hint}" if hint else ""),
-                      f"raised-{type(err).__name__}") from None
+    raise CheckFailed(said + (f"\n{hint}" if hint else ""), f"raised-{type(err).__name__}") from None
+
+
+def backward(out: Any, name: str) -> None:
+    """A check's gradient step, `out.sum().backward()`, on what the learner's `name` returned (if it carries a
+    graph). A crash in it, an operation of theirs that has no gradient (`//`), is named like a crash of `name`
+    itself; under the grader the learner's kernel meets it, and `call` reports it so."""
+    if not (isinstance(out, torch.Tensor) and out.requires_grad):
+        return
+    try:
+        out.sum().backward()
+    except RuntimeError as err:
+        key, said, fix = operation(err, name) or (f"raised-{type(err).__name__}", exception_hint(err, name), "")
+        fail(f"back-propagating through what {name} returned raised RuntimeError: {err}. {said}", key, fix)
+
+
+# torch's words for an operation it has no kernel for on this dtype ("… not implemented for 'Long'"): a crash,
+# not the stub's NotImplementedError.
+_TORCH_LACKS = re.compile(r"not implemented for '")
+
+# Crashes that name an operation the learner used where it cannot work: (torch's words, key, diagnosis, fix).
+# The first line of the failure says which operation; the fix comes when the same crash comes again.
+_OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
+    (("does not support bool",), "ranks-a-bool-tensor",
+     "{name} took an argmax (or topk) of a bool tensor: torch ranks numbers, not True/False.",
+     "Turn it into numbers first, e.g. with `.long()`, then take the argmax."),
+    (("derivative for aten::floor_divide",), "floor-division",
+     "{name} divides with `//`, floor division: it rounds down to a whole number and has no gradient, so autograd "
+     "cannot carry a gradient back through it (and a mean is rarely a whole number).",
+     "Divide with `/`."),
+    (("could not infer output dtype", "Expected a floating point", "not implemented for 'Long'",
+      "not implemented for 'Bool'", "not implemented for 'Int'"), "float-operation-on-integers",
+     "{name} applied an operation that needs floats (a mean, a norm, a softmax, a matrix product) to a bool or "
+     "integer tensor, such as a mask or a count.",
+     "Convert that tensor first, with `.float()`."),
+    (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
+     "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
+     "True or False, and a batch holds one per row.",
+     "Decide every row at once with a tensor operation, e.g. `torch.where(condition, a, b)`."),
+]
+
+
+def operation(err: Exception, name: str) -> tuple[str, str, str] | None:
+    """(key, diagnosis, fix) when `err` is torch refusing an operation the learner used (`_OPERATIONS`)."""
+    for words, key, said, fix in _OPERATIONS:
+        if any(w in str(err) for w in words):
+            return key, said.format(name=name), fix
+    return None
 
 
 # The usual exceptions of a first try, each with what to look at next. A hint may only use names the
@@ -128,8 +193,6 @@ def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
 _HINTS: list[tuple[type, str, str]] = [
     (IndexError, "", "An index went past the end of an axis: print the shape of what you index, and "
                      "remember that positions count from 0 to n − 1."),
-    (RuntimeError, "does not support bool", "torch takes no argmax (or max) of a bool tensor: turn it into "
-                   "numbers first, e.g. with `.long()`."),
     (RuntimeError, "must match the size", "Two tensors' shapes do not line up: print their .shape. "
                    "A per-row value of shape (B,) needs [:, None] (or keepdim=True) to line up with (B, n) "
                    "or (B, d)."),

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..grading import GraderError
-from .core import CheckFailed, a_type, call, call_raw, explain, fail, passed, require_function
+from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
 
 class Unclear(CheckFailed):
@@ -41,17 +41,21 @@ class Mistake:
 
     With `twist`, `output(expected, *inputs)` is given the right answer and returns it with the mistake's twist
     (the mask transposed, one position too many): the check then holds no function that computes the answer,
-    which a student could call instead of writing one."""
+    which a student could call instead of writing one.
+
+    `message` is the diagnosis (what is wrong, on which input, which concept); `fix`, written like it, is the
+    code that mends it, shown only when the learner makes the same mistake again (core.shown)."""
 
     key: str
     output: Callable[..., Any]
     message: str | Callable[..., str]
     twist: bool = False
+    fix: str | Callable[..., str] = ""
 
 
-def twist(key: str, output: Callable[..., Any], message: str | Callable[..., str]) -> Mistake:
+def twist(key: str, output: Callable[..., Any], message: str | Callable[..., str], fix: str = "") -> Mistake:
     """A mistake given as a twist of the right answer: `output(expected, *inputs)`."""
-    return Mistake(key, output, message, twist=True)
+    return Mistake(key, output, message, twist=True, fix=fix)
 
 
 @dataclass
@@ -69,9 +73,11 @@ class Exercise:
     meaning: str = ""                          # what the shape means, e.g. " (B, n)"
     atol: float = 1e-4
     fields: Callable[..., dict] = lambda *inputs: {}          # inputs → more names for the messages
-    # (exception, (err, *inputs) → a hint, or (hint, mistake key) when the crash itself names a mistake)
-    hints: Sequence[tuple[type, Callable[..., str | tuple[str, str] | None]]] = ()
-    explain: Callable[..., str] | None = None  # (out, expected, *inputs) → the message when no mistake fits
+    # (exception, (err, *inputs) → a hint, or (hint, mistake key, fix): the key when the crash itself names a
+    # mistake ("": raised-<exception>), the fix shown on a repeat)
+    hints: Sequence[tuple[type, Callable[..., str | tuple[str, ...] | None]]] = ()
+    # (out, expected, *inputs) → the message when no mistake fits, or (message, fix)
+    explain: Callable[..., str | tuple[str, str]] | None = None
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
@@ -151,8 +157,9 @@ class Exercise:
             for kind, hint in self.hints:
                 said = hint(err, *inputs) if isinstance(err, kind) else None
                 if said:
-                    said, key = said if isinstance(said, tuple) else (said, f"raised-{type(err).__name__}")
-                    fail(f"{self.name} raised {type(err).__name__} ({err}){self.where(*inputs)}. {said}", key)
+                    said, key, fix = (*said, "")[:3] if isinstance(said, tuple) else (said, "", "")
+                    fail(f"{self.name} raised {type(err).__name__} ({err}){self.where(*inputs)}. {said}",
+                         key or f"raised-{type(err).__name__}", fix)
             explain(err, self.name, *inputs)
 
     # --- judging one output ------------------------------------------------------------------------
@@ -219,7 +226,9 @@ class Exercise:
         as_tensors.judge(as_long(out), as_long(expected), inputs)
 
     def _wrong_values(self, out: Any, expected: Any, inputs: tuple, default: str, unclear: bool) -> None:
-        _fail(self.explain(out, expected, *inputs) if self.explain is not None else default, "wrong-values", unclear)
+        said = self.explain(out, expected, *inputs) if self.explain is not None else default
+        said, fix = said if isinstance(said, tuple) else (said, "")
+        _fail(said, "wrong-values", unclear, fix)
 
     def _right_dtype(self, out: torch.Tensor) -> bool:
         return out.dtype == self.dtype if self.dtype is not None else out.is_floating_point()
@@ -235,14 +244,17 @@ class Exercise:
                 found.append(mistake)
         if len({m.key for m in found}) > 1:
             return True
-        for mistake in found[:1]:
-                out, shown = (self.returns(out.item()), self.returns(expected.item())) if self.returns in (int, float) \
-                    else (out, show(expected))
-                if callable(mistake.message):
-                    fail(mistake.message(out, *inputs), mistake.key)
-                names = {"name": self.name, "where": where, "out": out if self.returns in (int, float) else show(out),
-                         "expected": shown, **self.fields(*inputs)}
-                fail(mistake.message.format(**names), mistake.key)
+        if found:
+            mistake = found[0]
+            out, shown = (self.returns(out.item()), self.returns(expected.item())) if self.returns in (int, float) \
+                else (out, show(expected))
+
+            def words(text: str | Callable[..., str]) -> str:   # the mistake's message, or its fix, for this output
+                if callable(text) or not text:
+                    return text(out, *inputs) if text else ""
+                return text.format(name=self.name, where=where, out=out if self.returns in (int, float) else show(out),
+                                   expected=shown, **self.fields(*inputs))
+            fail(words(mistake.message), mistake.key, words(mistake.fix))
         return False
 
 
@@ -256,9 +268,9 @@ def _output(mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
         return None
 
 
-def _fail(message: str, key: str, unclear: bool) -> None:
+def _fail(message: str, key: str, unclear: bool, fix: str = "") -> None:
     """The generic failure after no mistake was named: `Unclear` if two of them fitted."""
-    raise (Unclear if unclear else CheckFailed)(message, key)
+    raise (Unclear if unclear else CheckFailed)(message, key, fix)
 
 
 def _kind(x: torch.Tensor) -> str:
@@ -308,8 +320,7 @@ def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable[..., 
     loss, gives them. `rules(*inputs)`, run on the gradients before that comparison, names the mistakes an
     exercise knows. Returns the loss, after its backward pass."""
     out = call(fn, name, *inputs)
-    if isinstance(out, torch.Tensor) and out.requires_grad:
-        out.sum().backward()   # replayed, the loss carries the gradients the learner's function really had
+    backward(out, name)   # replayed, the loss carries the gradients the learner's function really had
     logits = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     if any(x.grad is None or not bool(x.grad.abs().sum() > 0) for x in logits):
         fail(f"{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from "

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import nbformat
 
-import lessons
+import heads_lessons as lessons
 from harness import feedback_text, fill
 from replay import HIDDEN_SEED
-from lessons import REPO, lesson
+from heads_lessons import REPO, lesson
 
 GRADER = REPO / "grader"
 

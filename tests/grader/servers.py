@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lessons import REPO
+from heads_lessons import REPO
 
 
 def free_port() -> int:

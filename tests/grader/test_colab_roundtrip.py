@@ -31,4 +31,6 @@ def test_a_colab_copy_filled_with_the_solution_gets_full_marks(tmp_path):
               for c in release_nb(root, LESSON).cells if c.metadata.get("nbgrader", {}).get("grade")}
     assert graded["cells"] == points, graded
     assert graded["score"] == sum(points.values()) > 0
-    assert (root / "feedback" / "sam" / LESSON / f"{LESSON}.html").exists()
+    page = (root / "feedback" / "sam" / LESSON / f"{LESSON}.html").read_text()
+    body = page[page.index("<body"):]
+    assert body.count("<math ") > 10 and r"\ln K" not in body, "the feedback's maths is not MathML (shown offline)"

@@ -22,6 +22,21 @@ def tagged(rel, tag: str, answers=None) -> bytes:
     return nbformat.writes(book).encode()
 
 
+def new_course(tmp_path_factory, name: str, answers=None):
+    """A course in a fresh folder, and `nb(tag)`: its released lesson filled with `answers`, tagged."""
+    tmp = tmp_path_factory.mktemp(name)
+    root = make_course(tmp / "course")
+    rel = release_nb(root)
+    return tmp, root, lambda tag: tagged(rel, tag, answers)
+
+
+def collect(root, *sources) -> tuple:
+    """`grade.py collect` on `sources`, which must succeed: (the course, what it printed)."""
+    proc = grade_py("--course", str(root), "collect", *map(str, sources))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root, proc.stdout
+
+
 @pytest.mark.parametrize("path, student, rank", [
     ("class/alice/03_sequence_head.ipynb", "alice", 0),
     ("class/alice_03_sequence_head.ipynb", "alice", 0),
@@ -51,15 +66,7 @@ def test_files_not_collected_say_why(path, reason):
 
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("collect")
-    root = make_course(tmp / "course")
-    rel = release_nb(root)
-    sol = solution_answers()
-
-    def nb(tag: str) -> str:
-        book = fill(rel, sol)
-        book.metadata["tag"] = tag  # to tell the copies apart afterwards
-        return nbformat.writes(book)
+    tmp, root, nb = new_course(tmp_path_factory, "collect", solution_answers())
 
     lms = tmp / "lms-download.zip"
     with zipfile.ZipFile(lms, "w") as z:
@@ -73,11 +80,9 @@ def collected(tmp_path_factory):
         z.writestr(f"{LESSON}.ipynb", nb("nobody"))
     folder = tmp / "downloads"
     (folder / "gina").mkdir(parents=True)
-    (folder / f"frank_{LESSON}.ipynb").write_text(nb("frank"))
-    (folder / "gina" / f"Copy of {LESSON}.ipynb").write_text(nb("gina"))
-    proc = grade_py("--course", str(root), "collect", str(lms), str(folder))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return root, proc.stdout
+    (folder / f"frank_{LESSON}.ipynb").write_bytes(nb("frank"))
+    (folder / "gina" / f"Copy of {LESSON}.ipynb").write_bytes(nb("gina"))
+    return collect(root, lms, folder)
 
 
 def tag(root, student):
@@ -136,12 +141,7 @@ def hostile(tmp_path_factory):
     disagree with their copy numbers, a zip bomb, archives nested too deep, and a tar with a link."""
     import tarfile
 
-    tmp = tmp_path_factory.mktemp("collect-hostile")
-    root = make_course(tmp / "course")
-    rel = release_nb(root)
-
-    def nb(tag: str) -> bytes:
-        return tagged(rel, tag)
+    tmp, root, nb = new_course(tmp_path_factory, "collect-hostile")
 
     lms = tmp / "lms.zip"
     with zipfile.ZipFile(lms, "w") as z:
@@ -163,9 +163,7 @@ def hostile(tmp_path_factory):
         member.type, member.linkname = tarfile.SYMTYPE, "/etc/passwd"
         t.addfile(member)
     assert lms.stat().st_size < 400_000
-    proc = grade_py("--course", str(root), "collect", str(lms), str(canvas), str(links))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return root, proc.stdout
+    return collect(root, lms, canvas, links)
 
 
 def test_the_lms_folder_decides_whose_file_it_is(hostile):
@@ -285,21 +283,14 @@ def names(tmp_path_factory):
     """An LMS zip where attackers' folders differ from their victims' by what cannot be seen (a
     zero-width space, a trailing space) and hold a newer file; two students whose names differ by an
     accent; two with no Latin letter; two folder names that give one id."""
-    tmp = tmp_path_factory.mktemp("collect-names")
-    root = make_course(tmp / "course")
-    rel = release_nb(root)
-
-    def nb(tag: str) -> bytes:
-        return tagged(rel, tag)
+    tmp, root, nb = new_course(tmp_path_factory, "collect-names")
 
     lms = tmp / "lms.zip"
     with zipfile.ZipFile(lms, "w") as z:
         for folder, day in (("bob", 1), ("bob\u200b", 3), ("carol", 1), ("carol ", 3), ("Zoë Li", 1),
                             ("Zoé Li", 2), ("王伟", 1), ("李娜", 1), ("Frank Li", 1), ("Frank_Li", 2)):
             z.writestr(zip_entry(f"{folder}/{LESSON}.ipynb", day), nb(folder))
-    proc = grade_py("--course", str(root), "collect", str(lms))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return root, proc.stdout
+    return collect(root, lms)
 
 
 def test_an_invisible_difference_never_takes_a_classmates_hand_in(names):

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from course import fill, solution_answers
-from lessons import LESSONS as LESSONS_DIR, all_lessons, lesson
+from heads_lessons import LESSONS as LESSONS_DIR, all_lessons, lesson
 from heads_flags import code_flags, result_flags
 
 LESSONS = [x.name for x in all_lessons()]

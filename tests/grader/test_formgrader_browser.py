@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from course import REPO, make_course
-from lessons import all_lessons
+from heads_lessons import all_lessons
 from lab_server import chromium, jupyter_lab, require_chromium
 
 LESSONS = [x.name for x in all_lessons()]

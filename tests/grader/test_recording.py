@@ -10,7 +10,7 @@ import json
 import replay
 from course import LESSON
 from heads_outside import record_solution
-from lessons import lesson
+from heads_lessons import lesson
 
 
 def test_the_kernel_records_what_the_replay_records_in_process():

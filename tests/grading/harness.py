@@ -35,7 +35,7 @@ import replay
 from heads_feedback import hidden_test_lines   # one scanner for the grader and its tests
 from heads_outside import cached_recording
 from headlab import grading
-from lessons import (LESSONS, course_config, fill, graded_cells, lesson as lesson_named, make_course,
+from heads_lessons import (LESSONS, course_config, fill, graded_cells, lesson as lesson_named, make_course,
                      nbgrader_api)
 
 NBGRADER = [sys.executable, "-m", "nbgrader"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from headlab import grading
-from lessons import lesson as lesson_named
+from heads_lessons import lesson as lesson_named
 
 
 HIDDEN_SEED = int(os.environ.get("HEADS_TEST_HIDDEN_SEED", "1"))   # one seed for every grading run of the

@@ -96,6 +96,9 @@ WRONG = [
         """, mistake="wrong-values"),
     Wrong.edit("max_pool-keepdim-then-squeeze", "max_pool", ".amax(dim=1)", ".amax(dim=1, keepdim=True).squeeze()",
                "squeeze-drops-batch-axis"),
+    # A rounding that names its operation (issue 27.4)
+    Wrong.edit("mean_pool-floor-division", "mean_pool", "return total / count", "return total // count",
+               "floor-division"),
 ]
 
 ALTERNATIVES = [

@@ -70,6 +70,8 @@ WRONG = [
     kc("loss-as-text", LOSS, "'1.61'", "loss-not-a-positive-number"),
     kc("negative-loss", LOSS, "-1.61", "loss-not-a-positive-number"),
     kc("one-answer-missing", "kc_head_params = 512 * 5 + 5", "", "not-set"),
+    # an argmax of the flipped bool mask: torch ranks no bools (issue 27.4)
+    last("argmax-of-a-bool-mask", "real.shape[1] - 1 - real.flip(1).argmax(dim=1)", "ranks-a-bool-tensor"),
 ]
 
 ALTERNATIVES = [

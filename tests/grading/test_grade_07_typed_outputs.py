@@ -105,6 +105,10 @@ WRONG = [
             keep[torch.as_tensor(label_token_ids)] = True
             return next_token_logits.masked_fill(~keep, float("-inf")).softmax(dim=-1)
         """, mistake="whole-vocabulary-distribution"),
+    # a mean of the bool hits: torch takes means of floats only (issue 27.4)
+    Wrong.edit("expected_calibration_error-mean-of-bool-hits", "expected_calibration_error",
+               "correct = (prediction == labels).float()", "correct = prediction == labels",
+               "float-operation-on-integers"),
 ]
 
 ALTERNATIVES = [

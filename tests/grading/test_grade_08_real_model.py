@@ -112,6 +112,9 @@ WRONG = [
     # once named word-0-taken-for-special (`if not word_id`); the cases that start with [CLS] tell the two apart
     Wrong.edit("align_labels-previous-starts-at-0", "align_labels", "labels, previous = [], None",
                "labels, previous = [], 0", "previous-starts-at-0"),
+    # `//` in the mean: the visible means are whole numbers, so the gradient step names it (issue 27.4)
+    Wrong.edit("sentence_embedding-floor-division", "sentence_embedding", "(H * mask).sum(dim=1) / mask.sum(dim=1)",
+               "(H * mask).sum(dim=1) // mask.sum(dim=1)", "floor-division"),
 ]
 
 ALTERNATIVES = [

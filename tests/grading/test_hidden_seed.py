@@ -13,7 +13,7 @@ import pytest
 
 import replay
 from headlab import grading
-from lessons import all_lessons, lesson as lesson_named
+from heads_lessons import all_lessons, lesson as lesson_named
 
 # A test cell whose hidden part draws nothing: the lesson's own questions have one set of answers.
 FIXED = {"test_knowledge_check": "the knowledge check asks the lesson's own questions"}

@@ -12,7 +12,7 @@ import pytest
 
 import replay
 from headlab import grading
-from lessons import all_lessons
+from heads_lessons import all_lessons
 
 
 def tensors(data) -> set[str]:

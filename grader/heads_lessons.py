@@ -6,8 +6,9 @@ is written), released without its solutions and hidden tests to `lessons/NN_name
 exercise is an answer cell (nbgrader `solution`, grade_id = the function's name) and its test cell
 (`grade`, grade_id `test_<name>`).
 
-Imported as `lessons` by grader/ (its folder is on the path of its scripts and of nbgrader's config) and by
-tests/ (pytest.ini's `pythonpath`), as `grader.lessons` by `python -m dev.<script>` from the repository.
+Imported as `heads_lessons`: grader/'s modules are installed (`-e ./grader` in the requirements, see
+grader/pyproject.toml), so nbgrader's config, grader/'s scripts, Dask workers and tests find it by name; as
+`grader.heads_lessons` by `python -m dev.<script>` from the repository.
 """
 from __future__ import annotations
 

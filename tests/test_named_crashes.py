@@ -1,0 +1,141 @@
+"""Crashes inside a learner's function that torch words obscurely become one line naming the operation (issue 27.4):
+`//` (floor division) in a mean, an argmax of a bool tensor, a float operation on a mask or a count, an `if` on a
+batch. Each wrong implementation below is one a learner plausibly writes; its failure names the mistake's key, says
+which operation in its first line, and keeps the code of the fix for a repeat (tests/test_hints.py)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from headlab.checks import ch01, ch02, ch06, ch07, ch08
+from headlab.checks.core import CheckFailed, NotWritten
+
+
+def floor_divided_embedding(H, attention_mask):
+    real = attention_mask.bool()[:, :, None].to(H.dtype)
+    z = (H * real).sum(1) // real.sum(1)   # the visible means are whole numbers: only the gradient step shows it
+    return z / z.norm(dim=-1, keepdim=True)
+
+
+def floor_divided_mean(H, mask):
+    w = mask.to(H.dtype)[:, :, None]
+    return (H * w).sum(1) // w.sum(1)
+
+
+def argmax_of_flipped_bool(attention_mask):
+    return attention_mask.shape[1] - 1 - attention_mask.bool().flip(1).argmax(1)
+
+
+def argmax_of_reached_threshold(probs, threshold, reject=-1):
+    top = probs.max(-1).values
+    return torch.where(top >= threshold, (probs == top[:, None]).argmax(-1), reject)
+
+
+def if_on_the_batch(probs, threshold, reject=-1):
+    top, prediction = probs.max(dim=-1)
+    if top >= threshold:   # one answer for the whole batch
+        return prediction
+    return torch.full_like(prediction, reject)
+
+
+def mean_of_bool_hits(probs, labels, n_bins=10):
+    confidence, predicted = probs.max(-1)
+    correct = predicted == labels
+    total = 0.0
+    for k in range(n_bins):
+        inside = (confidence > k / n_bins) & (confidence <= (k + 1) / n_bins)
+        if inside.any():
+            total += inside.float().mean() * (correct[inside].mean() - confidence[inside].mean()).abs()
+    return float(total)
+
+
+# (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
+# vocabulary test reads each key's proof (tests/mistakes.py)
+@pytest.mark.parametrize("check, wrong, key, words", [
+    (ch08.sentence_embedding, floor_divided_embedding, "floor-division", "divides with `//`, floor division"),
+    (ch02.mean_pool, floor_divided_mean, "floor-division", "that is what `//`, floor division, does"),
+    (ch06.last_real_index, argmax_of_flipped_bool, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor"),
+    (ch07.predict_or_reject, argmax_of_reached_threshold, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor"),
+    (ch07.expected_calibration_error, mean_of_bool_hits, "float-operation-on-integers", "needs floats (a mean"),
+    (ch07.predict_or_reject, if_on_the_batch, "tensor-as-condition", "a tensor of several values as a condition"),
+], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
+        "predict_or_reject-if"])
+def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
+    with pytest.raises(CheckFailed) as caught:
+        check(wrong)
+    err = caught.value
+    assert err.mistake == key and words in str(err), str(err)
+    assert "\n" not in str(err) and len(str(err)) < 600, str(err)
+    assert err.fix not in str(err)
+    assert err.fix, "the fix waits for a repeat"
+
+
+def test_torch_lacking_a_kernel_is_a_crash_not_the_stub():
+    """torch raises NotImplementedError for an operation it has no kernel for on a dtype (a softmax of longs): that
+    is not the released stub, whose check says "not written yet"."""
+    def softmax_of_long_ids(next_token_logits, label_token_ids):
+        return torch.as_tensor(label_token_ids).expand(next_token_logits.shape[0], -1).softmax(-1)
+
+    with pytest.raises(CheckFailed) as caught:
+        ch07.restrict_to_labels(softmax_of_long_ids)
+    assert caught.value.mistake == "float-operation-on-integers" and "not implemented for 'Long'" in str(caught.value)
+
+    def stub(next_token_logits, label_token_ids):
+        raise NotImplementedError()
+
+    with pytest.raises(NotWritten):
+        ch07.restrict_to_labels(stub)
+
+
+def test_a_floor_divided_loss_is_only_diagnosed_by_its_value():
+    """A loss divided with `//` is wrong on its value before any gradient step: the check shows the values."""
+    def floor_divided_loss(logits, labels):
+        ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).clamp(min=0),
+                                               reduction="none")
+        labelled = (labels.reshape(-1) != -100).float()
+        return (ce * labelled).sum() // labelled.sum()
+
+    with pytest.raises(CheckFailed, match="expected"):
+        ch01.mlm_loss(floor_divided_loss)
+
+
+KC = {"kc_positions": [4, 2, 3], "kc_head_params": 10, "kc_initial_loss": 0.5}
+
+
+def test_the_knowledge_check_lists_every_form_problem_at_once():
+    wrong = {"kc_positions": torch.tensor([4, 2, 3]), "kc_head_params": 10.0, "kc_initial_loss": 1.0986}
+    with pytest.raises(CheckFailed) as caught:
+        ch06.knowledge_check(wrong)
+    said = str(caught.value)
+    assert said.startswith("3 answers of the knowledge check need another form: (1) kc_positions")
+    assert "(2) kc_head_params" in said and "(3) kc_initial_loss = 1.0986 is not rounded" in said
+    assert caught.value.mistake == "tensor-answer" and "\n" not in said
+
+
+@pytest.mark.parametrize("name, value, key", [("kc_positions", [4, -1, 3], "position-outside"),
+                                              ("kc_head_params", 0, "params-not-positive"),
+                                              ("kc_initial_loss", "0.5", "loss-not-a-positive-number")])
+def test_one_form_problem_is_said_alone(name, value, key):
+    with pytest.raises(CheckFailed) as caught:
+        ch06.knowledge_check({**KC, name: value})
+    assert caught.value.mistake == key and str(caught.value).startswith(name)
+
+
+def test_the_conversions_of_the_form_problems_wait_for_a_repeat():
+    wrong = {**KC, "kc_positions": torch.tensor([4, 2, 3]), "kc_initial_loss": 1.0986}
+    with pytest.raises(CheckFailed) as caught:
+        ch06.knowledge_check(wrong)
+    assert "tolist" not in str(caught.value) and "round(" not in str(caught.value)
+    assert "`tensor.tolist()`" in caught.value.fix and "round(..., 2) gives 1.1" in caught.value.fix
+
+
+def test_the_graded_knowledge_check_lists_every_wrong_answer():
+    """Hidden, with the values: two wrong answers are both named, the first one's key for the class report."""
+    question = {"lengths": [7, 4, 9], "n": 10, "d": 512, "K": 5}
+    expected = {"kc_positions": [6, 3, 8], "kc_head_params": 2565, "kc_initial_loss": 1.61}
+    answers = {"kc_positions": [7, 4, 9], "kc_head_params": 512 * 5, "kc_initial_loss": 1.61}
+    with pytest.raises(CheckFailed) as caught:
+        ch06.knowledge_check(answers, expected, question)
+    said = str(caught.value)
+    assert said.startswith("2 answers of the knowledge check are wrong: (1) kc_positions = [7, 4, 9]")
+    assert "(2) kc_head_params = 2560" in said and caught.value.mistake == "one-too-many"

@@ -116,8 +116,9 @@ def dropout_at_eval(differ: bool, name: str, where: str = "") -> None:
     output makes every later comparison fail for another reason."""
     if differ:
         fail(f"in eval mode two passes of {name} on the same input gave different outputs{where}: dropout is still on "
-             "at inference. Use nn.Dropout (it follows `head.train()` and `head.eval()`) or F.dropout with "
-             "`training=self.training`, never `training=True`.", "dropout-at-eval")
+             "at inference. F.dropout does not know the module's mode: its `training` argument defaults to True.",
+             "dropout-at-eval", "Use nn.Dropout, which follows `head.train()` and `head.eval()`, or call F.dropout "
+             "with `training=self.training`.")
 
 
 def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, str]]) -> None:

@@ -47,15 +47,14 @@ if TYPE_CHECKING:
 HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
 
 
-def _grading():
-    """headlab.grading, imported when a step uses it: it imports torch (2-3 s), which nbgrader's
+def _headlab(module: str):
+    """headlab.<module>, imported when a step uses it: headlab imports torch (2-3 s), which nbgrader's
     other commands (generate_assignment, generate_feedback, export) load this module without needing."""
-    from headlab import grading
-    return grading
+    return importlib.import_module(f"headlab.{module}")
 
 
 RESPOND = ("# Graded outside this notebook: your answers run on the grader's inputs, and the grader compares.\n"
-           "__import__('headlab.grading', fromlist=['respond']).respond({grade_id!r}, globals())\n")
+           "__import__('headlab.kernel', fromlist=['respond']).respond({grade_id!r}, globals())\n")
 _STATE = "heads_outside"
 
 
@@ -108,9 +107,9 @@ class RunAnswersOnly(NbGraderPreprocessor):
         source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) \
             / f"{info['notebook']}.ipynb"
         book = self.recording(source)
-        grading = _grading()
+        codec, grading = _headlab("codec"), _headlab("grading")
         workdir = Path(resources["metadata"]["path"])
-        for name in (grading.FOLDER, grading.ANSWERS):   # whatever the submission brought there
+        for name in (codec.FOLDER, codec.ANSWERS):   # whatever the submission brought there
             _remove(workdir / name)
         sources = {}
         for grade_id, cell in _grade_cells(nb):
@@ -165,7 +164,7 @@ def record_solution(source: Path, timeout: int, seed: int) -> dict:
     `seed`; the recording."""
     from nbclient import NotebookClient
 
-    grading = _grading()
+    grading = _headlab("grading")
     nb = nbformat.read(source, as_version=4)
     for grade_id, cell in _grade_cells(nb):
         cell.source = grading.recorded_source(grade_id, cell.source)
@@ -209,9 +208,9 @@ class AnswerCapture:
         grade_id = self.grade_id(cell)
         if grade_id not in self.view:
             return
-        grading = _grading()
+        codec = _headlab("codec")
         self.clear()
-        folder = self.workdir / grading.FOLDER
+        folder = self.workdir / codec.FOLDER
         folder.mkdir()
         _write_new(folder, "calls.json", json.dumps({grade_id: self.view[grade_id]}))
 
@@ -219,10 +218,10 @@ class AnswerCapture:
         grade_id = self.grade_id(cell)
         if grade_id not in self.view:
             return
-        grading = _grading()
+        codec = _headlab("codec")
         if grade_id not in self.answers:   # a result, once given, stays what its cell left
             try:
-                self.answers[grade_id] = read_answers(self.workdir / grading.ANSWERS, f"{grade_id}.json",
+                self.answers[grade_id] = read_answers(self.workdir / codec.ANSWERS, f"{grade_id}.json",
                                                       self.max_bytes)
             except FileNotFoundError:
                 pass
@@ -231,8 +230,8 @@ class AnswerCapture:
         self.clear()
 
     def clear(self) -> None:
-        grading = _grading()
-        for name in (grading.FOLDER, grading.ANSWERS):
+        codec = _headlab("codec")
+        for name in (codec.FOLDER, codec.ANSWERS):
             _remove(self.workdir / name)
 
 
@@ -298,7 +297,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
     def judge(self, grade_id: str, entries: list, answers: list | Exception | None) -> Verdict:
         """The verdict on test cell `grade_id` from the `answers` its own run left (None: it left none;
         an exception: why they could not be read)."""
-        grading = _grading()
+        codec, grading = _headlab("codec"), _headlab("grading")
         if not entries:   # a test cell that runs no check would give everyone full marks
             self.log.error("Test cell %s ran no check on the solution: nothing to grade it by", grade_id)
             return grading.Verdict(False, error="GraderError", message=(
@@ -312,7 +311,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
                                    message=f"the grader could not read the answers this cell returned: {answers}")
         try:
             return grading.judge(entries, answers)
-        except grading.GraderError as err:
+        except codec.GraderError as err:
             self.log.error("Grader error on %s: %s", grade_id, err)
             return grading.Verdict(False, error="GraderError", message=(
                 f"the grader failed on this cell ({err}); your instructor has been told"))

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from headlab import grading
+from headlab import codec, grading, kernel
 from headlab.checks import ch00, ch02
 from headlab.checks.core import CheckFailed
 
 
 def roundtrip(value):
-    return grading.decode(json.loads(json.dumps(grading.encode(value))))
+    return codec.decode(json.loads(json.dumps(codec.encode(value))))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
@@ -64,7 +64,7 @@ def test_a_tensor_subclass_crosses_as_its_data_only():
 ])
 def test_malformed_data_is_refused(bad):
     with pytest.raises(ValueError):
-        grading.decode(bad)
+        codec.decode(bad)
 
 
 def test_deep_nesting_is_refused():
@@ -72,7 +72,7 @@ def test_deep_nesting_is_refused():
     for _ in range(100):
         data = [data]
     with pytest.raises(ValueError):
-        grading.decode(data)
+        codec.decode(data)
 
 
 def record(check, answer, *args, **kwargs):
@@ -81,9 +81,9 @@ def record(check, answer, *args, **kwargs):
     return book["test_x"]
 
 
-def kernel(entries, answer):
-    return [json.loads(json.dumps({"answer": grading.describe(answer),
-                                   "results": [grading._run(answer, c) for c in e["calls"]]}))
+def kernel_answers(entries, answer):
+    return [json.loads(json.dumps({"answer": kernel.describe(answer),
+                                   "results": [kernel._run(answer, c) for c in e["calls"]]}))
             for e in grading.kernel_view({"t": entries})["t"]]
 
 
@@ -100,12 +100,12 @@ def test_the_kernel_sees_inputs_never_expected_values():
 
 def test_replay_passes_the_right_answer_and_names_the_mistake_of_a_wrong_one():
     entries = record(ch00, padding_mask)
-    assert grading.judge(entries, kernel(entries, padding_mask)).passed
+    assert grading.judge(entries, kernel_answers(entries, padding_mask)).passed
 
     def wrong(lengths, n):
         return torch.arange(n)[None, :] <= torch.as_tensor(lengths)[:, None]
     wrong.__name__ = "padding_mask"
-    verdict = grading.judge(entries, kernel(entries, wrong))
+    verdict = grading.judge(entries, kernel_answers(entries, wrong))
     assert not verdict.passed and verdict.error == "CheckFailed"
     with pytest.raises(CheckFailed) as direct:
         ch00.padding_mask(wrong)
@@ -119,7 +119,7 @@ def test_a_wrong_value_no_mistake_explains_is_split_by_its_fingerprint():
 
     def answer(rule):
         rule.__name__ = "padding_mask"
-        return grading.judge(entries, kernel(entries, rule))
+        return grading.judge(entries, kernel_answers(entries, rule))
 
     shifted = lambda lengths, n: torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None] - 2  # noqa: E731
     even = lambda lengths, n: padding_mask(lengths, n) & (torch.arange(n) % 2 == 0)  # noqa: E731
@@ -135,13 +135,13 @@ def test_missing_stub_and_silent_kernels_fail():
     entries = record(ch00, padding_mask)
     missing = [{"answer": {"kind": "missing"}, "results": []} for _ in entries]
     assert grading.judge(entries, missing).error == "NameError"
-    silent = [{"answer": grading.describe(padding_mask), "results": []} for _ in entries]
+    silent = [{"answer": kernel.describe(padding_mask), "results": []} for _ in entries]
     assert not grading.judge(entries, silent).passed
 
     def stub(lengths, n):
         raise NotImplementedError()
     stub.__name__ = "padding_mask"
-    verdict = grading.judge(entries, kernel(entries, stub))
+    verdict = grading.judge(entries, kernel_answers(entries, stub))
     assert verdict.error == "NotImplementedError" and "not written yet" in verdict.message
 
 
@@ -151,7 +151,7 @@ def test_in_place_changes_and_gradients_are_replayed():
         m = mask.to(H.dtype)[:, :, None]
         return (H * m).sum(1) / m.sum(1)
     entries = record(ch02, mean_pool)
-    assert grading.judge(entries, kernel(entries, mean_pool)).passed
+    assert grading.judge(entries, kernel_answers(entries, mean_pool)).passed
 
     def changes_H(H, mask):
         m = mask.to(H.dtype)[:, :, None]
@@ -159,22 +159,22 @@ def test_in_place_changes_and_gradients_are_replayed():
         H.zero_()
         return out
     changes_H.__name__ = "mean_pool"
-    verdict = grading.judge(entries, kernel(entries, changes_H))
+    verdict = grading.judge(entries, kernel_answers(entries, changes_H))
     assert "changed the H it was given" in verdict.message
 
 
 def test_a_recording_that_does_not_match_is_the_graders_error():
     entries = record(ch00, padding_mask)
     entries[0]["calls"][0]["digest"] = "0" * 16
-    with pytest.raises(grading.GraderError):
-        grading.judge(entries, kernel(entries, padding_mask))
+    with pytest.raises(codec.GraderError):
+        grading.judge(entries, kernel_answers(entries, padding_mask))
 
 
 def test_drivers_must_be_course_drivers():
-    with pytest.raises(grading.GraderError):
-        grading._driver("os:system")
-    with pytest.raises(grading.GraderError):
-        grading._driver("headlab.checks.ch06:knowledge_check")
+    with pytest.raises(codec.GraderError):
+        kernel._driver("os:system")
+    with pytest.raises(codec.GraderError):
+        kernel._driver("headlab.checks.ch06:knowledge_check")
 
 
 # --- what the kernel measures about gradients is compared outside, not trusted ---------------------------
@@ -196,7 +196,7 @@ def judged_after_patching(monkeypatch, module, name, replacement, entries, answe
     """The verdict outside on results from a kernel where `module.name` was patched, as a student's code can;
     it must be a failure."""
     monkeypatch.setattr(module, name, replacement)
-    results = kernel(entries, answer)
+    results = kernel_answers(entries, answer)
     monkeypatch.undo()
     verdict = grading.judge(entries, results)
     assert not verdict.passed, verdict
@@ -206,20 +206,20 @@ def judged_after_patching(monkeypatch, module, name, replacement, entries, answe
 def test_a_kernel_that_forges_its_heads_input_gradient_still_fails(monkeypatch):
     """The student's kernel patches the driver's gradient step to claim that a gradient reached the input
     (the red team's forgery of 2026-12-01): the grader compares that gradient with the right head's."""
-    from headlab.checks import ch03, heads
+    from headlab.checks import ch03
 
-    real, detached = heads.gradient_facts, sequence_classifier(torch.Tensor.detach)
+    real, detached = kernel.gradient_facts, sequence_classifier(torch.Tensor.detach)
     book = {}
     grading.RecordingChecks(ch03, book, "t").sequence_classifier(sequence_classifier(lambda x: x))
     entries = book["t"]
-    honest = grading.judge(entries, kernel(entries, detached))
+    honest = grading.judge(entries, kernel_answers(entries, detached))
     assert not honest.passed and honest.key == "input-detached", honest
 
     def forged(module, forward, x, seed, **kwargs):
         facts = real(module, forward, x, seed, **kwargs)
         facts["input_grad"] = torch.ones_like(x)
         return facts
-    assert judged_after_patching(monkeypatch, heads, "gradient_facts", forged, entries, detached).key == \
+    assert judged_after_patching(monkeypatch, kernel, "gradient_facts", forged, entries, detached).key == \
         "wrong-input-gradient"
 
 
@@ -236,11 +236,11 @@ def test_a_kernel_that_forges_its_losss_gradient_still_fails(monkeypatch):
     def rewrapped(logits, labels):
         return torch.tensor(token_loss(logits, labels).item(), requires_grad=True)
     rewrapped.__name__ = "token_loss"
-    real = grading._result
+    real = kernel._result
 
     def forged(value, args, kwargs, before):
         result = real(value, args, kwargs, before)
         if isinstance(value, torch.Tensor) and value.requires_grad and args[0].requires_grad:
-            result["grads"] = [[0, grading.encode((args[1] != -100)[..., None].expand_as(args[0]).float())]]
+            result["grads"] = [[0, codec.encode((args[1] != -100)[..., None].expand_as(args[0]).float())]]
         return result
-    assert judged_after_patching(monkeypatch, grading, "_result", forged, entries, rewrapped).key == "wrong-gradient"
+    assert judged_after_patching(monkeypatch, kernel, "_result", forged, entries, rewrapped).key == "wrong-gradient"

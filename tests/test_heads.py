@@ -7,22 +7,32 @@ import pytest
 import torch
 import torch.nn as nn
 
-from headlab import checks
+from headlab import checks, kernel
 from headlab.checks import CheckFailed, ch02, ch04, heads
 
 NAMING = {"fail", "CheckFailed", "call", "explain", "NotWritten"}
 
 
 def drivers():
-    """Every function a check runs in the student's kernel: the `drive_` functions of headlab/checks."""
+    """Every function the student's kernel runs for the grader on a class or a namespace: the `drive_` functions of
+    headlab/kernel.py."""
+    return [fn for name, fn in vars(kernel).items()
+            if name.startswith("drive_") and inspect.isfunction(fn) and fn.__module__ == kernel.__name__]
+
+
+def test_the_boundary_is_in_the_tree_the_checks_define_no_driver_and_the_kernel_side_imports_no_check():
+    """The kernel side (headlab/kernel.py, with the codec) and the grader side (the checks, the replay) are separate
+    modules: no check defines a driver, and the kernel's module imports none of the checks at its top."""
     import importlib
     import pkgutil
 
     for info in pkgutil.iter_modules(checks.__path__):
         module = importlib.import_module(f"headlab.checks.{info.name}")
-        for name, fn in vars(module).items():
-            if name.startswith("drive_") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
-                yield fn
+        own = [name for name, fn in vars(module).items() if name.startswith("drive_") and inspect.isfunction(fn)
+               and fn.__module__ == module.__name__]
+        assert not own, f"{module.__name__} defines drivers {own}: they belong in headlab/kernel.py"
+    top = [n for n in ast.parse(inspect.getsource(kernel)).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert {n.module for n in top if isinstance(n, ast.ImportFrom) and n.level} == {"codec"}
 
 
 @pytest.mark.parametrize("driver", list(drivers()), ids=lambda fn: f"{fn.__module__}.{fn.__name__}")
@@ -35,7 +45,7 @@ def test_no_driver_writes_a_message_or_a_key(driver):
 
 
 def test_the_heads_share_one_driver():
-    assert [fn.__name__ for fn in drivers() if fn.__module__ != "headlab.checks.ch06"] == ["drive_head"]
+    assert sorted(fn.__name__ for fn in drivers()) == ["drive_head", "drive_names"]   # the heads', a namespace's
 
 
 def test_a_crash_is_returned_as_data_with_where_it_happened():
@@ -48,7 +58,7 @@ def test_a_crash_is_returned_as_data_with_where_it_happened():
             return self.linear(c[:, 0])
 
     asked = heads.spec((3,), 0, [torch.randn(2, 3), torch.randn(4, 3)], step=True)
-    facts = heads.drive_head(Crashes, asked)
+    facts = kernel.drive_head(Crashes, asked)
     assert facts["raised"]["type"] == "RuntimeError" and facts["raised"]["stage"] == 0
     with pytest.raises(CheckFailed) as caught:
         heads.built(facts, "Pooler", asked, "c")
@@ -63,17 +73,17 @@ def test_weights_load_by_shape_and_a_matrix_stored_transposed_gets_its_transpose
 
     head, W, b = Stored(), torch.randn(2, 3), torch.randn(2)
     before = head.other.weight.detach().clone()
-    heads.load(head, [W, b])
+    kernel.load(head, [W, b])
     assert torch.equal(head.W.detach(), W.T) and torch.equal(head.b.detach(), b)
     assert torch.equal(head.other.weight.detach(), before)   # no weight of its shape: it keeps its own values
 
 
 def test_a_layout_free_head_is_filled_in_turn():
     head = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
-    heads.load(head, [], fill=3)
+    kernel.load(head, [], fill=3)
     flat = torch.cat([t.flatten() for t in head.state_dict().values()])
     assert torch.equal(flat, torch.randn(len(flat), generator=torch.Generator().manual_seed(3)))
-    heads.load(head, [], fill="zeros")
+    kernel.load(head, [], fill="zeros")
     assert all(not t.any() for t in head.state_dict().values())
 
 

@@ -9,7 +9,7 @@ import torch
 from headlab import grading
 from headlab.checks import ch00, ch06, core
 from headlab.checks.core import CheckFailed
-from test_grading import kernel, padding_mask, record
+from test_grading import kernel_answers, padding_mask, record
 
 
 @pytest.fixture(autouse=True)
@@ -82,7 +82,7 @@ def test_grader_feedback_never_shows_the_fix():
     for _ in range(2):
         shown(ch00.padding_mask, one_too_many)
     for _ in range(2):
-        verdict = grading.judge(entries, kernel(entries, one_too_many))
+        verdict = grading.judge(entries, kernel_answers(entries, one_too_many))
         assert verdict.key == "one-too-many" and "off by one" in verdict.message
         assert "<=" not in verdict.message
     with pytest.raises(CheckFailed) as caught:

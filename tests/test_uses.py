@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from headlab import codec, kernel
 from headlab.checks import ch06, core
 from headlab.uses import NotChecked, UsedAnswerFailed, uses
 
@@ -119,11 +120,9 @@ def test_under_the_grader_the_cells_that_use_an_answer_run(tmp_path, monkeypatch
     """The grader replaces a check cell by `respond`, so no visible check passes in its kernel; the cells after
     it must still run on the answer (the feedback shows them, and an output flood there is capped), as before
     `uses` existed. Whether the answer is right is decided outside the kernel."""
-    from headlab import grading
-
     monkeypatch.chdir(tmp_path)
-    (tmp_path / grading.FOLDER).mkdir()
-    (tmp_path / grading.FOLDER / "calls.json").write_text(
+    (tmp_path / codec.FOLDER).mkdir()
+    (tmp_path / codec.FOLDER / "calls.json").write_text(
         '{"test_last_real_index": [{"answer": "last_real_index", "calls": []}]}')
-    grading.respond("test_last_real_index", {"last_real_index": wrong_last_real_index})
+    kernel.respond("test_last_real_index", {"last_real_index": wrong_last_real_index})
     assert uses(wrong_last_real_index).names == ["last_real_index"]

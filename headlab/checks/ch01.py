@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, a_type, call, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, backward_through, judge_gradients, same
@@ -216,7 +217,7 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
 
 # --- MLMHead ----------------------------------------------------------------------------------
 # Judged by behaviour: the head is built on an nn.Embedding holding the grader's E, and drive_head loads the
-# grader's transform and bias into its state_dict by shape (heads.load): the (d, d) dense weight W, the (V,) output
+# grader's transform and bias into its state_dict by shape (kernel.load): the (d, d) dense weight W, the (V,) output
 # bias b, and one vector v into every (d,) entry (the dense bias, the LayerNorm's weight and bias), so that the
 # order in which a head registers them does not matter. Its logits must then be LN(GELU(h Wᵀ + v)) @ E.T + b, they
 # must follow E when the embedding's values change in place (a tied projection), and every weight must train.
@@ -317,7 +318,7 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
 def _check_head(cls, V: int, d: int, seed: int) -> None:
     E, W, v, b, h, E2 = _head_inputs(V, d, seed)
     asked = heads.spec((), seed, [h, h[0]], [W, v, b], step=True, embedding=[E, E2])
-    ran = heads.built(drive(heads.drive_head, cls, asked), "MLMHead", asked, "h", _crashes(V, d))
+    ran = heads.built(drive(drive_head, cls, asked), "MLMHead", asked, "h", _crashes(V, d))
     (out,), (flat,) = ran["outs"]
     right, t = _transform(h, W, v) @ E.T + b, _transform(h, W, v)
     if _close(ran["swapped"], out) and not _close(out, right):

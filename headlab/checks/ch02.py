@@ -7,6 +7,7 @@ from typing import Callable
 import torch
 import torch.nn as nn
 
+from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, drive, fail, passed, require_module_class
 from .engine import Exercise, Mistake, clashing_sizes, inputs_as, judge_gradients, show
@@ -101,14 +102,14 @@ def Pooler(cls, cases=None) -> None:
 
 
 def _judge_pooler(cls, case) -> bool:
-    """Judge `cls` on one case, its (d, d) weight W and (d,) bias b loaded into its state_dict (heads.load);
+    """Judge `cls` on one case, its (d, d) weight W and (d,) bias b loaded into its state_dict (kernel.load);
     returns whether it holds an nn.Linear. That one fact of structure only adds a case, in which nn.Linear's
     layout, (out, in), decides: a head that denied holding one would be judged as a raw (d, d) parameter,
     which may act either way round."""
     (d, W, b, c), expected = _pooler.read(case)
     asked = heads.spec((d,), d, [c], [W, b], step=True)
     # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
-    ran = heads.built(drive(heads.drive_head, cls, asked), "Pooler", asked, "c", crashes=[(
+    ran = heads.built(drive(drive_head, cls, asked), "Pooler", asked, "c", crashes=[(
         f"1x{len(c)} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape "
         f"(B, d) = {tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again")])
     _pooler.judge(ran["outs"][0][0], expected, (d, W, b, c))

@@ -6,6 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, drive, fail, passed, require_module_class
 from .dropout import identity_on_top, judge_train_pass
@@ -14,7 +15,7 @@ from .engine import Exercise, Mistake, twist, first_difference, inputs_as, judge
 
 # --- SequenceClassifier ------------------------------------------------------------------------------
 # Judged by behaviour, never against a reference head: the check loads its own W (K, d) and b (K,) into the
-# head's state_dict (heads.load). In eval mode the output must be x Wᵀ + b. In train mode the first d rows of W
+# head's state_dict (kernel.load). In eval mode the output must be x Wᵀ + b. In train mode the first d rows of W
 # are the identity, so the first d logits minus b are what the Linear layer received: dropout's mask and scale.
 CONTRACT = "its state_dict holds one (K, d) weight and one (K,) bias, which the check fills"
 
@@ -85,7 +86,7 @@ def _run(cls, d, K, p, train, x, W, g):
     W and a fresh bias b, and in eval mode the gradient step: ((out, again), facts, b, seed)."""
     b, seed = torch.randn(K, generator=g), int(torch.randint(0, 2**31 - 1, (1,), generator=g))
     asked = heads.spec((d, K), seed, [x], [W, b], {} if p is None else {"dropout": p}, train, passes=2, step=not train)
-    ran = heads.built(drive(heads.drive_head, cls, asked), "SequenceClassifier", asked, "pooled")
+    ran = heads.built(drive(drive_head, cls, asked), "SequenceClassifier", asked, "pooled")
     return ran["outs"][0], ran, b, seed
 
 

@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, judge_train_pass
@@ -83,7 +84,7 @@ def _drive(cls, args: tuple, seed: int, inputs: list, W: torch.Tensor, b: torch.
     asked = heads.spec(args, seed, inputs, [W, b], {} if step or p is None else {"dropout": p}, not step,
                        2 if step else passes, step)
     # torch's words for a Linear fed (B, d, n)
-    return heads.built(drive(heads.drive_head, cls, asked), "TokenClassifier", asked, "H", crashes=[(
+    return heads.built(drive(drive_head, cls, asked), "TokenClassifier", asked, "H", crashes=[(
         f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} features: "
         "apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")])
 

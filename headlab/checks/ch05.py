@@ -7,7 +7,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..grading import GraderError
+from ..codec import GraderError
+from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, a_type, call_raw, drive, fail, passed, require_function, require_module_class
 from .engine import Exercise, Mistake, Unclear, backward_through, judge_gradients, same, show, twist
@@ -259,11 +260,11 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
 
 
 def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
-    """The facts of `cls(d)` (heads.drive_head) in eval mode on H and on the probes 0, e_1, …, e_d, its outputs read
+    """The facts of `cls(d)` (kernel.drive_head) in eval mode on H and on the probes 0, e_1, …, e_d, its outputs read
     as (start, end) pairs."""
     probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
     asked = heads.spec((d,), seed, [H, probes], stepped_on=1, **asked)
-    ran = heads.built(drive(heads.drive_head, cls, asked), "SpanHead", asked, "H")
+    ran = heads.built(drive(drive_head, cls, asked), "SpanHead", asked, "H")
     ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], asked["inputs"])]
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 import torch
 
+from ..kernel import drive_names
 from .core import CheckFailed, NotWritten, a_type, drive, fail, passed, trying
 from .engine import Exercise, Mistake
 
@@ -223,11 +224,6 @@ PLAIN = {"kc_positions": ("a list of three ints", "`tensor.tolist()`"), "kc_head
          "kc_initial_loss": ("a float rounded to two decimals", "`round(tensor.item(), 2)`")}
 
 
-def drive_knowledge_check(namespace: Mapping[str, Any]) -> dict:
-    """The three answers the notebook set (the only part of the check that reads the notebook)."""
-    return {name: namespace[name] for name in KC_NAMES if name in namespace}
-
-
 def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | None = None,
                     question: Mapping[str, Any] | None = None) -> None:
     """Check the answers set in the notebook (pass `globals()`): without `expected`, only their form,
@@ -237,7 +233,7 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     if not isinstance(namespace, Mapping):
         fail("this check reads your answers from the notebook: call it as `check.knowledge_check(globals())`.",
              "not-a-namespace")
-    answers = drive(drive_knowledge_check, namespace)
+    answers = drive(drive_names, namespace, list(KC_NAMES))
     missing = [name for name in KC_NAMES if name not in answers]
     if missing:
         said = (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: the knowledge check is not "

@@ -12,6 +12,7 @@ from typing import Any, Callable, NoReturn
 import torch
 
 from .. import grading
+from ..codec import GraderError
 
 
 class CheckFailed(AssertionError):
@@ -118,7 +119,7 @@ def call(fn: Callable, name: str, *args, **kwargs) -> Any:
     (headlab/grading.py)."""
     try:
         return call_raw(fn, name, *args, **kwargs)
-    except (CheckFailed, grading.GraderError):
+    except (CheckFailed, GraderError):
         raise
     except Exception as err:
         explain(err, name, *args, **kwargs)

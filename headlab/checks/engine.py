@@ -22,7 +22,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ..grading import GraderError
+from ..codec import GraderError
+from ..kernel import STEP_LR, weighted_backward
 from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
 
@@ -350,48 +351,6 @@ def close_gradient(got: Any, right: torch.Tensor) -> bool:
         got.detach().double(), right.detach().double(), rtol=1e-3, atol=1e-5 * (1 + float(right.abs().max()))))
 
 
-def detached(value: Any) -> Any:
-    """A detached copy of what a head returned: a tensor, or each tensor of a tuple; anything else as it is."""
-    if isinstance(value, tuple):
-        return tuple(map(detached, value))
-    return value.detach().clone() if isinstance(value, torch.Tensor) else value
-
-
-# One plain gradient-descent step on the head's own outputs: large enough that a weight left behind shows.
-STEP_LR = 0.5
-
-
-def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int,
-                   probe: torch.Tensor | None = None) -> dict:
-    """A driver's step for a head: run `forward(x)` with gradients on, from a fresh copy of x, back-propagate its
-    outputs weighted by seeded random numbers, take one plain gradient-descent step (STEP_LR) on the module's
-    parameters (a tied embedding's too) and run it on x again (or on `probe`).
-    Returns the gradient that reached x ("input_grad", None if none did) and the outputs after the step
-    ("stepped"). Only outputs are judged, never which parameters the kernel says it has or what their `.grad`
-    holds: a weight that is frozen, detached or hidden from `parameters()` does not move, and a `.grad` written
-    by hand is not the gradient of the grader's weighted outputs, so either leaves other outputs after the step."""
-    x = x.detach().clone().requires_grad_()
-    module.zero_grad(set_to_none=True)
-    with torch.enable_grad():
-        _weighted_backward(forward(x), seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            if p.grad is not None:
-                p -= STEP_LR * p.grad
-        stepped = forward(x.detach().clone() if probe is None else probe.clone())
-    return {"input_grad": x.grad, "stepped": detached(stepped)}
-
-
-def _weighted_backward(out: Any, seed: int) -> None:
-    """Back-propagate the sum of the outputs that carry a graph, each weighted by seeded random numbers, so
-    that no gradient cancels out by symmetry."""
-    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
-            if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
-    g = torch.Generator().manual_seed(seed)
-    if outs:
-        sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs).backward()
-
-
 def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: Callable, seed: int,
                     weights: Sequence[torch.Tensor] | None) -> None:
     """Fail unless, after the step of `gradient_facts(…, x, seed)`, the head gives the outputs that `want(x,
@@ -403,7 +362,7 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: C
     leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
     xg = x.detach().clone().requires_grad_()
     with torch.enable_grad():
-        _weighted_backward(want(xg, *leaves), seed)
+        weighted_backward(want(xg, *leaves), seed)
     if weights is not None:
         with torch.no_grad():
             after = want(x.detach(), *[w if w.grad is None else w - STEP_LR * w.grad for w in leaves])

@@ -13,13 +13,12 @@ head was built with, under the grader's seed.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 
 from .. import grading
 from .core import CheckFailed, explain, fail
-from .engine import detached, gradient_facts
 
 
 def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] = (),
@@ -27,69 +26,12 @@ def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Seq
          embedding: Sequence[torch.Tensor] = (), fill: int | str | None = None, stepped_on: int = 0) -> dict:
     """What `drive_head` does: build `cls(*args, **kwargs)` with the global RNG seeded with `seed`, load
     `weights` (or `fill`), run each input `passes` times in train or eval mode, and with `step` take the step of
-    engine.gradient_facts from inputs[0], with its outputs after the step on inputs[stepped_on]. With `embedding`
+    kernel.gradient_facts from inputs[0], with its outputs after the step on inputs[stepped_on]. With `embedding`
     (E, E2), the first constructor argument is an nn.Embedding holding E, and inputs[0] runs once more while it
     holds E2 (a tied head follows it)."""
     return {"args": list(args), "kwargs": dict(kwargs or {}), "seed": seed, "weights": list(weights),
             "train": train, "inputs": list(inputs), "passes": passes, "step": step, "embedding": list(embedding),
             "fill": fill, "stepped_on": stepped_on}
-
-
-def load(head: torch.nn.Module, weights: Sequence[torch.Tensor], fill: int | str | None = None) -> None:
-    """The loading contract: every floating state_dict entry shaped like one of `weights` (or like a matrix's
-    transpose, a weight stored (in, out)) gets its values. With `fill`, for a head whose layout is free, every
-    floating entry gets numbers in turn from one vector: normal ones drawn from the seed `fill`, or "zeros"."""
-    held = {name: t for name, t in head.state_dict().items() if t.is_floating_point()}
-    if fill is None:
-        offered = [*weights, *[w.T for w in weights if w.dim() == 2]]   # as given first, then transposed
-        fits = {name: [w for w in offered if w.shape == t.shape] for name, t in held.items()}
-        state = {name: found[0] for name, found in fits.items() if found}
-    else:
-        total = sum(t.numel() for t in held.values())
-        values = torch.zeros(total) if fill == "zeros" else \
-            torch.randn(total, generator=torch.Generator().manual_seed(fill))
-        parts = values.split([t.numel() for t in held.values()])
-        state = {name: v.reshape(t.shape) for (name, t), v in zip(held.items(), parts)}
-    head.load_state_dict(state, strict=False)
-
-
-def drive_head(cls, spec: dict) -> dict:
-    """The kernel's one driver for every class head: the facts of `spec` (see `spec`), as plain data.
-    {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
-    "holds_linear": whether an nn.Linear is among its modules (which way round a (d, d) weight acts: a layout,
-    never a verdict); "gradients": engine.gradient_facts when asked; with an embedding, "embedding_changed":
-    whether building the head changed its values, and "swapped": the output on inputs[0] while it held E2;
-    or "raised": {"type", "message", "stage"}, the exception that stopped it and where: "build" or the index of
-    the input being run}."""
-    inputs = [x.clone() for x in spec["inputs"]]   # the head's own copies; spec's stay as the grader sent them
-    facts: dict[str, Any] = {"outs": [], "changed": False}
-    stage: Any = "build"
-    E, E2 = spec["embedding"] or (None, None)
-    with torch.random.fork_rng(devices=[]):   # the grader's draws; the notebook's random state kept
-        torch.manual_seed(spec["seed"])
-        try:
-            emb = [] if E is None else [torch.nn.Embedding(*E.shape, _weight=E.clone())]
-            head = cls(*emb, *spec["args"], **spec["kwargs"])
-            with torch.no_grad():
-                facts["embedding_changed"] = bool(emb) and not torch.equal(emb[0].weight, E)
-                load(head, spec["weights"], spec["fill"])
-                head.train(spec["train"])
-                for stage, x in enumerate(inputs):
-                    facts["outs"].append([detached(head(x)) for _ in range(spec["passes"])])
-                if emb:   # new values in the embedding, in place: a tied head follows them
-                    stage = 0
-                    emb[0].weight.copy_(E2)
-                    facts["swapped"] = detached(head(inputs[0].clone()))
-                    emb[0].weight.copy_(E)
-            facts["changed"] = any(not torch.equal(x, given) for x, given in zip(inputs, spec["inputs"]))
-            facts["holds_linear"] = any(isinstance(m, torch.nn.Linear) for m in head.modules())
-            if spec["step"] and not facts["changed"]:   # a head that writes into its input fails on that first
-                stage = 0
-                facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"],
-                                                    probe=spec["inputs"][spec["stepped_on"]])
-        except Exception as err:   # the learner's bug is a fact like any other; the check explains it
-            facts["raised"] = {"type": type(err).__name__, "message": str(err)[:2000], "stage": stage}
-    return facts
 
 
 def built(facts: dict, name: str, spec: dict, given: str, crashes: Sequence[tuple[str, str, str]] = ()) -> dict:
@@ -138,4 +80,4 @@ def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, s
             raise
 
 
-__all__ = ["spec", "load", "drive_head", "built", "dropout_at_eval"]
+__all__ = ["spec", "built", "dropout_at_eval"]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from headlab import grading
+from headlab import codec
 from heads_outside import AnswerCapture, JudgeOutsideKernel, read_answers
 
 ENTRIES = [{"check": "headlab.checks.ch00:padding_mask", "answer": "padding_mask", "args": [], "kwargs": {},
@@ -57,8 +57,8 @@ def test_answers_are_read_without_following_a_link_or_blocking_on_a_fifo(tmp_pat
 
 def test_a_cell_sees_only_its_own_inputs_and_only_while_it_runs(tmp_path):
     capture = AnswerCapture(tmp_path, VIEW, 1024)
-    folder = tmp_path / grading.FOLDER
-    (tmp_path / grading.FOLDER).mkdir()                      # what a submission or an earlier cell left
+    folder = tmp_path / codec.FOLDER
+    (tmp_path / codec.FOLDER).mkdir()                      # what a submission or an earlier cell left
     (folder / "calls.json").write_text("forged")
     capture.before(graded_cell(None))                           # an ordinary cell: nothing is given to it
     assert (folder / "calls.json").read_text() == "forged"
@@ -73,14 +73,14 @@ def test_a_link_in_place_of_the_inputs_folder_is_removed_not_followed(tmp_path):
     elsewhere.mkdir()
     work = tmp_path / "work"
     work.mkdir()
-    os.symlink(elsewhere, work / grading.FOLDER)
+    os.symlink(elsewhere, work / codec.FOLDER)
     AnswerCapture(work, VIEW, 1024).before(graded_cell("test_a"))
-    assert list(elsewhere.iterdir()) == [] and not (work / grading.FOLDER).is_symlink()
+    assert list(elsewhere.iterdir()) == [] and not (work / codec.FOLDER).is_symlink()
 
 
 def test_a_result_is_what_its_cell_left_whatever_a_later_cell_writes(tmp_path):
     capture = AnswerCapture(tmp_path, VIEW, 1024)
-    answers = tmp_path / grading.ANSWERS
+    answers = tmp_path / codec.ANSWERS
 
     def cell_writes(grade_id: str, text: str) -> None:
         answers.mkdir(exist_ok=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from headlab import grading
+from headlab import codec, grading, kernel
 from heads_lessons import lesson as lesson_named
 
 
@@ -103,7 +103,7 @@ def judge_answers(lesson: str, grade_id: str, namespace: dict, seed: int = HIDDE
     view = grading.kernel_view(book)[grade_id]
     answers = []
     for entry in view:
-        answer = namespace if entry["answer"] == grading.GLOBALS else namespace.get(entry["answer"], grading._MISSING)
-        results = [] if answer is grading._MISSING else [grading._run(answer, call) for call in entry["calls"]]
-        answers.append(json.loads(json.dumps({"answer": grading.describe(answer), "results": results})))
+        answer = namespace if entry["answer"] == codec.GLOBALS else namespace.get(entry["answer"], kernel._MISSING)
+        results = [] if answer is kernel._MISSING else [kernel._run(answer, call) for call in entry["calls"]]
+        answers.append(json.loads(json.dumps({"answer": kernel.describe(answer), "results": results})))
     return grading.judge(book[grade_id], answers)

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 import replay
-from headlab import grading
+from headlab import codec, grading
 from heads_lessons import all_lessons, lesson as lesson_named
 
 # A test cell whose hidden part draws nothing: the lesson's own questions have one set of answers.
@@ -51,11 +51,11 @@ def memoriser(book: dict, grade_id: str, solution):
     seen = {}
     for entry in book[grade_id]:
         for call in entry["calls"]:
-            args, kwargs = grading.decode(call["args"]), grading.decode(call["kwargs"])
+            args, kwargs = codec.decode(call["args"]), codec.decode(call["kwargs"])
             seen[call["digest"]] = solution(*args, **kwargs)
 
     def answer(*args, **kwargs):
-        out = seen.get(grading.digest(solution.__name__, args, kwargs))
+        out = seen.get(codec.digest(solution.__name__, args, kwargs))
         return out if out is not None else solution(*args, **kwargs) * 0
     answer.__name__ = solution.__name__
     return answer

@@ -1,0 +1,238 @@
+"""The student's kernel's side of grading: what runs there, and nothing that judges.
+
+In place of a test cell the kernel runs `respond(grade_id, globals())`: it reads the grader's inputs for that
+cell, calls the student's answers on them (a function directly; a class through a driver of this module) and
+writes what they returned, as data (`codec`). A driver builds the learner's class, loads the grader's weights,
+runs it and returns plain facts: outputs, gradients, outputs after the grader's training step, exceptions. It
+names no mistake and writes no message, so whatever a kernel patches here changes only what its answers appear
+to return, never how they are judged: that is `grading`'s and the checks', in the grader's own process.
+"""
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .codec import ANSWERS, FOLDER, GLOBALS, GraderError, at, decode, encode, safe_str
+
+def describe(answer: Any) -> dict:
+    """What kind of object an answer is, so the grader can stand in for it."""
+    import torch.nn as nn
+
+    if answer is _MISSING:
+        return {"kind": "missing"}
+    if isinstance(answer, dict):
+        return {"kind": "namespace"}
+    if isinstance(answer, type):
+        return {"kind": "module class" if issubclass(answer, nn.Module) else "class",
+                "type": answer.__name__}
+    if isinstance(answer, nn.Module):
+        return {"kind": "module", "type": type(answer).__name__}
+    return {"kind": "function" if callable(answer) else "value", "type": type(answer).__name__}
+
+
+_MISSING = object()
+
+
+def respond(grade_id: str, namespace: dict) -> None:
+    """Run this test cell's answers on the grader's inputs and leave the results for the grader."""
+    from .checks.core import checked   # not at import: headlab.checks imports this module
+
+    folder = Path(FOLDER)
+    book = json.loads((folder / "calls.json").read_text())
+    out = []
+    for entry in book.get(grade_id, []):
+        name = entry["answer"]
+        answer = namespace if name == GLOBALS else namespace.get(name, _MISSING)
+        results = [] if answer is _MISSING else [_run(answer, call) for call in entry["calls"]]
+        out.append({"answer": describe(answer), "results": results})
+        if answer is not _MISSING and name != GLOBALS:
+            # Later cells that start with uses(answer) run, as after a visible check: whether it passed is
+            # decided outside, and the feedback shows what they do with the answer (never a grade).
+            checked[name] = answer
+    Path(ANSWERS).mkdir(exist_ok=True)
+    target = Path(ANSWERS) / f"{grade_id}.json"
+    target.with_suffix(".tmp").write_text(json.dumps(out))
+    os.replace(target.with_suffix(".tmp"), target)
+    print("Your answers were run on the grader's inputs; the grade is decided outside this notebook.")
+
+
+def _run(answer: Any, call: dict) -> dict:
+    args, kwargs = decode(call["args"]), decode(call["kwargs"])
+    try:
+        with torch.set_grad_enabled(bool(call["grad"])), redirect_stdout(io.StringIO()):
+            if call["kind"] == "drive":
+                return {"value": encode(_driver(call["name"])(answer, *args))}
+            before = [(p, x.detach().clone()) for p, x in _tensors(args, kwargs)]
+            before += [(p, encode(x)) for p, x in _lists(args, kwargs)]
+            value = answer(*args, **kwargs)
+            return _result(value, args, kwargs, before)
+    except NotImplementedError as err:
+        return {"raised": {"type": "NotImplementedError", "message": str(err)}}
+    except Exception as err:  # the student's bug: reported by the grader like the check would
+        return {"raised": {"type": type(err).__name__, "message": safe_str(err)}}
+
+
+def _driver(name: str) -> Callable:
+    module, _, attr = name.partition(":")
+    if not (module == __name__ and attr.startswith("drive_")):   # this module's drivers, and no other code
+        raise GraderError(f"not a course driver: {name}")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _tensors(args: tuple, kwargs: dict):
+    yield from ((i, a) for i, a in enumerate(args) if isinstance(a, torch.Tensor))
+    yield from ((k, a) for k, a in kwargs.items() if isinstance(a, torch.Tensor))
+
+
+def _lists(args: tuple, kwargs: dict):
+    """The plain-list inputs (a list of tags, of label ids): a check also sees whether they changed."""
+    yield from ((i, a) for i, a in enumerate(args) if type(a) is list)
+    yield from ((k, a) for k, a in kwargs.items() if type(a) is list)
+
+
+def _result(value: Any, args: tuple, kwargs: dict, before: list) -> dict:
+    result: dict = {"value": encode(value)}
+    changed = []
+    for path, old in before:
+        now = at(args, kwargs, path)
+        if isinstance(old, list):
+            if encode(now) != old:
+                changed.append([path, encode(now)])
+        elif now.shape != old.shape or not torch.equal(now.detach(), old):
+            changed.append([path, encode(now.detach())])
+    if changed:
+        result["changed"] = changed
+    parts = list(value) if type(value) in (tuple, list) else [value]
+    aliases = [_alias(part, args, kwargs) for part in parts]
+    if any(a is not None for a in aliases):
+        result["alias"] = aliases if type(value) in (tuple, list) else aliases[0]
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad and value.grad_fn is not None:
+            inputs = [(p, x) for p, x in _tensors(args, kwargs) if x.requires_grad]
+            if inputs:
+                grads = torch.autograd.grad(value.sum(), [x for _, x in inputs], allow_unused=True)
+                result["grads"] = [[p, encode(g)] for (p, _), g in zip(inputs, grads) if g is not None]
+    return result
+
+
+def _alias(value: Any, args: tuple, kwargs: dict) -> Any:
+    """Where `value` is one of the inputs (or shares its memory and shape), that input's place."""
+    if isinstance(value, torch.Tensor):
+        for path, x in _tensors(args, kwargs):
+            if value is x or (value.numel() and x.numel() and value.data_ptr() == x.data_ptr()
+                              and value.shape == x.shape):
+                return path
+    return None
+
+
+# --- the drivers: a learner's class, run on the grader's numbers ------------------------------------------
+def load(head: torch.nn.Module, weights: Sequence[torch.Tensor], fill: int | str | None = None) -> None:
+    """The loading contract: every floating state_dict entry shaped like one of `weights` (or like a matrix's
+    transpose, a weight stored (in, out)) gets its values. With `fill`, for a head whose layout is free, every
+    floating entry gets numbers in turn from one vector: normal ones drawn from the seed `fill`, or "zeros"."""
+    held = {name: t for name, t in head.state_dict().items() if t.is_floating_point()}
+    if fill is None:
+        offered = [*weights, *[w.T for w in weights if w.dim() == 2]]   # as given first, then transposed
+        fits = {name: [w for w in offered if w.shape == t.shape] for name, t in held.items()}
+        state = {name: found[0] for name, found in fits.items() if found}
+    else:
+        total = sum(t.numel() for t in held.values())
+        values = torch.zeros(total) if fill == "zeros" else \
+            torch.randn(total, generator=torch.Generator().manual_seed(fill))
+        parts = values.split([t.numel() for t in held.values()])
+        state = {name: v.reshape(t.shape) for (name, t), v in zip(held.items(), parts)}
+    head.load_state_dict(state, strict=False)
+
+
+def drive_head(cls, spec: dict) -> dict:
+    """The kernel's one driver for every class head: the facts of `spec` (see `spec`), as plain data.
+    {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
+    "holds_linear": whether an nn.Linear is among its modules (which way round a (d, d) weight acts: a layout,
+    never a verdict); "gradients": kernel.gradient_facts when asked; with an embedding, "embedding_changed":
+    whether building the head changed its values, and "swapped": the output on inputs[0] while it held E2;
+    or "raised": {"type", "message", "stage"}, the exception that stopped it and where: "build" or the index of
+    the input being run}."""
+    inputs = [x.clone() for x in spec["inputs"]]   # the head's own copies; spec's stay as the grader sent them
+    facts: dict[str, Any] = {"outs": [], "changed": False}
+    stage: Any = "build"
+    E, E2 = spec["embedding"] or (None, None)
+    with torch.random.fork_rng(devices=[]):   # the grader's draws; the notebook's random state kept
+        torch.manual_seed(spec["seed"])
+        try:
+            emb = [] if E is None else [torch.nn.Embedding(*E.shape, _weight=E.clone())]
+            head = cls(*emb, *spec["args"], **spec["kwargs"])
+            with torch.no_grad():
+                facts["embedding_changed"] = bool(emb) and not torch.equal(emb[0].weight, E)
+                load(head, spec["weights"], spec["fill"])
+                head.train(spec["train"])
+                for stage, x in enumerate(inputs):
+                    facts["outs"].append([detached(head(x)) for _ in range(spec["passes"])])
+                if emb:   # new values in the embedding, in place: a tied head follows them
+                    stage = 0
+                    emb[0].weight.copy_(E2)
+                    facts["swapped"] = detached(head(inputs[0].clone()))
+                    emb[0].weight.copy_(E)
+            facts["changed"] = any(not torch.equal(x, given) for x, given in zip(inputs, spec["inputs"]))
+            facts["holds_linear"] = any(isinstance(m, torch.nn.Linear) for m in head.modules())
+            if spec["step"] and not facts["changed"]:   # a head that writes into its input fails on that first
+                stage = 0
+                facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"],
+                                                    probe=spec["inputs"][spec["stepped_on"]])
+        except Exception as err:   # the learner's bug is a fact like any other; the check explains it
+            facts["raised"] = {"type": type(err).__name__, "message": str(err)[:2000], "stage": stage}
+    return facts
+
+
+def drive_names(namespace: dict, names: list[str]) -> dict:
+    """The values the notebook set under `names` (a knowledge check's answers), those it set."""
+    return {name: namespace[name] for name in names if name in namespace}
+
+
+# --- a head's training step, taken where its code runs -----------------------------------------------------
+def detached(value: Any) -> Any:
+    """A detached copy of what a head returned: a tensor, or each tensor of a tuple; anything else as it is."""
+    if isinstance(value, tuple):
+        return tuple(map(detached, value))
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+# One plain gradient-descent step on the head's own outputs: large enough that a weight left behind shows.
+STEP_LR = 0.5
+
+
+def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int,
+                   probe: torch.Tensor | None = None) -> dict:
+    """A driver's step for a head: run `forward(x)` with gradients on, from a fresh copy of x, back-propagate its
+    outputs weighted by seeded random numbers, take one plain gradient-descent step (STEP_LR) on the module's
+    parameters (a tied embedding's too) and run it on x again (or on `probe`).
+    Returns the gradient that reached x ("input_grad", None if none did) and the outputs after the step
+    ("stepped"). Only outputs are judged, never which parameters the kernel says it has or what their `.grad`
+    holds: a weight that is frozen, detached or hidden from `parameters()` does not move, and a `.grad` written
+    by hand is not the gradient of the grader's weighted outputs, so either leaves other outputs after the step."""
+    x = x.detach().clone().requires_grad_()
+    module.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        weighted_backward(forward(x), seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.grad is not None:
+                p -= STEP_LR * p.grad
+        stepped = forward(x.detach().clone() if probe is None else probe.clone())
+    return {"input_grad": x.grad, "stepped": detached(stepped)}
+
+
+def weighted_backward(out: Any, seed: int) -> None:
+    """Back-propagate the sum of the outputs that carry a graph, each weighted by seeded random numbers, so
+    that no gradient cancels out by symmetry."""
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+            if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+    g = torch.Generator().manual_seed(seed)
+    if outs:
+        sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs).backward()

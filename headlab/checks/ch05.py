@@ -196,11 +196,13 @@ BEST_SPAN = Exercise(
 
 
 def _rows_alone(fn: Callable, inputs: tuple, B: int) -> tuple:
-    """`fn`'s output on a case, and, where it has the right shape, each row of the case and `fn`'s output on it."""
+    """`fn`'s output on a case, and each row of the case with `fn`'s output on it (the rows are compared only where
+    the output has the right shape; they are called whatever it is, so that the calls the grader replays do not
+    depend on the learner's outputs)."""
     out = BEST_SPAN.answer(fn, inputs)
-    rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] \
-        if B > 1 and isinstance(out, torch.Tensor) and out.shape == (B, 2) else []
-    return out, rows, [BEST_SPAN.answer(fn, row) for row in rows]
+    rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
+    alone = [BEST_SPAN.answer(fn, row) for row in rows]
+    return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
 
 
 def best_span(fn: Callable, cases: Sequence | None = None) -> None:

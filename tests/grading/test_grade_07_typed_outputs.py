@@ -107,10 +107,12 @@ WRONG = [
         """, mistake="whole-vocabulary-distribution"),
     Wrong.edit("restrict-indexes-rows", "restrict_to_labels", "next_token_logits[:, label_token_ids]",
                "next_token_logits[label_token_ids]", "indexes-rows"),
+    Wrong("restrict-log-softmax", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            return next_token_logits[:, label_token_ids].log_softmax(dim=-1)    # log-probabilities
+        """, mistake="log-probabilities"),
     Wrong.edit("restrict-sigmoid-per-label", "restrict_to_labels", "return chosen.softmax(dim=-1)",
                "return chosen.sigmoid()", "sigmoid-not-softmax"),
-    Wrong.edit("restrict-log-softmax", "restrict_to_labels", "return chosen.softmax(dim=-1)",
-               "return chosen.log_softmax(dim=-1)", "log-probabilities"),
     Wrong.edit("ece-confidence-of-class-one", "expected_calibration_error",
                "confidence, prediction = probs.max(dim=-1)",
                "prediction = probs.argmax(dim=-1)\n    confidence = probs[:, 1]", "confidence-of-class-one"),

@@ -133,6 +133,11 @@ def _not_allowed(which: str) -> Callable[..., str]:
     return said
 
 
+def _rule(key: str, message: str | Callable[..., str], fix: str = "") -> Mistake:
+    """The mistake whose spans are the best ones under its rule in _RULES."""
+    return Mistake(key, lambda s, e, allowed, m: _wrong_spans(key, s, e, allowed, m), message, fix=fix)
+
+
 def _spans(text: str) -> Callable[..., str]:
     return lambda out, s, e, allowed, max_len: f"best_span returned {out.tolist()} (max_len={max_len}): {text}"
 
@@ -158,13 +163,9 @@ BEST_SPAN = Exercise(
             "the best start and, on its own, the best end (two independent argmaxes). That can put the end before "
             "the start, or make the span too long."),
             fix="Score each pair i ≤ j ≤ i + max_len − 1 and keep the best."),
-        Mistake("backward-spans", lambda s, e, allowed, m: _wrong_spans("backward-spans", s, e, allowed, m), _backward,
-                fix="Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
-        Mistake("end-not-restricted", lambda s, e, allowed, m: _wrong_spans("end-not-restricted", s, e, allowed, m),
-                _not_allowed("end"), fix="Set the end logits to −inf where allowed is False too."),
-        Mistake("start-not-restricted", lambda s, e, allowed, m: _wrong_spans("start-not-restricted", s, e, allowed,
-                                                                              m),
-                _not_allowed("start"), fix="Set the start logits to −inf where allowed is False too."),
+        _rule("backward-spans", _backward, "Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
+        _rule("end-not-restricted", _not_allowed("end"), "Set the end logits to −inf where allowed is False too."),
+        _rule("start-not-restricted", _not_allowed("start"), "Set the start logits to −inf where allowed is False too."),
         Mistake("nan-from-softmax-over-batch", _nan_spans, _spans(
             "a softmax over the batch axis (dim 0) of logits masked with −inf is NaN (0/0) at a position masked in "
             "every row, and argmax takes NaN for the largest value. P_start and P_end are each normalised over the "

@@ -4,8 +4,11 @@
     !python -m headlab.check 03_sequence_head.ipynb        # in Colab or a notebook cell
 
 Each notebook runs top to bottom as Run All would, but keeps going past a failing cell, so every exercise's
-check cell runs. An exercise's line says it passed, is not written yet, or gives its check's message. The exit
-status is 0 only when every exercise of every notebook passed (for CI), and no traceback is printed.
+check cell runs. An exercise's line says it passed, is not written yet, or gives its check's message. When every
+exercise passed, one more line counts the other cells that failed (a claim the lesson measures, a crash), with the
+first of them (while an exercise fails, a later cell that fails is most often its consequence). The exit status is
+0 only when every exercise of every notebook passed and no other cell failed (for CI), and no traceback is
+printed.
 """
 from __future__ import annotations
 
@@ -65,8 +68,34 @@ def result_of(exercise: str, cell) -> Result:
     return Result(exercise, FAILED, one_line if name == "CheckFailed" else f"{name}: {one_line}")
 
 
-def check_notebook(path: Path, timeout: int) -> list[Result]:
-    """Run the notebook at `path` in a fresh kernel, in its own folder, and read each exercise's check cell."""
+# A cell stopped because an answer has not passed its check (`uses`), or called a stub: the exercise's own line
+# says so already.
+_WAITING = {"NotChecked", "NotWritten", "NotImplementedError"}
+
+
+def other_failures(cells) -> list[str]:
+    """The code cells other than check cells that raised, each as "cell N, what it raised" (N counts every cell
+    from 1). Left out: a cell that waits for an answer (_WAITING), and a NameError after an earlier cell failed,
+    which is that cell's consequence (a name it never defined)."""
+    found, failed_before = [], False
+    for number, cell in enumerate(cells, 1):
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if cell.get("cell_type") != "code" or not errors:
+            continue
+        name, value = errors[0].get("ename", ""), _ANSI.sub("", errors[0].get("evalue", ""))
+        waiting = name in _WAITING or (name == "NameError" and failed_before)
+        failed_before = True
+        if waiting or exercise_of(cell) is not None:
+            continue
+        said = " ".join(value.split())
+        found.append(f"cell {number}, " + (said if said.startswith("claim:") or name == "UsedAnswerFailed"
+                                            else f"{name}: {said}"))
+    return found
+
+
+def check_notebook(path: Path, timeout: int) -> tuple[list[Result], list[str]]:
+    """Run the notebook at `path` in a fresh kernel, in its own folder, and read each exercise's check cell, and
+    the other cells that failed (`other_failures`)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -75,7 +104,12 @@ def check_notebook(path: Path, timeout: int) -> list[Result]:
     NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
     return [result_of(name, cell) for cell in nb.cells
-            if cell.cell_type == "code" and (name := exercise_of(cell)) is not None]
+            if cell.cell_type == "code" and (name := exercise_of(cell)) is not None], other_failures(nb.cells)
+
+
+def others_line(others: list[str]) -> str:
+    """One line for the other cells that failed: how many, and the first."""
+    return f"✗ {len(others)} later cell{'s' * (len(others) > 1)} failed (first: {others[0]})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.notebooks:
         print(path)
         try:
-            results = check_notebook(path, args.timeout)
+            results, others = check_notebook(path, args.timeout)
         except Exception as err:   # unreadable file, no kernel, a cell past the timeout: one line, no traceback
             print(f"  ✗ could not run it: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             all_passed = False
@@ -96,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             print("  ✗ no exercise check found in this notebook")
         for result in results:
             print("  " + result.line())
-        all_passed &= bool(results) and all(r.status == PASSED for r in results)
+        passed = bool(results) and all(r.status == PASSED for r in results)
+        if passed and others:
+            print("  " + others_line(others))
+        all_passed &= passed and not others
     return 0 if all_passed else 1
 
 

@@ -99,3 +99,27 @@ def test_the_first_masked_cases_tell_the_axes_apart():
     """B, n and d differ, so a mask or a count on the wrong axis raises an error whose sizes say which."""
     for cases in (ch02.MEAN_CASES, ch02.MAX_CASES):
         assert len(set(torch.tensor(cases[0][0]).shape)) == 3
+
+
+@pytest.mark.parametrize("check, wrong, key, words", [
+    (ch02.cls_pool, lambda H: H[:, :1].squeeze(), "squeeze-drops-batch-axis", "drops the batch axis"),
+    (ch02.mean_pool, lambda H, mask: torch.stack([H[b][mask[b]].mean(0) for b in range(len(H))]),
+     "integer-mask-as-index", "an integer tensor is read as a list of positions"),
+    (ch02.max_pool, lambda H, mask: torch.stack([H[b][mask[b]].amax(0) for b in range(len(H))]),
+     "integer-mask-as-index", "an integer tensor is read as a list of positions"),
+    (ch02.mean_pool, lambda H, mask: (H * mask[:, :, None]).sum(1) / mask.sum(), "divides-by-batch-count",
+     "the whole batch"),
+    (ch02.mean_pool, lambda H, mask: H[mask.bool()].mean(0), "pools-whole-batch", "one vector for the whole batch"),
+])
+def test_pooling_mistakes_the_student_made_are_named(check, wrong, key, words):
+    """Each got a shape or a row's values without a name (issue 27)."""
+    with pytest.raises(CheckFailed) as caught:
+        check(wrong)
+    assert caught.value.mistake == key and words in str(caught.value), str(caught.value)
+
+
+def test_the_first_sequence_message_leaves_the_index_for_a_repeat():
+    with pytest.raises(CheckFailed) as caught:
+        ch02.cls_pool(lambda H: H[0])
+    assert caught.value.mistake == "first-sequence" and "H[:, 0]" not in str(caught.value)
+    assert "`H[:, 0]`" in caught.value.fix

@@ -181,3 +181,59 @@ def test_the_larger_of_the_two_losses_is_not_called_one_of_them():
     with pytest.raises(CheckFailed) as caught:
         ch05.span_loss(lambda s, e, start, end: torch.maximum(F.cross_entropy(s, start), F.cross_entropy(e, end)))
     assert caught.value.mistake == "larger-of-the-two"
+
+
+def _search(s, e, allowed, max_len, band):
+    """The best (i, j) of s_i + e_j among allowed pairs that `band(i, j)` keeps: a wrong search for the tests."""
+    allowed = allowed.bool()
+    n = s.shape[1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    ok = band(i, j, max_len) & allowed[:, :, None] & allowed[:, None, :]
+    flat = (s[:, :, None] + e[:, None, :]).masked_fill(~ok, float("-inf")).flatten(1).argmax(-1)
+    return torch.stack([flat // n, flat % n], dim=-1)
+
+
+def _end_unmasked(s, e, allowed, max_len):   # the start is masked, the end is not
+    allowed = allowed.bool()
+    return _search(s.masked_fill(~allowed, -1e9), e, torch.ones_like(allowed), max_len,
+                   lambda i, j, m: (i <= j) & (j <= i + m - 1))
+
+
+def _softmax_over_batch(s, e, allowed, max_len):   # -inf masking, then a softmax over dim 0: NaN where all masked
+    allowed = allowed.bool()
+    p_s, p_e = (x.masked_fill(~allowed, float("-inf")).softmax(0) for x in (s, e))
+    n = s.shape[1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    flat = (p_s[:, :, None] * p_e[:, None, :]).masked_fill(~((i <= j) & (j < i + max_len)), float("-inf"))
+    flat = flat.flatten(1).argmax(-1)
+    return torch.stack([flat // n, flat % n], dim=-1)
+
+
+@pytest.mark.parametrize("wrong, key, words", [
+    (lambda s, e, a, m: _search(s, e, a, m, lambda i, j, m: (j - i).abs() < m), "backward-spans",
+     "row 2 ends before it starts (j=5 < i=6)"),
+    (_end_unmasked, "end-not-restricted", "row 2 ends at position 6, which is not allowed"),
+    (_softmax_over_batch, "nan-from-softmax-over-batch", "is NaN (0/0)"),
+    (lambda s, e, a, m: good_best_span(s, e, a, m).T, "pairs-on-first-axis", "(2, B) = (2, 3)"),
+])
+def test_best_span_names_the_order_the_mask_the_axis_and_the_stacking(wrong, key, words):
+    """A band without i ≤ j was called two independent argmaxes, and the rest had no name (issue 27)."""
+    with pytest.raises(CheckFailed) as caught:
+        ch05.best_span(wrong)
+    assert caught.value.mistake == key and words in str(caught.value), str(caught.value)
+
+
+def test_best_span_tells_a_band_without_order_from_two_argmaxes():
+    def argmaxes(s, e, allowed, max_len):
+        allowed = allowed.bool()
+        return torch.stack([x.masked_fill(~allowed, float("-inf")).argmax(-1) for x in (s, e)], dim=-1)
+    with pytest.raises(CheckFailed) as caught:
+        ch05.best_span(argmaxes)
+    assert caught.value.mistake == "independent-argmax"
+
+
+def test_nll_loss_on_raw_logits_is_named():
+    with pytest.raises(CheckFailed) as caught:
+        ch05.span_loss(lambda s, e, start, end: (F.nll_loss(s, start) + F.nll_loss(e, end)) / 2)
+    assert caught.value.mistake == "nll-on-raw-logits" and "log-probabilities" in str(caught.value)
+    assert "cross_entropy" in caught.value.fix and "cross_entropy" not in str(caught.value)

@@ -9,18 +9,23 @@ from headlab.checks import CheckFailed
 from headlab.checks import ch07
 
 
-def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False):
-    """ECE in exact fractions (the visible cases use dyadic probabilities)."""
+def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
+              zero_binned=False):
+    """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
+    class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
+    bin 0."""
     rows = []
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
         top = max(p)
-        rows.append((top, int(p.index(top) == y)))
+        rows.append((top if column is None else p[column], int(p.index(top) == y)))
     bins: dict[int, list] = {}
     for conf, ok in rows:
-        k = next(k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)) \
+        k = next((k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)),
+                 0 if zero_binned else None) \
             if closed == "right" else min(int(conf * n_bins), n_bins - 1)
-        bins.setdefault(k, []).append((conf, ok))
+        if k is not None:
+            bins.setdefault(k, []).append((conf, ok))
     gaps = {k: abs(Fraction(sum(o for _, o in v), len(v)) - sum(c for c, _ in v) / len(v)) for k, v in bins.items()}
     if weighted:
         return float(sum(Fraction(len(bins[k]), len(rows)) * g for k, g in gaps.items()))
@@ -52,13 +57,15 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False)),
             ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False, over_all_bins=True)),
             ("single-global-gap", exact_global_gap(probs, labels)),
+            ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1)),
+            ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, zero_binned=True)),
             ("fixed-ten-bins", exact_ece(probs, labels, 10))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key
     # each mistake that differs from the right value differs from every other mistake too, so it can be named
-    values = [expected] + [v for _, v in got if v == v and abs(v - expected) > 1e-12]
-    assert min(abs(a - b) for i, a in enumerate(values) for b in values[i + 1:]) > 1e-3
+    named = [("right", expected)] + [(key, v) for key, v in got if v == v and abs(v - expected) > 1e-12]
+    assert min(abs(a - b) for i, (key, a) in enumerate(named) for other, b in named[i + 1:] if other != key) > 1e-3
 
 
 def test_the_hand_written_rejections_are_right():
@@ -110,3 +117,53 @@ def test_right_answers_pass(capsys):
     ch07.predict_or_reject(lambda p, t, reject=-1: torch.where(p.max(-1).values >= t, p.argmax(-1),
                                                                 torch.full((len(p),), reject)))
     assert "✓ restrict_to_labels: 3 cases passed" in capsys.readouterr().out
+
+
+def _ece(conf_of):
+    """A right ECE but for how each row's confidence is read: `conf_of(probs)`."""
+    def ece(probs, labels, n_bins=10):
+        conf, pred = conf_of(probs), probs.argmax(-1)
+        correct = (pred == labels).float()
+        total = 0.0
+        for k in range(n_bins):
+            inside = (conf > k / n_bins) & (conf <= (k + 1) / n_bins)
+            if inside.any():
+                total += inside.float().mean().item() * abs(correct[inside].mean().item() - conf[inside].mean().item())
+        return float(total)
+    return ece
+
+
+@pytest.mark.parametrize("wrong, key, words", [
+    (_ece(lambda probs: probs[:, 1]), "confidence-of-class-one", "probability of class 1 as every row's confidence"),
+    (_ece(lambda probs: probs.max(dim=1)), "max-without-values", "returns a pair (values, indices)"),
+])
+def test_ece_names_the_confidence_of_class_one_and_max_without_values(wrong, key, words):
+    """Both got the recipe or torch's TypeError (issue 27)."""
+    with pytest.raises(CheckFailed) as caught:
+        ch07.expected_calibration_error(wrong)
+    assert caught.value.mistake == key and words in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value) and caught.value.fix not in str(caught.value)
+
+
+@pytest.mark.parametrize("wrong, key, words", [
+    (lambda next_token_logits, label_token_ids: next_token_logits[label_token_ids].softmax(-1), "indexes-rows",
+     "It indexed the rows"),
+    (lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids].sigmoid(),
+     "sigmoid-not-softmax", "applied a sigmoid to each label logit on its own"),
+    (lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids].log_softmax(-1),
+     "log-probabilities", "returned log-probabilities"),
+])
+def test_restrict_to_labels_names_rows_sigmoid_and_log_probabilities(wrong, key, words):
+    """The rows got IndexError's "positions count from 0", the other two the whole recipe (issue 27)."""
+    with pytest.raises(CheckFailed) as caught:
+        ch07.restrict_to_labels(wrong)
+    err = caught.value
+    assert err.mistake == key and words in str(err), str(err)
+    assert "\n" not in str(err) and "positions count from 0" not in str(err) and err.fix and err.fix not in str(err)
+
+
+def test_an_unnamed_wrong_distribution_keeps_the_recipe_for_a_repeat():
+    with pytest.raises(CheckFailed) as caught:
+        ch07.restrict_to_labels(lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids] ** 2)
+    assert caught.value.mistake == "wrong-values" and "Select the logits" in caught.value.fix
+    assert "Select the logits" not in str(caught.value)

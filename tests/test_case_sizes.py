@@ -51,7 +51,8 @@ TABLES = {
     "TokenClassifier train": (ch04.TRAIN_CASES, lambda c: {"d": c[0], "L": c[1]}),
     "token_loss": (ch04.LOSS_CASES, lambda c: _shape("B", "n", "L")(c[0])),
     "bio_to_spans": (ch04.BIO_CASES, None),
-    "best_span": (ch05.BEST_SPAN_CASES, lambda c: _shape("B", "n")(c[1])),
+    # best_span returns (B, 2): with B = 2, pairs stacked as (2, B) have the right shape.
+    "best_span": (ch05.BEST_SPAN_CASES, lambda c: {**_shape("B", "n")(c[1]), "pair": 2}),
     "span_loss": (ch05.SPAN_LOSS_CASES, lambda c: _shape("B", "n")(c[0])),
     "SpanHead": (ch05.HEAD_SIZES, lambda c: {"d": c[0], "B": c[1], "n": c[2]}),
     "last_token_pool": (ch06.last_token_pool.cases, lambda c: {"B": len(c[0]), "n": c[1], "d": c[2]}),

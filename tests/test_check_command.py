@@ -87,3 +87,33 @@ def test_a_students_copy_with_one_mistake_names_it_and_fails(tmp_path):
     assert got[0] == "✓ SequenceClassifier: passed" and got[-1] == "✓ untrained_loss: passed", got
     assert got[1].startswith("✗ head_param_count: ") and "bias" in got[1], got
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_other_failed_cells_are_counted_with_the_first():
+    """A claim or a crash after the checks is counted; a cell that waits for an answer (NotChecked, the stub) and a
+    NameError it leaves behind are the exercise's own line, not counted again."""
+    cells = [cell([]), nbformat.v4.new_code_cell("uses(x)", outputs=[error("NotChecked", "this cell uses your …")]),
+             nbformat.v4.new_code_cell("y", outputs=[error("NameError", "name 'y' is not defined")]),
+             nbformat.v4.new_markdown_cell("text"),
+             nbformat.v4.new_code_cell("assert a", outputs=[error("AssertionError", "claim: the loss falls")]),
+             nbformat.v4.new_code_cell("1 / 0", outputs=[error("ZeroDivisionError", "division by zero")]),
+             cell([error("CheckFailed", "wrong")])]
+    others = check.other_failures(cells)
+    assert others == ["cell 5, claim: the loss falls", "cell 6, ZeroDivisionError: division by zero"]
+    assert check.others_line(others) == "✗ 2 later cells failed (first: cell 5, claim: the loss falls)"
+
+
+@pytest.mark.slow
+def test_a_failed_claim_after_the_checks_fails_the_run(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from headlab.checks import ch03 as check"),
+        nbformat.v4.new_code_cell("def head_param_count(d, K):\n    return K * d + K"),
+        nbformat.v4.new_code_cell("check.head_param_count(head_param_count)"),
+        nbformat.v4.new_code_cell('assert head_param_count(2, 3) == 6, "claim: a head of 2 × 3 has 6 parameters"')])
+    copy = tmp_path / "mine.ipynb"
+    nbformat.write(nb, copy)
+    proc = run(copy)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert lines(proc) == ["✓ head_param_count: passed",
+                           "✗ 1 later cell failed (first: cell 4, claim: a head of 2 × 3 has 6 parameters)"], proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr

@@ -126,3 +126,45 @@ def test_under_the_grader_the_cells_that_use_an_answer_run(tmp_path, monkeypatch
         '{"test_last_real_index": [{"answer": "last_real_index", "calls": []}]}')
     kernel.respond("test_last_real_index", {"last_real_index": wrong_last_real_index})
     assert uses(wrong_last_real_index).names == ["last_real_index"]
+
+
+def _run_with(lesson: str, answer_id: str, old: str, new: str) -> dict:
+    """The solution of `lesson` with one answer edited, run top to bottom (errors allowed): cell id → its errors."""
+    import subprocess
+    from pathlib import Path
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / lesson / f"{lesson}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    answer = next(c for c in nb.cells if c.get("id") == answer_id)
+    assert answer.source.count(old) == 1, answer.source
+    answer.source = answer.source.replace(old, new)
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
+    return {c.get("id"): [o for o in c.outputs if o.output_type == "error"] for c in nb.cells if c.cell_type == "code"}
+
+
+@pytest.mark.slow
+def test_lesson_04_with_a_wrong_token_loss_points_every_later_cell_back_to_it():
+    """A loss over every position (-100 included, as a class index it crashes): every cell that trains or reads the
+    tagger stops in one line, naming token_loss; the cell that uses bio_to_spans alone runs."""
+    said = _run_with("04_token_head", "c04-17-token-loss", "ignore_index=-100)", "ignore_index=0)")
+    assert said["c04-18-test-token-loss"][0].ename == "CheckFailed"
+    for cid in ("c04-20-loss-demo", "c04-27-train", "c04-29-metrics", "c04-31-figure", "c04-39-shift",
+                "c04-41d-pieces-train", "c04-42-finetune"):
+        (err,) = said[cid]
+        assert err.ename == "NotChecked" and len(err.traceback) == 1, (cid, err.traceback)
+        assert "your `token_loss`, whose check has not passed yet" in err.evalue, cid
+    assert not said["c04-15-head-demo"] and not said["c04-24-spans-demo"]
+    assert all(len(e.traceback) <= 5 for errors in said.values() for e in errors)
+
+
+@pytest.mark.slow
+def test_lesson_02_pooler_cell_waits_for_cls_pool():
+    """Pooler passed, cls_pool did not: the cell that pools with both says so in one line (it named Pooler only)."""
+    said = _run_with("02_pooling", "c02-07-cls-pool", "return H[:, 0]", "return H[0]")
+    assert said["c02-08-test-cls-pool"][0].ename == "CheckFailed"
+    (err,) = said["c02-13-pooler-demo"]
+    assert err.ename == "NotChecked" and "your `cls_pool`" in err.evalue and len(err.traceback) == 1

@@ -34,6 +34,9 @@ cls_pool = Exercise(
         Mistake("first-sequence", lambda H: H[0], "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first "
                 "sequence of the batch with all its positions. [CLS] is position 0 of every sequence: index the "
                 "position axis.", fix="`H[:, 0]`."),
+        Mistake("squeeze-drops-batch-axis", lambda H: H[:, 0].squeeze() if len(H) == 1 else None, "cls_pool returned "
+                "shape ({d},){where}: `.squeeze()` without an axis drops the batch axis too when the batch holds one "
+                "sequence.", fix="Squeeze only the axis you mean, e.g. `.squeeze(1)`, or index position 0 directly."),
         Mistake("keeps-position-axis", lambda H: H[:, :1], "cls_pool returned shape ({B}, 1, {d}){where}: it kept "
                 "the position axis. Index position 0 so that the result is (B, d) = ({B}, {d})."),
         Mistake("feature-axis", lambda H: H[:, :, 0], "cls_pool indexed the feature axis, `H[:, :, 0]`{where}: that is "
@@ -217,8 +220,18 @@ def _squeezed(name: str, right: Callable) -> Mistake:
                    "when the batch holds one sequence.", fix="Squeeze only the axis you mean, e.g. `.squeeze(1)`.")
 
 
+def _indexed(name: str, pool: Callable) -> Mistake:
+    """Each row pooled from `H[b][mask[b]]`: with a 0/1 integer mask, an index that picks positions 0 and 1."""
+    return Mistake("integer-mask-as-index", lambda H, m: torch.stack([pool(H[b][m[b]]) for b in range(len(H))])
+                   if m.dtype in (torch.long, torch.int) else None,
+                   f"{name} used the mask as an index{{where}}: a bool mask keeps the positions where it is True, "
+                   "but an integer tensor is read as a list of positions, so its 0s and 1s pick positions 0 and 1.",
+                   fix="Turn it into a bool mask first, `mask.bool()`.")
+
+
 mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
     _squeezed("mean_pool", lambda H, m: (H * _w(H, m)).sum(1) / _w(H, m).sum(1)),
+    _indexed("mean_pool", lambda rows: rows.mean(0)),
     Mistake("keeps-position-axis", lambda H, m: (H * _w(H, m)).sum(1, True) / _w(H, m).sum(1, True), "mean_pool "
             "returned shape ({B}, 1, {d}){where}: it kept the position axis (keepdim=True on the sum over positions). "
             "The result is (B, d) = ({B}, {d})."),
@@ -230,6 +243,12 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
     Mistake("floor-division", lambda H, m: ((H * _w(H, m)).sum(1) / _w(H, m).sum(1)).floor(), "mean_pool rounded "
             "each mean down to a whole number{where}: that is what `//`, floor division, does. A mean is rarely a "
             "whole number.", fix="Divide with `/`."),
+    Mistake("divides-by-batch-count", lambda H, m: (H * _w(H, m)).sum(1) / _w(H, m).sum(), "mean_pool divided every "
+            "row by the number of real tokens in the whole batch{where}. Divide each row by its own number of real "
+            "tokens.", fix="`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
+    Mistake("pools-whole-batch", lambda H, m: H[m.bool()].mean(0), "mean_pool returned one vector for the whole batch"
+            "{where}: indexing H with the (B, n) mask gathers the real tokens of every row into one (tokens, d) "
+            "tensor, so their mean mixes the sequences. Pool each row over its own positions, (B, d) = ({B}, {d})."),
     Mistake("sum-not-mean", lambda H, m: (H * _w(H, m)).sum(1), "mean_pool summed the real tokens but did not divide"
             "{where}: a mean divides by the number of real tokens of the row."),
     Mistake("sums-padding", lambda H, m: H.sum(1) / _w(H, m).sum(1), "mean_pool divided by the number of real tokens "
@@ -242,6 +261,7 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
                     lambda H, m: (H * _w(H, m)).sum(2) / _w(H, m).sum(1))]])
 max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     _squeezed("max_pool", lambda H, m: _fill(H, m, -torch.inf).amax(1)),
+    _indexed("max_pool", lambda rows: rows.amax(0)),
     Mistake("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True), "max_pool returned shape "
             "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d})."),
     Mistake("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1), "max_pool filled the padding with zeros{where}. When "

@@ -19,9 +19,12 @@ F_, T_ = False, True
 PASSAGE, PASSAGE_SHORT = [F_, F_, F_, F_, T_, T_, T_, F_], [F_, F_, F_, F_, T_, T_, F_, F_]
 # (name, start_logits, end_logits, allowed, max_len, expected (B, 2)); a span scores start + end logit.
 BEST_SPAN_CASES = [
-    # Each row normalised in its own row: row 0: (4,6)=4 beats (5,6)=3; row 1: (4,5)=6.
-    ("two rows", [[0, 0, 0, 0, 2, 1, 0, 0], [0, 0, 0, 0, 5, 0, 0, 0]],
-     [[0, 0, 0, 0, 0, 0, 2, 0], [0, 0, 0, 0, 0, 1, 0, 0]], [PASSAGE, PASSAGE], 3, [[4, 6], [4, 5]]),
+    # Each row normalised in its own row: row 0: (4,6)=4 beats (5,6)=3; row 1: (4,5)=6; row 2, allowed 1…7:
+    # (2,2)=6. In row 2 the two argmaxes give (6,2), and a band without i ≤ j (|j − i| < max_len) takes (6,5)=7.
+    # Three rows, so that pairs stacked as (2, B) cannot pass for (B, 2).
+    ("three rows", [[0, 0, 0, 0, 2, 1, 0, 0], [0, 0, 0, 0, 5, 0, 0, 0], [0, 0, 1, 0, 0, 0, 4, 0]],
+     [[0, 0, 0, 0, 0, 0, 2, 0], [0, 0, 0, 0, 0, 1, 0, 0], [0, 0, 5, 0, 0, 3, 0, 0]],
+     [PASSAGE, PASSAGE, [F_, T_, T_, T_, T_, T_, T_, T_]], 3, [[4, 6], [4, 5], [2, 2]]),
     # (4,4)=1 (4,5)=4 (4,6)=2 (5,5)=3 (5,6)=1 (6,6)=3.5 → (4, 5); the two argmaxes alone give 6 and 5.
     ("crossing argmaxes", [[0, 0, 0, 0, 1, 0, 2.5, 0]], [[0, 0, 0, 0, 0, 3, 1, 0]], [PASSAGE], 3, [[4, 5]]),
     # Peaks in the question (row 0), at [CLS] (row 1), on [SEP] and [PAD] (row 2); inside the passages
@@ -62,33 +65,78 @@ def _block(allowed: torch.Tensor) -> torch.Tensor:
     return (allowed.cumsum(-1) > 0) & (allowed.flip(-1).cumsum(-1).flip(-1) > 0)
 
 
-# A mistake's rule: the positions it searches (from start, end, allowed), the logits it scores, and how far its
-# band reaches past the right one (j − i ≤ max_len − 1 + reach). Each is wrong in one thing, so that the check
-# holds no search that gives the right spans (a rule that would, on some input, gives None there).
+# A mistake's rule: the logits it scores and the positions it lets a span start and end at (from start, end,
+# allowed), how far its band reaches past the right one (j − i ≤ max_len − 1 + reach), and whether it keeps i ≤ j.
+# Each is wrong in one thing, so that the check holds no search that gives the right spans (a rule that would, on
+# some input, gives None there).
+_ALL = torch.ones_like
 _RULES = {
-    "one-too-long": (lambda s, e, a: (s, e, a), 1),
-    "one-too-short": (lambda s, e, a: (s, e, a), -1),
-    "outside-the-passage": (lambda s, e, a: (s, e, torch.ones_like(a)), 0),
-    "mask-multiplied": (lambda s, e, a: (s * a, e * a, torch.ones_like(a)), 0),
-    "searches-between-allowed": (lambda s, e, a: (s, e, _block(a)), 0),
+    "one-too-long": (lambda s, e, a: (s, e, a, a), 1, True),
+    "one-too-short": (lambda s, e, a: (s, e, a, a), -1, True),
+    "backward-spans": (lambda s, e, a: (s, e, a, a), 0, False),
+    "outside-the-passage": (lambda s, e, a: (s, e, _ALL(a), _ALL(a)), 0, True),
+    "end-not-restricted": (lambda s, e, a: (s, e, a, _ALL(a)), 0, True),
+    "start-not-restricted": (lambda s, e, a: (s, e, _ALL(a), a), 0, True),
+    "mask-multiplied": (lambda s, e, a: (s * a, e * a, _ALL(a), _ALL(a)), 0, True),
+    "searches-between-allowed": (lambda s, e, a: (s, e, _block(a), _block(a)), 0, True),
 }
+
+
+def _band(n: int, max_len: int, reach: int = 0, ordered: bool = True) -> torch.Tensor:
+    """(n, n): True where a span (i, j) is short enough, and with `ordered` where it does not end before it starts."""
+    gap = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+    return (gap >= (0 if ordered else -(max_len - 1))) & (gap <= max_len - 1 + reach)
+
+
+def _argmax_pairs(scores: torch.Tensor) -> torch.Tensor:
+    """The (i, j) of each row's largest entry of a (B, n, n) table of span scores, as torch's argmax finds it."""
+    n = scores.shape[-1]
+    flat = scores.flatten(1).argmax(-1)
+    return torch.stack([flat // n, flat % n], dim=-1)
 
 
 def _wrong_spans(rule: str, start, end, allowed, max_len: int) -> torch.Tensor | None:
     """The best (i, j) under the mistake `rule`, or None where it has no span to compare or searches exactly
-    the positions the right rule does."""
-    where, reach = _RULES[rule]
+    the spans the right rule does."""
+    where, reach, ordered = _RULES[rule]
     allowed = allowed.bool()
-    start, end, searched = where(start, end, allowed)
-    if reach == 0 and torch.equal(searched, allowed):
+    start, end, starts, ends = where(start, end, allowed)
+    if reach == 0 and ordered and torch.equal(starts, allowed) and torch.equal(ends, allowed):
         return None
-    n = start.shape[1]
-    gap = torch.arange(n)[None, :] - torch.arange(n)[:, None]
-    ok = (gap >= 0) & (gap <= max_len - 1 + reach) & searched[:, :, None] & searched[:, None, :]
+    ok = _band(start.shape[1], max_len, reach, ordered) & starts[:, :, None] & ends[:, None, :]
     if not ok.flatten(1).any(-1).all():   # a row without candidates: this rule gives no span to compare
         return None
-    flat = (start[:, :, None] + end[:, None, :]).masked_fill(~ok, float("-inf")).flatten(1).argmax(-1)
-    return torch.stack([flat // n, flat % n], dim=-1)
+    return _argmax_pairs((start[:, :, None] + end[:, None, :]).masked_fill(~ok, float("-inf")))
+
+
+def _nan_spans(start, end, allowed, max_len: int) -> torch.Tensor | None:
+    """A softmax over the batch axis (dim 0) of −inf-masked logits: NaN (0/0) at a position masked in every row, and
+    argmax takes the first NaN for the largest value. None where no span in the band is NaN."""
+    p_start, p_end = (x.masked_fill(~allowed.bool(), float("-inf")).softmax(0) for x in (start, end))
+    scores = (p_start[:, :, None] * p_end[:, None, :]).masked_fill(~_band(start.shape[1], max_len), float("-inf"))
+    return _argmax_pairs(scores) if bool(scores.isnan().any()) else None
+
+
+def _backward(out, s, e, allowed, max_len) -> str:
+    b, (i, j) = next((b, (i, j)) for b, (i, j) in enumerate(out.tolist()) if j < i)
+    return (f"best_span returned {out.tolist()} (max_len={max_len}): row {b} ends before it starts (j={j} < i={i}). "
+            "A span runs forward from its start: your search keeps pairs with |j − i| < max_len, in either order.")
+
+
+def _not_allowed(which: str) -> Callable[..., str]:
+    k = ("start", "end").index(which)
+
+    def said(out, s, e, allowed, max_len):
+        b = next(b for b, pair in enumerate(out.tolist()) if not allowed[b, pair[k]])
+        return (f"best_span returned {out.tolist()} (max_len={max_len}): row {b} {which}s at position {int(out[b, k])}, "
+                f"which is not allowed ({_positions(allowed[b])} are): the {which} is not restricted to the allowed "
+                "positions.")
+    return said
+
+
+def _rule(key: str, message: str | Callable[..., str], fix: str = "") -> Mistake:
+    """The mistake whose spans are the best ones under its rule in _RULES."""
+    return Mistake(key, lambda s, e, allowed, m: _wrong_spans(key, s, e, allowed, m), message, fix=fix)
 
 
 def _spans(text: str) -> Callable[..., str]:
@@ -114,7 +162,19 @@ BEST_SPAN = Exercise(
         Mistake("independent-argmax", lambda s, e, allowed, m: torch.stack(
             [x.masked_fill(~allowed, float("-inf")).argmax(-1) for x in (s, e)], dim=-1), _spans(
             "the best start and, on its own, the best end (two independent argmaxes). That can put the end before "
-            "the start, or make the span too long: score each pair, i ≤ j ≤ i + max_len − 1, keep the best.")),
+            "the start, or make the span too long."),
+            fix="Score each pair i ≤ j ≤ i + max_len − 1 and keep the best."),
+        _rule("backward-spans", _backward, "Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
+        _rule("end-not-restricted", _not_allowed("end"), "Set the end logits to −inf where allowed is False too."),
+        _rule("start-not-restricted", _not_allowed("start"), "Set the start logits to −inf where allowed is False too."),
+        Mistake("nan-from-softmax-over-batch", _nan_spans, _spans(
+            "a softmax over the batch axis (dim 0) of logits masked with −inf is NaN (0/0) at a position masked in "
+            "every row, and argmax takes NaN for the largest value. P_start and P_end are each normalised over the "
+            "positions of ONE row (dim -1)."), fix="Take the softmax (or log_softmax) over dim=-1 after masking."),
+        twist("pairs-on-first-axis", lambda E, s, e, allowed, m: E.T, lambda out, s, e, allowed, m: (
+            f"best_span returned shape {tuple(out.shape)}: the starts in one row and the ends in another, (2, B) = "
+            f"(2, {len(s)}). Return one (i, j) pair per row, (B, 2) = ({len(s)}, 2)."),
+            fix="Stack the starts and the ends on the last axis (dim=-1)."),
         Mistake("outside-the-passage", lambda s, e, allowed, m: _wrong_spans("outside-the-passage", s, e, allowed, m),
                 _spans("these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding "
                        "too. The answer lies inside the passage: mask where allowed is False before choosing.")),
@@ -137,26 +197,45 @@ BEST_SPAN = Exercise(
 )
 
 
+def _rows_alone(fn: Callable, inputs: tuple, B: int) -> tuple:
+    """`fn`'s output on a case, and each row of the case with `fn`'s output on it (the rows are compared only where
+    the output has the right shape; they are called whatever it is, so that the calls the grader replays do not
+    depend on the learner's outputs)."""
+    out = BEST_SPAN.answer(fn, inputs)
+    rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
+    alone = [BEST_SPAN.answer(fn, row) for row in rows]
+    return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
+
+
 def best_span(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
     with `allowed` as 0/1 integers."""
     require_function(fn, "best_span")
     cases = BEST_SPAN_CASES if cases is None else cases
+    read = [BEST_SPAN.read(case) for case in cases]
+    # Every output first, so that a mistake is named only if the other cases agree with it (as the engine does);
+    # a crash or a refusal is still reported in its case's turn.
+    runs = []
+    for inputs, expected in read:
+        try:
+            runs.append(_rows_alone(fn, inputs, len(expected)))
+        except CheckFailed as err:
+            runs.append(err)
     unclear = None   # a wrong case two mistakes explain alike: a later case may tell them apart
-    for case in cases:
-        inputs, expected = BEST_SPAN.read(case)
-        out, B = BEST_SPAN.answer(fn, inputs), len(expected)
-        rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] \
-            if B > 1 and isinstance(out, torch.Tensor) and out.shape == (B, 2) else []
-        alone = [BEST_SPAN.answer(fn, row) for row in rows]
+    for k, ((inputs, expected), run) in enumerate(zip(read, runs)):
+        if isinstance(run, CheckFailed):
+            raise run
+        out, rows, alone = run
         for b, got in enumerate(alone):
             if isinstance(got, torch.Tensor) and got.shape == (1, 2) and got[0].tolist() != out[b].tolist():
                 fail(f"row {b}'s answer depends on the other rows: in the batch you return {out[b].tolist()}, for "
                      f"row {b} alone {got.tolist()}. A softmax (or max) over the batch axis (dim 0) mixes rows; "
                      "P_start and P_end are each normalised over the positions of ONE row (dim -1).",
                      "depends-on-other-rows")
+        others = [(*read[i], other[0]) for i, other in enumerate(runs) if i != k and not isinstance(other, CheckFailed)]
         try:
-            for got, want, given in [(out, expected, inputs), *zip(alone, expected[:, None], rows)]:
+            BEST_SPAN._judge_confirmed(out, expected, inputs, others)
+            for got, want, given in zip(alone, expected[:, None], rows):
                 BEST_SPAN.judge(got, want, given)
         except Unclear as err:
             unclear = unclear or err
@@ -199,6 +278,11 @@ def _ce(logits, target, reduce: str = "mean", dim: int = -1):
     return nll if reduce == "none" else getattr(nll, reduce)()
 
 
+def _pick(logits, target):
+    """The mean over the batch of each row's logit at its target: `F.nll_loss` on raw logits gives minus this."""
+    return logits[torch.arange(len(target)), target].mean()
+
+
 def _loss(text: str) -> Callable[..., str]:
     return lambda out, s, e, start, end: f"span_loss gave {float(out.detach()):.4f}: " + text.format(B=len(start))
 
@@ -231,6 +315,10 @@ span_loss = Exercise(
             "that is the larger of the start and end losses; the loss is their mean: add them, halve the sum.")),
         Mistake("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en), _loss(
             "you added the start and end losses without halving the sum.")),
+        Mistake("nll-on-raw-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2, _loss(
+            "that is `F.nll_loss` on the raw logits, which only takes minus the target's logit: nll_loss expects "
+            "log-probabilities, so the softmax is missing."),
+            fix="Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
         Mistake("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2, _loss(
             "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw logits.")),
         Mistake("targets-swapped", lambda s, e, st, en: (_ce(s, en) + _ce(e, st)) / 2, _loss(

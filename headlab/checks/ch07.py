@@ -78,12 +78,16 @@ predict_or_reject = Exercise(
 
 
 # --- expected_calibration_error(probs, labels, n_bins) → float ---------------------------------------
-def _bins(probs, labels, n_bins, closed="right"):
+def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False):
     """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
-    (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last."""
+    (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
+    probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
+    0, the top one never is) lies in no right-closed bin, or with `zero_binned` in the first, as a clamp puts it."""
     conf, pred = probs.double().max(-1)
+    conf = conf if column is None else probs.double()[:, column]
     ok = (pred == labels).double()
-    k = (torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins)).clamp(0, n_bins - 1)
+    k = torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins).clamp(max=n_bins - 1)
+    k = k.clamp(min=0) if zero_binned else k
     share = torch.stack([(k == b).double().mean() for b in range(n_bins)])
     return share, torch.stack([(ok[k == b].mean() - conf[k == b].mean()).abs() for b in range(n_bins)])
 
@@ -103,6 +107,8 @@ def _ece_where(probs, labels, n_bins) -> str:
 
 
 SAID = "expected ECE {expected:.6f}, you returned {out:.6f}{where}. "   # every ECE message begins so
+CLASS_ONE = (SAID + "That is the ECE with the probability of class 1 as every row's confidence. A prediction's "
+             "confidence is the probability of the class it predicts: the top probability of its row.")
 expected_calibration_error = Exercise(
     "expected_calibration_error",
     # (probs, labels, n_bins, expected), the ECE worked out by hand (tests/test_07_checks.py redoes it exactly).
@@ -143,6 +149,12 @@ expected_calibration_error = Exercise(
                 SAID + "That is a single global gap |mean accuracy − mean confidence| over all predictions. Over- "
                 "and under-confident predictions cancel in it; compute the gap inside each bin, then weight it by "
                 "count_bin / N."),
+        Mistake("confidence-of-class-one",
+                lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=False)).nansum()), CLASS_ONE,
+                fix="`probs.max(dim=-1).values` holds the top probability of each row."),
+        Mistake("confidence-of-class-one",
+                lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=True)).nansum()), CLASS_ONE,
+                fix="`probs.max(dim=-1).values` holds the top probability of each row."),
         Mistake("fixed-ten-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, 10)).nansum()),
                 SAID + "That is the ECE with 10 bins: use the n_bins argument instead of a fixed number of bins."),
     ],
@@ -168,6 +180,19 @@ def _probabilities(out) -> bool:
     return bool((out >= 0).all()) and torch.allclose(out.sum(-1), torch.ones(out.shape[0]), atol=1e-4)
 
 
+RECIPE = "Select the logits of the label tokens, in the given order, then apply a softmax over those C values."
+ROWS = ("restrict_to_labels indexed the rows{where}: the label token ids picked examples, on dimension 0 (the B = {B} "
+        "examples), but each label token is a column, on the vocabulary axis (dimension 1).")
+
+
+def _indexes_rows(err, z, ids):
+    """The hint when the ids went past the batch axis: `next_token_logits[label_token_ids]`."""
+    if f"dimension 0 with size {z.shape[0]}" in str(err) and max(_ids(ids)) >= z.shape[0]:
+        return ("It indexed the rows: the label token ids picked examples (dimension 0) instead of vocabulary "
+                "columns (dimension 1).", "indexes-rows", "Select the columns: `next_token_logits[:, label_token_ids]`.")
+    return None
+
+
 LN = math.log
 restrict_to_labels = Exercise(
     "restrict_to_labels",
@@ -191,9 +216,9 @@ restrict_to_labels = Exercise(
     unchanged="restrict_to_labels changed the logits tensor it was given (an in-place operation such as "
               "masked_fill_ or a slice assignment); build a new tensor instead.",
     explain=lambda out, expected, z, ids: (
-        f"restrict_to_labels returned {_round(out)} for label_token_ids={_ids(ids)}; expected {_round(expected)}. "
-        + "These are not probabilities: each row must be ≥ 0 and sum to 1. " * (not _probabilities(out))
-        + "Select the logits of the label tokens, in the given order, then apply a softmax over those C values."),
+        f"restrict_to_labels returned {_round(out)} for label_token_ids={_ids(ids)}; expected {_round(expected)}."
+        + " These are not probabilities: each row must be ≥ 0 and sum to 1." * (not _probabilities(out)), RECIPE),
+    hints=[(IndexError, _indexes_rows)],
     mistakes=[
         Mistake("whole-vocabulary-distribution", lambda z, ids: z.softmax(-1),
                 "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "
@@ -211,6 +236,16 @@ restrict_to_labels = Exercise(
         Mistake("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].softmax(0),
                 "each column sums to 1, not each row{where}: the softmax ran over dim 0, the batch. Normalise over "
                 "the labels, the last axis (dim=-1)."),
+        Mistake("indexes-rows", lambda z, ids: z[_ids(ids)].softmax(-1), ROWS,
+                fix="Select the columns: `next_token_logits[:, label_token_ids]`."),
+        Mistake("sigmoid-not-softmax", lambda z, ids: z[:, _ids(ids)].sigmoid(),
+                "restrict_to_labels applied a sigmoid to each label logit on its own{where}: the rows do not sum to "
+                "1, because the C labels do not share one distribution.",
+                fix="Apply a softmax over the C selected logits, `.softmax(dim=-1)`."),
+        Mistake("log-probabilities", lambda z, ids: z[:, _ids(ids)].log_softmax(-1),
+                "restrict_to_labels returned log-probabilities{where}: every entry is ≤ 0, and it is their "
+                "exponentials that sum to 1 in each row. The function returns probabilities.",
+                fix="Use `.softmax(dim=-1)` instead of `.log_softmax(dim=-1)`."),
         Mistake("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)],
                 "the rows sum to {sums}, not 1{where}. You took the softmax over the whole vocabulary and then "
                 "selected the label columns, so the mass of every other token is missing. Select the C label "

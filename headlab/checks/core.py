@@ -174,6 +174,10 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} applied an operation that needs floats (a mean, a norm, a softmax, a matrix product) to a bool or "
      "integer tensor, such as a mask or a count.",
      "Convert that tensor first, with `.float()`."),
+    (("torch.return_types",), "max-without-values",
+     "{name} used what `.max(dim=...)` returns as if it were one tensor: with a dim, max (like min, sort and topk) "
+     "returns a pair (values, indices), which cannot be compared or computed with.",
+     "Take its `.values` (the maxima) or `.indices` (their positions), or unpack it into two names."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",

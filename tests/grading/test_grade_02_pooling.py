@@ -12,6 +12,7 @@ WRONG = [
     Wrong.edit("cls_pool-keeps-position-axis", "cls_pool", "H[:, 0]", "H[:, :1]", "keeps-position-axis"),
     Wrong.edit("cls_pool-position-one", "cls_pool", "H[:, 0]", "H[:, 1]", "later-position"),
     Wrong.edit("cls_pool-feature-axis", "cls_pool", "H[:, 0]", "H[:, :, 0]", "feature-axis"),
+    Wrong.edit("cls_pool-squeeze-without-axis", "cls_pool", "H[:, 0]", "H[:, :1].squeeze()", "squeeze-drops-batch-axis"),
     # --- Pooler ---
     Wrong.edit("Pooler-no-tanh", "Pooler", TANH, "self.dense(c)", "no-tanh"),
     Wrong.edit("Pooler-relu-instead-of-tanh", "Pooler", TANH, "torch.relu(self.dense(c))", "relu-not-tanh"),
@@ -65,6 +66,20 @@ WRONG = [
             return H.sum(dim=1) / mask.sum(dim=1, keepdim=True)
         """, mistake="changed-input"),
     Wrong.edit("mean_pool-inverted-mask", "mean_pool", "mask.to(H.dtype)", "(1 - mask.to(H.dtype))", "inverted-mask"),
+    Wrong("mean_pool-integer-mask-as-index", "mean_pool", """
+        def mean_pool(H, mask):
+            return torch.stack([H[b][mask[b]].mean(dim=0) for b in range(len(H))])   # right with a bool mask only
+        """, mistake="integer-mask-as-index"),
+    Wrong("max_pool-integer-mask-as-index", "max_pool", """
+        def max_pool(H, mask):
+            return torch.stack([H[b][mask[b]].amax(dim=0) for b in range(len(H))])
+        """, mistake="integer-mask-as-index"),
+    Wrong.edit("mean_pool-divides-by-batch-count", "mean_pool", "count = weights.sum(dim=1)", "count = weights.sum()",
+               "divides-by-batch-count"),
+    Wrong("mean_pool-pools-whole-batch", "mean_pool", """
+        def mean_pool(H, mask):
+            return H[mask.bool()].mean(dim=0)
+        """, mistake="pools-whole-batch"),
     # --- max_pool ---
     Wrong("max_pool-zero-filled-padding", "max_pool", """
         def max_pool(H, mask):

@@ -185,6 +185,28 @@ WRONG = [
         """, mistake="searches-between-allowed"),
     Wrong.edit("best_span-integer-mask-not-converted", "best_span", "allowed = allowed.bool()", "pass",
                "integer-mask"),
+    Wrong.edit("best_span-band-without-order", "best_span", "band = (i <= j) & (j <= i + max_len - 1)",
+               "band = (j - i).abs() < max_len", "backward-spans"),
+    Wrong.edit("best_span-end-not-masked", "best_span",
+               'log_p_end = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1)',
+               "log_p_end = end_logits.log_softmax(dim=-1)", "end-not-restricted"),
+    Wrong.edit("best_span-start-not-masked", "best_span",
+               'log_p_start = start_logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1)',
+               "log_p_start = start_logits.log_softmax(dim=-1)", "start-not-restricted"),
+    Wrong.edit("best_span-pairs-stacked-on-dim-0", "best_span", "torch.stack([flat // n, flat % n], dim=-1)",
+               "torch.stack([flat // n, flat % n])", "pairs-on-first-axis"),
+    Wrong("best_span-softmax-over-batch-after-inf-masking", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            allowed = allowed.bool()
+            n = start_logits.shape[1]
+            p_start = start_logits.masked_fill(~allowed, float("-inf")).softmax(0)
+            p_end = end_logits.masked_fill(~allowed, float("-inf")).softmax(0)
+            i = torch.arange(n)[:, None]
+            j = torch.arange(n)[None, :]
+            scores = (p_start[:, :, None] * p_end[:, None, :]).masked_fill(~((i <= j) & (j < i + max_len)), -1.0)
+            flat = scores.flatten(1).argmax(-1)
+            return torch.stack([flat // n, flat % n], dim=-1)
+        """, mistake="nan-from-softmax-over-batch"),
     # --- span_loss ---------------------------------------------------------------------------------
     Wrong("span_loss-start-only", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
@@ -227,6 +249,10 @@ WRONG = [
             total = total + F.cross_entropy(end_logits, end, reduction="sum")
             return total / 2
         """, mistake="summed-over-batch"),
+    Wrong("span_loss-nll-loss-on-raw-logits", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            return (F.nll_loss(start_logits, start) + F.nll_loss(end_logits, end)) / 2
+        """, mistake="nll-on-raw-logits"),
     # Equal to start-only's or end-only's value on each case: named only because the cases together refute both.
     Wrong("span_loss-larger-of-the-two", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):

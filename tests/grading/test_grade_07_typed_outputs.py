@@ -105,6 +105,28 @@ WRONG = [
             keep[torch.as_tensor(label_token_ids)] = True
             return next_token_logits.masked_fill(~keep, float("-inf")).softmax(dim=-1)
         """, mistake="whole-vocabulary-distribution"),
+    Wrong.edit("restrict-indexes-rows", "restrict_to_labels", "next_token_logits[:, label_token_ids]",
+               "next_token_logits[label_token_ids]", "indexes-rows"),
+    Wrong("restrict-log-softmax", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            return next_token_logits[:, label_token_ids].log_softmax(dim=-1)    # log-probabilities
+        """, mistake="log-probabilities"),
+    Wrong.edit("restrict-sigmoid-per-label", "restrict_to_labels", "return chosen.softmax(dim=-1)",
+               "return chosen.sigmoid()", "sigmoid-not-softmax"),
+    Wrong.edit("ece-confidence-of-class-one", "expected_calibration_error",
+               "confidence, prediction = probs.max(dim=-1)",
+               "prediction = probs.argmax(dim=-1)\n    confidence = probs[:, 1]", "confidence-of-class-one"),
+    Wrong("ece-max-without-values", "expected_calibration_error", """
+        def expected_calibration_error(probs, labels, n_bins=10):
+            confidence = probs.max(dim=1)                 # a pair (values, indices), not the top probabilities
+            correct = (probs.argmax(dim=1) == labels).float()
+            ece = 0.0
+            for k in range(n_bins):
+                inside = (confidence > k / n_bins) & (confidence <= (k + 1) / n_bins)
+                if inside.any():
+                    ece += inside.float().mean().item() * abs(correct[inside].mean() - confidence[inside].mean()).item()
+            return ece
+        """, mistake="max-without-values"),
     # a mean of the bool hits: torch takes means of floats only (issue 27.4)
     Wrong.edit("expected_calibration_error-mean-of-bool-hits", "expected_calibration_error",
                "correct = (prediction == labels).float()", "correct = prediction == labels",

@@ -42,7 +42,8 @@ def run(nb, cwd: Path) -> tuple[float, float, float]:
     start = time.perf_counter()
     client.execute()
     wall = time.perf_counter() - start
-    _, peak_kb, cpu = next(o["text"].split() for o in nb.cells[-1].outputs if "PEAK_KB" in o.get("text", ""))
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs)   # a stream may come in pieces
+    peak_kb, cpu = printed.split("PEAK_KB")[-1].split()[:2]
     return wall, int(peak_kb) / 1024, float(cpu)
 
 

@@ -107,3 +107,29 @@ def test_minibatches_cover_every_index_once_per_epoch():
     batches = minibatches(10, 5, seed=0)
     first_epoch = torch.cat([next(batches), next(batches)])
     assert sorted(first_epoch.tolist()) == list(range(10))
+
+
+@pytest.mark.parametrize("lr, weight_decay", [(3e-3, 0.01), (0.5, 0.0), (4e-3, 0.01)])
+def test_fit_steps_exactly_like_torch_adamw(lr, weight_decay):
+    """fit's own AdamW (it spares every lesson torch.optim's import of torch._dynamo) gives torch.optim.AdamW's
+    weights to the last bit, with a frozen parameter, a tied one and dropout in the way."""
+    def train(optimiser):
+        embedding, head = tied_pair(seed=3)
+        layer = nn.Linear(4, 4)
+        layer.bias.requires_grad_(False)
+        modules = [embedding, head, layer]
+        params = list({id(p): p for m in modules for p in m.parameters() if p.requires_grad}.values())
+        opt = optimiser(params, lr=lr, weight_decay=weight_decay)
+        g = torch.Generator().manual_seed(1)
+        torch.manual_seed(2)                          # the dropout's draws
+        for _ in range(40):
+            ids = torch.randint(0, 7, (5,), generator=g)
+            loss = F.cross_entropy(head(layer(embedding(ids))), torch.randint(0, 7, (5,), generator=g))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        return [p.detach().clone() for m in modules for p in m.parameters()]
+
+    from headlab.train import AdamW
+    ours, theirs = train(AdamW), train(torch.optim.AdamW)
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))

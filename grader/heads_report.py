@@ -270,7 +270,9 @@ def render(exercises: list[Exercise], outcomes: list[Outcome], totals: dict, fla
             "<p>Each exercise: its scores in the gradebook, the students diagnosed with each mistake (most "
             "frequent first) and the explanation they saw. Counted apart, not as mistakes: cells that did "
             "not run to the end, unreadable answers, grader errors, answers not written yet, notebooks "
-            "without a verdict and flagged submissions.</p>"]
+            "without a verdict and flagged submissions. A mistake named <code>unnamed-</code> and eight hex digits "
+            "is a wrong answer that no named mistake explains; the students in its row returned the same outputs "
+            "on the grader's inputs, so they wrote the same wrong function.</p>"]
     for lesson in dict.fromkeys(ex.lesson for ex in exercises):
         lesson_totals = Counter(s for (_, le), (s, _) in totals.items() if le == lesson)
         top = max((m for (_, le), (_, m) in totals.items() if le == lesson), default=0)

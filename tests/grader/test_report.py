@@ -153,6 +153,9 @@ def wrong_cases() -> dict:
     return {w.name: w for w in cases.WRONG}
 
 
+UNEXPLAINED = "def padding_mask(lengths, n):\n    return torch.arange(n)[None, :] {rule}\n"
+
+
 def generated_class() -> dict[str, dict | None]:
     """{student: answers typed into the release, or None for the release untouched}: 3 × one mistake,
     2 × another, 1 student with one more in each exercise, the solution, the untouched release, an
@@ -166,6 +169,9 @@ def generated_class() -> dict[str, dict | None]:
         **{f"le-{i}": answers("padding_mask-less-or-equal") for i in (1, 2, 3)},
         **{f"nodiag-{i}": answers("causal_mask-without-diagonal") for i in (1, 2)},
         "mixed": answers("padding_mask-left-padding", "causal_mask-bidirectional"),
+        # wrong answers no named mistake explains: two students with one, a third with another
+        **{f"odd-{i}": answers(padding_mask=UNEXPLAINED.format(rule="< lengths[:, None] - 2")) for i in (1, 2)},
+        "odder": answers(padding_mask=UNEXPLAINED.format(rule="< lengths[:, None] // 2")),
         "solution": answers(),
         "untouched": None,
         "loop": answers(padding_mask=looping(SOL["padding_mask"])),
@@ -213,8 +219,11 @@ def test_report_counts_equal_the_generated_mix(report):
         "causal_mask-without-diagonal", "causal_mask-bidirectional"])
     assert len({le, left, nodiag, both}) == 4
     mistakes = Counter((r["exercise"], r["mistake"]) for r in rows if r["status"] == MISTAKE)
-    assert mistakes == {("test_padding_mask", le): 3, ("test_padding_mask", left): 1,
-                        ("test_causal_mask", nodiag): 2, ("test_causal_mask", both): 1}
+    unnamed = {r["student"]: r["mistake"] for r in rows if r["mistake"].startswith("unnamed-")}
+    odd, odder = unnamed.pop("odd-1"), unnamed.pop("odder")   # one row per wrong function, none a catch-all
+    assert unnamed == {"odd-2": odd} and odd != odder, (odd, odder, unnamed)
+    assert mistakes == {("test_padding_mask", le): 3, ("test_padding_mask", odd): 2, ("test_padding_mask", left): 1,
+                        ("test_padding_mask", odder): 1, ("test_causal_mask", nodiag): 2, ("test_causal_mask", both): 1}
     apart = {(r["student"], r["exercise"]): r["status"] for r in rows if r["status"] != MISTAKE}
     assert apart == {("loop", "test_padding_mask"): APART["NoAnswers"],
                      ("untouched", "test_padding_mask"): APART["NotImplementedError"],
@@ -229,10 +238,11 @@ def test_report_counts_equal_the_generated_mix(report):
     text = (root / "reports" / "class.html").read_text(encoding="utf-8")
     table = [(int(n), html.unescape(k)) for n, k in
              re.findall(r"<tr><td>M\d</td><td class='n'>(\d+)</td><td>(.*?)</td>", text)]
-    assert table == [(3, le), (1, left), (2, nodiag), (1, both)]
-    assert "Scores: 0/2: 7 · 2/2: 3 · passed 3" in text       # padding_mask: nodiag ×2, solution pass
-    # causal_mask: le ×3, solution, loop pass; flagged scores 2 in the gradebook, its pass is not counted
-    assert "Scores: 0/2: 4 · 2/2: 6 · passed 5" in text
+    assert table == [(3, le), (2, odd), *sorted([(1, left), (1, odder)], key=lambda row: row[1]), (2, nodiag),
+                     (1, both)]
+    assert "Scores: 0/2: 10 · 2/2: 3 · passed 3" in text       # padding_mask: nodiag ×2, solution pass
+    # causal_mask: le ×3, odd ×3, solution, loop pass; flagged scores 2 in the gradebook, its pass is not counted
+    assert "Scores: 0/2: 4 · 2/2: 9 · passed 8" in text
     assert text.count("<details") == len(generated_class())
 
 

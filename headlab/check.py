@@ -77,8 +77,11 @@ def other_failures(cells) -> list[str]:
     """The code cells other than check cells that raised, each as "cell N, what it raised" (N counts every cell
     from 1). Left out: a cell that waits for an answer (_WAITING), and a NameError after an earlier cell failed,
     which is that cell's consequence (a name it never defined)."""
-    found, failed_before = [], False
+    found, failed_before, section = [], False, "the top"
     for number, cell in enumerate(cells, 1):
+        if cell.get("cell_type") == "markdown":   # a learner finds a cell by its section: Jupyter numbers none
+            section = next((line.lstrip("#").strip() for line in cell.get("source", "").splitlines()
+                            if line.startswith("#")), section)
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if cell.get("cell_type") != "code" or not errors:
             continue
@@ -88,8 +91,8 @@ def other_failures(cells) -> list[str]:
         if waiting or exercise_of(cell) is not None:
             continue
         said = " ".join(value.split())
-        found.append(f"cell {number}, " + (said if said.startswith("claim:") or name == "UsedAnswerFailed"
-                                            else f"{name}: {said}"))
+        told = said if said.startswith("claim:") or name == "UsedAnswerFailed" else f"{name}: {said}"
+        found.append(f"cell {number}, in “{section}”, {told}")
     return found
 
 

@@ -94,13 +94,15 @@ def test_other_failed_cells_are_counted_with_the_first():
     NameError it leaves behind are the exercise's own line, not counted again."""
     cells = [cell([]), nbformat.v4.new_code_cell("uses(x)", outputs=[error("NotChecked", "this cell uses your …")]),
              nbformat.v4.new_code_cell("y", outputs=[error("NameError", "name 'y' is not defined")]),
-             nbformat.v4.new_markdown_cell("text"),
+             nbformat.v4.new_markdown_cell("## 2 · Training\n\ntext"),
              nbformat.v4.new_code_cell("assert a", outputs=[error("AssertionError", "claim: the loss falls")]),
              nbformat.v4.new_code_cell("1 / 0", outputs=[error("ZeroDivisionError", "division by zero")]),
              cell([error("CheckFailed", "wrong")])]
     others = check.other_failures(cells)
-    assert others == ["cell 5, claim: the loss falls", "cell 6, ZeroDivisionError: division by zero"]
-    assert check.others_line(others) == "✗ 2 later cells failed (first: cell 5, claim: the loss falls)"
+    assert others == ["cell 5, in “2 · Training”, claim: the loss falls",
+                      "cell 6, in “2 · Training”, ZeroDivisionError: division by zero"]
+    assert check.others_line(others) == \
+        "✗ 2 later cells failed (first: cell 5, in “2 · Training”, claim: the loss falls)"
 
 
 @pytest.mark.slow
@@ -114,6 +116,6 @@ def test_a_failed_claim_after_the_checks_fails_the_run(tmp_path):
     nbformat.write(nb, copy)
     proc = run(copy)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert lines(proc) == ["✓ head_param_count: passed",
-                           "✗ 1 later cell failed (first: cell 4, claim: a head of 2 × 3 has 6 parameters)"], proc.stdout
+    assert lines(proc) == ["✓ head_param_count: passed", "✗ 1 later cell failed (first: cell 4, in “the top”, "
+                           "claim: a head of 2 × 3 has 6 parameters)"], proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr

@@ -123,3 +123,17 @@ def test_the_first_sequence_message_leaves_the_index_for_a_repeat():
         ch02.cls_pool(lambda H: H[0])
     assert caught.value.mistake == "first-sequence" and "H[:, 0]" not in str(caught.value)
     assert "`H[:, 0]`" in caught.value.fix
+
+
+def test_a_pooler_with_dropout_is_named_by_its_train_mode():
+    """Right in eval mode, random in train mode, where lesson 02 measures the pooler (a simulated student's)."""
+    class WithDropout(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.dense, self.dropout = nn.Linear(d, d), nn.Dropout(0.1)
+
+        def forward(self, c):
+            return torch.tanh(self.dense(self.dropout(c)))
+    with pytest.raises(CheckFailed) as caught:
+        ch02.Pooler(WithDropout)
+    assert caught.value.mistake == "dropout-in-head" and "train mode" in str(caught.value)

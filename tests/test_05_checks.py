@@ -135,6 +135,19 @@ def test_a_crash_reports_its_inputs():
     assert caught.value.mistake == "raised-RuntimeError"
 
 
+def test_dropout_in_train_mode_only_is_named():
+    class WithDropout(GoodHead):   # right in eval mode; lesson 05 trains and measures the head in train mode
+        def __init__(self, d):
+            super().__init__(d)
+            self.dropout = nn.Dropout(0.1)
+
+        def forward(self, H):
+            return super().forward(self.dropout(H))
+    with pytest.raises(CheckFailed) as caught:
+        ch05.span_head(WithDropout)
+    assert caught.value.mistake == "dropout-in-head" and "train mode" in str(caught.value)
+
+
 def test_dropout_left_on_at_eval_is_named_before_linearity():
     class DropoutAtEval(GoodHead):   # random at eval: the linearity probes would call it "not-linear"
         def forward(self, H):

@@ -116,6 +116,9 @@ def _judge_pooler(cls, case) -> bool:
         f"1x{len(c)} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape "
         f"(B, d) = {tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again")])
     _pooler.judge(ran["outs"][0][0], expected, (d, W, b, c))
+    trained = heads.built(drive(drive_head, cls, {**asked, "train": True, "step": False}), "Pooler", asked, "c")
+    heads.no_train_only_layer(not torch.allclose(trained["outs"][0][0], ran["outs"][0][0], atol=1e-6), "Pooler",
+                              "The pooler computes tanh(W c + b)", f" for Pooler({d}) on c of shape {tuple(c.shape)}")
     judge_gradients(ran["gradients"], f"Pooler({d})", "c", c, lambda v, W_, b_: _dense(d, W_, b_, v, torch.tanh), d,
                     [W, b])
     return ran["holds_linear"]

@@ -393,12 +393,15 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     # entry of its state_dict (then a step), and with zeros there. A head initialised at zero is right, yet its
     # zero weights pass no gradient back to H: the step starts from the grader's numbers.
     own = _drive(cls, H, d, seed, passes=2)
+    trained = _drive(cls, H, d, seed, train=True)
     loaded = _drive(cls, H, d, seed, fill=10_000 + seed, step=True)
     zeroed = _drive(cls, H, d, seed, fill="zeros")
     (start, end), again = own["outs"][0]
     # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
     # would be called not linear.
     heads.dropout_at_eval(not _close(again, (start, end)), "SpanHead", f" for H of shape {tuple(H.shape)}")
+    heads.no_train_only_layer(not _close(trained["outs"][0][0], (start, end)), "SpanHead",
+                              "A span head is one linear map of each position's vector", f" for H of shape {tuple(H.shape)}")
     for name, t in (("start_logits", start), ("end_logits", end)):
         for dim, axis in ((-1, "the positions"), (0, "the batch axis")):
             if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):

@@ -63,6 +63,16 @@ def dropout_at_eval(differ: bool, name: str, where: str = "") -> None:
              "with `training=self.training`.")
 
 
+def no_train_only_layer(differ: bool, name: str, contract: str, where: str = "") -> None:
+    """Fail if `name`, whose contract holds no dropout, gives other outputs in train mode than in eval mode: the
+    lessons train it and measure it in train mode, where such a layer makes every later result random."""
+    if differ:
+        fail(f"{name} gave other outputs in train mode than in eval mode{where}: it holds a layer that acts only in "
+             f"training, such as dropout. {contract}, in train mode as in eval mode; the lesson's training and "
+             "its measurements rely on it.", "dropout-in-head",
+             "Remove that layer from the head; dropout, where a model wants it, goes before the head.")
+
+
 def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, str]]) -> None:
     stage = raised.get("stage")
     try:
@@ -80,4 +90,4 @@ def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, s
             raise
 
 
-__all__ = ["spec", "built", "dropout_at_eval"]
+__all__ = ["spec", "built", "dropout_at_eval", "no_train_only_layer"]

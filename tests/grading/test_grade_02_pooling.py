@@ -28,6 +28,9 @@ WRONG = [
     # Found by a student audit: they passed before the gradient check and the batch of one.
     Wrong.edit("Pooler-detached-output", "Pooler", TANH, f"{TANH}.detach()", "parameters-without-gradient"),
     Wrong.edit("Pooler-detached-input", "Pooler", TANH, "torch.tanh(self.dense(c.detach()))", "input-detached"),
+    # Found by a simulated student: right in eval mode, random in train mode, where lesson 02 measures it.
+    Wrong.edit("Pooler-with-dropout", "Pooler", TANH, "torch.tanh(self.dense(F.dropout(c, 0.1, self.training)))",
+               "dropout-in-head"),
     # --- mean_pool ---
     Wrong("mean_pool-over-every-position", "mean_pool", """
         def mean_pool(H, mask):

@@ -72,6 +72,8 @@ WRONG = [
         """, mistake="fixed-tensor"),
     Wrong.edit("SpanHead-dropout-on-at-eval", "SpanHead", "logits = self.qa_outputs(H)",
                "logits = self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
+    Wrong.edit("SpanHead-with-dropout", "SpanHead", "logits = self.qa_outputs(H)",
+               "logits = self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),
     Wrong.edit("SpanHead-detaches-its-input", "SpanHead", "logits = self.qa_outputs(H)",
                "logits = self.qa_outputs(H.detach())", "input-detached"),
     # Two scorers, the end one on a detached H: right logits, but the encoder learns from the starts alone.

@@ -168,3 +168,62 @@ def test_lesson_02_pooler_cell_waits_for_cls_pool():
     assert said["c02-08-test-cls-pool"][0].ename == "CheckFailed"
     (err,) = said["c02-13-pooler-demo"]
     assert err.ename == "NotChecked" and "your `cls_pool`" in err.evalue and len(err.traceback) == 1
+
+
+def _stops_name(said: dict, name: str, cells: tuple) -> None:
+    """Each of `cells` stops in one line naming `name`'s check; no cell anywhere prints a traceback over 5 lines."""
+    for cid in cells:
+        (err,) = said[cid]
+        assert err.ename == "NotChecked" and len(err.traceback) == 1, (cid, err.traceback)
+        assert f"your `{name}`, whose check has not passed yet" in err.evalue, cid
+    long = {cid: len(e.traceback) for cid, errors in said.items() for e in errors if len(e.traceback) > 5}
+    assert not long, long
+
+
+@pytest.mark.slow
+def test_lesson_03_with_a_wrong_sequence_classifier_points_every_later_cell_back_to_it():
+    """A head that returns probabilities: every cell that builds or trains one stops in one line, naming it."""
+    said = _run_with("03_sequence_head", "c03-05-SequenceClassifier",
+                     "logits = self.linear(self.dropout(pooled))", "logits = self.linear(self.dropout(pooled)).softmax(-1)")
+    assert said["c03-06-test-SequenceClassifier"][0].ename == "CheckFailed"
+    _stops_name(said, "SequenceClassifier", ("c03-08-shapes", "c03-13-count", "c03-21-untrained", "c03-29-table",
+                                             "c03-34-dropout", "c03-36-mapping", "c03-39-regression"))
+    assert not said["c03-42-optA"] and not said["c03-25b-controls"], "cells without the head run"
+
+
+@pytest.mark.slow
+def test_lesson_03_with_unwritten_counts_stops_their_cells():
+    said = _run_with("03_sequence_head", "c03-10-head-param-count", "return K * d + K", "raise NotImplementedError()")
+    _stops_name(said, "head_param_count", ("c03-13-count",))
+    assert not said["c03-21-untrained"] and not said["c03-29-table"]
+
+
+@pytest.mark.slow
+def test_lesson_08_with_a_wrong_sentence_embedding_points_every_later_cell_back_to_it():
+    """Padding averaged in: every cell that embeds a sentence stops in one line naming sentence_embedding; the
+    cells of align_labels run."""
+    said = _run_with("08_real_model", "c08-09-sentence-embedding",
+                     "mean = (H * mask).sum(dim=1) / mask.sum(dim=1)", "mean = H.mean(dim=1)")
+    assert said["c08-10-test-sentence-embedding"][0].ename == "CheckFailed"
+    _stops_name(said, "sentence_embedding", ("c08-12-st", "c08-14-padding", "c08-19-sts-measure", "c08-32b-frozen-run",
+                                             "c08-32d-negation", "c08-34b-tune-run", "c08-36-table",
+                                             "c08-37b-verdicts", "c08-37d-direction"))
+    assert not said["c08-26-conventions"] and not said["c08-28-head"]
+
+
+@pytest.mark.slow
+def test_lesson_08_with_a_wrong_align_labels_points_its_cells_back_to_it():
+    said = _run_with("08_real_model", "c08-23-align-labels", "labels.append(-100)\n        previous",
+                     "labels.append(word_labels[word_id])\n        previous")
+    assert said["c08-24-test-align-labels"][0].ename == "CheckFailed"
+    _stops_name(said, "align_labels", ("c08-26-conventions", "c08-28-head"))
+
+
+@pytest.mark.slow
+def test_lesson_07_with_a_wrong_restrict_to_labels_stops_the_cells_that_read_its_probabilities():
+    """Logits instead of probabilities: the reliability figure, which reads the probabilities it made, stops too
+    (it raised a NameError)."""
+    said = _run_with("07_typed_outputs", "c07-16-restrict-to-labels", "return chosen.softmax(dim=-1)", "return chosen")
+    assert said["c07-17-test-restrict-to-labels"][0].ename == "CheckFailed"
+    _stops_name(said, "restrict_to_labels", ("c07-19-restrict-demo", "c07-20c-compare", "c07-20e-format-control",
+                                             "c07-26-reliability"))

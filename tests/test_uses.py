@@ -227,3 +227,24 @@ def test_lesson_07_with_a_wrong_restrict_to_labels_stops_the_cells_that_read_its
     assert said["c07-17-test-restrict-to-labels"][0].ename == "CheckFailed"
     _stops_name(said, "restrict_to_labels", ("c07-19-restrict-demo", "c07-20c-compare", "c07-20e-format-control",
                                              "c07-26-reliability"))
+
+
+@pytest.mark.slow
+def test_lesson_05_with_a_wrong_span_head_points_every_later_cell_back_to_it():
+    """Logits that keep the last axis, (B, n, 1): a simulated student saw long tracebacks after it; every cell that
+    uses the head stops in one line naming SpanHead, and no cell prints a traceback over 5 lines."""
+    said = _run_with("05_span_head", "c05-10-SpanHead", "start_logits, end_logits = logits.unbind(dim=-1)",
+                     "start_logits, end_logits = logits[..., :1], logits[..., 1:]")
+    assert said["c05-11-test-SpanHead"][0].ename == "CheckFailed"
+    _stops_name(said, "SpanHead", ("c05-13-head-demo", "c05-24-untrained", "c05-27-train", "c05-29-em",
+                                   "c05-31-substring", "c05-32b-where", "c05-35-crossing", "c05-38-crossing-fig",
+                                   "c05-39b-maxlen", "c05-39e-shared"))
+
+
+@pytest.mark.slow
+def test_lesson_05_with_a_wrong_best_span_stops_only_the_cells_that_decode():
+    said = _run_with("05_span_head", "c05-17-best-span", "band = (i <= j)", "band = (i >= j)")
+    assert said["c05-18-test-best-span"][0].ename == "CheckFailed"
+    _stops_name(said, "best_span", ("c05-29-em", "c05-31-substring", "c05-35-crossing", "c05-38-crossing-fig",
+                                    "c05-39b-maxlen", "c05-39e-shared"))
+    assert not said["c05-27-train"] and not said["c05-32b-where"]

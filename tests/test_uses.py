@@ -222,11 +222,23 @@ def test_lesson_08_with_a_wrong_align_labels_points_its_cells_back_to_it():
 @pytest.mark.slow
 def test_lesson_07_with_a_wrong_restrict_to_labels_stops_the_cells_that_read_its_probabilities():
     """Logits instead of probabilities: the reliability figure, which reads the probabilities it made, stops too
-    (it raised a NameError)."""
+    (it raised a NameError) once its figure is drawn, so the later figures still find reliability()."""
     said = _run_with("07_typed_outputs", "c07-16-restrict-to-labels", "return chosen.softmax(dim=-1)", "return chosen")
     assert said["c07-17-test-restrict-to-labels"][0].ename == "CheckFailed"
     _stops_name(said, "restrict_to_labels", ("c07-19-restrict-demo", "c07-20c-compare", "c07-20e-format-control",
                                              "c07-26-reliability"))
+    assert not said["c07-27c-temperature"] and not said["c07-27d-temperature-fig"], "reliability() is defined"
+
+
+@pytest.mark.slow
+def test_lesson_07_with_a_softmax_over_the_vocabulary_stops_the_same_cells():
+    said = _run_with("07_typed_outputs", "c07-16-restrict-to-labels", "return chosen.softmax(dim=-1)",
+                     "return next_token_logits.softmax(-1)[:, label_token_ids]")
+    assert said["c07-17-test-restrict-to-labels"][0].ename == "CheckFailed"
+    _stops_name(said, "restrict_to_labels", ("c07-19-restrict-demo", "c07-20c-compare", "c07-20e-format-control",
+                                             "c07-26-reliability"))
+    later = ("c07-27a-overconfident", "c07-27c-temperature", "c07-27d-temperature-fig", "c07-31-threshold")
+    assert not [cid for cid in later if said[cid]], "the cells after the reliability figure run"
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ initial scorers (`lesson_span_head`); choosing a span is the lesson's exercise.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -156,7 +157,9 @@ def lesson_span_head(cls, d: int) -> torch.nn.Module:
     after = torch.get_rng_state()
     head = cls(d)
     torch.set_rng_state(after)
-    load_span_scorers(head, reference.weight.detach(), reference.bias.detach())
+    if not load_span_scorers(head, reference.weight.detach(), reference.bias.detach()):
+        warnings.warn("the lesson could not give your SpanHead its initial scorers (a layout it cannot read): your "
+                      "head keeps its own, so the numbers below may differ from the text's", stacklevel=2)
     return head
 
 

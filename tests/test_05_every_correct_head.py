@@ -99,6 +99,8 @@ def test_a_layout_it_cannot_read_keeps_its_own_values():
     head = Odd(4)
     assert not load_span_scorers(head, torch.randn(2, 4), torch.randn(2))
     assert torch.equal(head.a, torch.ones(4, 3)) and torch.equal(head.b, torch.ones(3))
+    with pytest.warns(UserWarning, match="could not give your SpanHead its initial scorers"):
+        lesson_span_head(Odd, 4)
 
 
 @pytest.mark.slow

@@ -62,6 +62,28 @@ class SpanHead(nn.Module):
 ''',
 }
 
+MORE = {    # other layouts, checked without running the lesson
+    "end scorer defined first": '''
+class SpanHead(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.end = nn.Linear(d, 1)
+        self.start = nn.Linear(d, 1)
+
+    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
+''',
+    "one (d, 2) parameter": '''
+class SpanHead(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(d, 2) / d ** 0.5)
+
+    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return (H @ self.W).unbind(-1)
+''',
+}
+
 
 def _head(source: str):
     space = {"nn": nn, "torch": torch}
@@ -69,9 +91,9 @@ def _head(source: str):
     return space["SpanHead"]
 
 
-@pytest.mark.parametrize("name", HEADS)
+@pytest.mark.parametrize("name", [*HEADS, *MORE])
 def test_the_check_accepts_the_head_and_the_lesson_gives_it_the_solutions_initial_scorers(name):
-    cls = _head(HEADS[name])
+    cls = _head({**HEADS, **MORE}[name])
     ch05.span_head(cls)
     torch.manual_seed(3)
     reference = nn.Linear(8, 2)

@@ -4,10 +4,12 @@ The tokenizer is word-level, so token positions and words correspond one to one.
 each row's words, which maps any predicted pair of token positions (i, j) back to text, and says
 where each passage begins, so that answers can be compared in passage word indices too.
 
-This module only encodes data and decodes positions; choosing a span is the lesson's exercise.
+This module only encodes data and decodes positions, and gives a learner's span head the lesson's
+initial scorers (`lesson_span_head`); choosing a span is the lesson's exercise.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -143,3 +145,63 @@ def qa_batch(tok: WordTokenizer, examples: Sequence[QAExample], pad_to: int | No
 
 
 __all__ = ["QABatch", "qa_batch", "in_passage", "passage_facts", "question_relation", "type_only_answer"]
+
+
+def lesson_span_head(cls, d: int) -> torch.nn.Module:
+    """`cls(d)` (the learner's SpanHead) with the lesson's initial scorers, whatever its layout: those of an
+    `nn.Linear(d, 2)` built now from the global generator, row 0 the start scorer and row 1 the end scorer; the
+    generator is left as if only that Linear had been built. So every correct head (one Linear(d, 2), two
+    Linear(d, 1), two vectors drawn or zeroed, with or without dropout) starts and trains alike, and the solution's
+    numbers are those of its own `nn.Linear(d, 2)`. A head whose layout it cannot read keeps its own values."""
+    reference = torch.nn.Linear(d, 2)
+    after = torch.get_rng_state()
+    head = cls(d)
+    torch.set_rng_state(after)
+    if not load_span_scorers(head, reference.weight.detach(), reference.bias.detach()):
+        warnings.warn("the lesson could not give your SpanHead its initial scorers (a layout it cannot read): your "
+                      "head keeps its own, so the numbers below may differ from the text's", stacklevel=2)
+    return head
+
+
+def load_span_scorers(head: torch.nn.Module, weight: torch.Tensor, bias: torch.Tensor) -> bool:
+    """Give `head` the scorers start = H @ weight[0] + bias[0], end = H @ weight[1] + bias[1] through its
+    state_dict, by shape: a (2, d) entry (or (d, 2)) takes `weight`, a (2,) one `bias`; entries of d numbers take
+    weight's rows in turn, single numbers bias's. Verified on probes (in eval mode; a scorer without a bias is the
+    same up to a constant, which no softmax over positions sees); tried with the rows in the other order if not;
+    returns whether it worked, and otherwise leaves the head as it was."""
+    d = weight.shape[1]
+    held = {name: t for name, t in head.state_dict().items() if t.is_floating_point()}
+    before = {name: t.clone() for name, t in held.items()}
+    probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]            # (1, d + 1, d): 0, e_1, …, e_d
+    training = head.training
+    for order in ((0, 1), (1, 0)):
+        rows, singles, state = iter(order), iter(order), {}
+        for name, t in held.items():
+            if tuple(t.shape) == (2, d):
+                state[name] = weight
+            elif tuple(t.shape) == (d, 2):
+                state[name] = weight.T
+            elif tuple(t.shape) == (2,) and d != 2:
+                state[name] = bias
+            elif t.numel() == d:
+                k = next(rows, None)
+                if k is not None:
+                    state[name] = weight[k].reshape(t.shape)
+            elif t.numel() == 1:
+                k = next(singles, None)
+                if k is not None:
+                    state[name] = bias[k].reshape(t.shape)
+        head.load_state_dict({**before, **state}, strict=False)
+        head.eval()
+        try:
+            with torch.no_grad():
+                start, end = head(probes)
+            ok = all(torch.allclose((s[0, 1:] - s[0, 0]).float(), w, atol=1e-5)
+                     for s, w in ((start, weight[0]), (end, weight[1])))
+        except Exception:                                                    # a layout this cannot read
+            ok = False
+        head.train(training)
+        if ok:
+            return True
+    head.load_state_dict(before, strict=False)
+    return False

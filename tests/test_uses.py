@@ -168,3 +168,95 @@ def test_lesson_02_pooler_cell_waits_for_cls_pool():
     assert said["c02-08-test-cls-pool"][0].ename == "CheckFailed"
     (err,) = said["c02-13-pooler-demo"]
     assert err.ename == "NotChecked" and "your `cls_pool`" in err.evalue and len(err.traceback) == 1
+
+
+def _stops_name(said: dict, name: str, cells: tuple) -> None:
+    """Each of `cells` stops in one line naming `name`'s check; no cell anywhere prints a traceback over 5 lines."""
+    for cid in cells:
+        (err,) = said[cid]
+        assert err.ename == "NotChecked" and len(err.traceback) == 1, (cid, err.traceback)
+        assert f"your `{name}`, whose check has not passed yet" in err.evalue, cid
+    long = {cid: len(e.traceback) for cid, errors in said.items() for e in errors if len(e.traceback) > 5}
+    assert not long, long
+
+
+@pytest.mark.slow
+def test_lesson_03_with_a_wrong_sequence_classifier_points_every_later_cell_back_to_it():
+    """A head that returns probabilities: every cell that builds or trains one stops in one line, naming it."""
+    said = _run_with("03_sequence_head", "c03-05-SequenceClassifier",
+                     "logits = self.linear(self.dropout(pooled))", "logits = self.linear(self.dropout(pooled)).softmax(-1)")
+    assert said["c03-06-test-SequenceClassifier"][0].ename == "CheckFailed"
+    _stops_name(said, "SequenceClassifier", ("c03-08-shapes", "c03-13-count", "c03-21-untrained", "c03-29-table",
+                                             "c03-34-dropout", "c03-36-mapping", "c03-39-regression"))
+    assert not said["c03-42-optA"] and not said["c03-25b-controls"], "cells without the head run"
+
+
+@pytest.mark.slow
+def test_lesson_03_with_unwritten_counts_stops_their_cells():
+    said = _run_with("03_sequence_head", "c03-10-head-param-count", "return K * d + K", "raise NotImplementedError()")
+    _stops_name(said, "head_param_count", ("c03-13-count",))
+    assert not said["c03-21-untrained"] and not said["c03-29-table"]
+
+
+@pytest.mark.slow
+def test_lesson_08_with_a_wrong_sentence_embedding_points_every_later_cell_back_to_it():
+    """Padding averaged in: every cell that embeds a sentence stops in one line naming sentence_embedding; the
+    cells of align_labels run."""
+    said = _run_with("08_real_model", "c08-09-sentence-embedding",
+                     "mean = (H * mask).sum(dim=1) / mask.sum(dim=1)", "mean = H.mean(dim=1)")
+    assert said["c08-10-test-sentence-embedding"][0].ename == "CheckFailed"
+    _stops_name(said, "sentence_embedding", ("c08-12-st", "c08-14-padding", "c08-19-sts-measure", "c08-32b-frozen-run",
+                                             "c08-32d-negation", "c08-34b-tune-run", "c08-36-table",
+                                             "c08-37b-verdicts", "c08-37d-direction"))
+    assert not said["c08-26-conventions"] and not said["c08-28-head"]
+
+
+@pytest.mark.slow
+def test_lesson_08_with_a_wrong_align_labels_points_its_cells_back_to_it():
+    said = _run_with("08_real_model", "c08-23-align-labels", "labels.append(-100)\n        previous",
+                     "labels.append(word_labels[word_id])\n        previous")
+    assert said["c08-24-test-align-labels"][0].ename == "CheckFailed"
+    _stops_name(said, "align_labels", ("c08-26-conventions", "c08-28-head"))
+
+
+@pytest.mark.slow
+def test_lesson_07_with_a_wrong_restrict_to_labels_stops_the_cells_that_read_its_probabilities():
+    """Logits instead of probabilities: the reliability figure, which reads the probabilities it made, stops too
+    (it raised a NameError) once its figure is drawn, so the later figures still find reliability()."""
+    said = _run_with("07_typed_outputs", "c07-16-restrict-to-labels", "return chosen.softmax(dim=-1)", "return chosen")
+    assert said["c07-17-test-restrict-to-labels"][0].ename == "CheckFailed"
+    _stops_name(said, "restrict_to_labels", ("c07-19-restrict-demo", "c07-20c-compare", "c07-20e-format-control",
+                                             "c07-26-reliability"))
+    assert not said["c07-27c-temperature"] and not said["c07-27d-temperature-fig"], "reliability() is defined"
+
+
+@pytest.mark.slow
+def test_lesson_07_with_a_softmax_over_the_vocabulary_stops_the_same_cells():
+    said = _run_with("07_typed_outputs", "c07-16-restrict-to-labels", "return chosen.softmax(dim=-1)",
+                     "return next_token_logits.softmax(-1)[:, label_token_ids]")
+    assert said["c07-17-test-restrict-to-labels"][0].ename == "CheckFailed"
+    _stops_name(said, "restrict_to_labels", ("c07-19-restrict-demo", "c07-20c-compare", "c07-20e-format-control",
+                                             "c07-26-reliability"))
+    later = ("c07-27a-overconfident", "c07-27c-temperature", "c07-27d-temperature-fig", "c07-31-threshold")
+    assert not [cid for cid in later if said[cid]], "the cells after the reliability figure run"
+
+
+@pytest.mark.slow
+def test_lesson_05_with_a_wrong_span_head_points_every_later_cell_back_to_it():
+    """Logits that keep the last axis, (B, n, 1): a simulated student saw long tracebacks after it; every cell that
+    uses the head stops in one line naming SpanHead, and no cell prints a traceback over 5 lines."""
+    said = _run_with("05_span_head", "c05-10-SpanHead", "start_logits, end_logits = logits.unbind(dim=-1)",
+                     "start_logits, end_logits = logits[..., :1], logits[..., 1:]")
+    assert said["c05-11-test-SpanHead"][0].ename == "CheckFailed"
+    _stops_name(said, "SpanHead", ("c05-13-head-demo", "c05-24-untrained", "c05-27-train", "c05-29-em",
+                                   "c05-31-substring", "c05-32b-where", "c05-35-crossing", "c05-38-crossing-fig",
+                                   "c05-39b-maxlen", "c05-39e-shared"))
+
+
+@pytest.mark.slow
+def test_lesson_05_with_a_wrong_best_span_stops_only_the_cells_that_decode():
+    said = _run_with("05_span_head", "c05-17-best-span", "band = (i <= j)", "band = (i >= j)")
+    assert said["c05-18-test-best-span"][0].ename == "CheckFailed"
+    _stops_name(said, "best_span", ("c05-29-em", "c05-31-substring", "c05-35-crossing", "c05-38-crossing-fig",
+                                    "c05-39b-maxlen", "c05-39e-shared"))
+    assert not said["c05-27-train"] and not said["c05-32b-where"]

@@ -2,7 +2,7 @@
 
 Simulated students wrote correct heads the check accepts whose claims then failed: the lesson's numbers
 depended on how the head consumed the random generator and initialised itself, and one cell ran it in
-train mode. The lesson now gives every head the same initial scorers (`headlab.qa.lesson_span_head`) and
+train mode. (A head with dropout is named by the check, `dropout-in-head`: the contract has none.) The lesson now gives every head the same initial scorers (`headlab.qa.lesson_span_head`) and
 measures in eval mode. Each head below replaces the solution's and every cell of the lesson must run."""
 import subprocess
 from pathlib import Path
@@ -49,15 +49,14 @@ class SpanHead(nn.Module):
     def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return H @ self.w_start, H @ self.w_end
 ''',
-    "nn.Linear(d, 2) after nn.Dropout": '''
+    "nn.Linear(d, 2) without biases": '''
 class SpanHead(nn.Module):
     def __init__(self, d: int):
         super().__init__()
-        self.dropout = nn.Dropout(0.1)
-        self.qa_outputs = nn.Linear(d, 2)
+        self.qa_outputs = nn.Linear(d, 2, bias=False)   # a softmax over positions ignores a scorer's bias
 
     def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        start_logits, end_logits = self.qa_outputs(self.dropout(H)).unbind(dim=-1)
+        start_logits, end_logits = self.qa_outputs(H).unbind(dim=-1)
         return start_logits, end_logits
 ''',
 }

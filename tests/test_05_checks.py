@@ -250,3 +250,14 @@ def test_nll_loss_on_raw_logits_is_named():
         ch05.span_loss(lambda s, e, start, end: (F.nll_loss(s, start) + F.nll_loss(e, end)) / 2)
     assert caught.value.mistake == "nll-on-raw-logits" and "log-probabilities" in str(caught.value)
     assert "cross_entropy" in caught.value.fix and "cross_entropy" not in str(caught.value)
+
+
+def test_start_and_end_split_on_the_batch_axis_are_named():
+    """`z[0], z[1]` on (B, n, 2) scores picks two examples (a simulated student was told to count from 0)."""
+    class BatchSplit(GoodHead):
+        def forward(self, H):
+            z = self.w(H)
+            return z[0], z[1]
+    with pytest.raises(CheckFailed) as caught:
+        ch05.span_head(BatchSplit)
+    assert caught.value.mistake == "splits-batch-axis" and "last axis" in str(caught.value)

@@ -352,7 +352,11 @@ def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
     as (start, end) pairs."""
     probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
     asked = heads.spec((d,), seed, [H, probes], stepped_on=1, **asked)
-    ran = heads.built(drive(drive_head, cls, asked), "SpanHead", asked, "H")
+    # torch's words when forward splits start from end on the batch axis: the probes are a batch of one
+    ran = heads.built(drive(drive_head, cls, asked), "SpanHead", asked, "H", crashes=[(
+        "out of bounds for dimension 0 with size 1", "SpanHead.forward indexes the batch axis (dimension 0) of its "
+        "scores: it picks examples, not the start and end scorers. Those are on the last axis of the (B, n, 2) "
+        "scores; split them there.", "splits-batch-axis")])
     ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], asked["inputs"])]
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)

@@ -146,9 +146,10 @@ expected_calibration_error = Exercise(
                 SAID + "That is a plain mean of the per-bin gaps over all n_bins bins: the bins are not weighted. "
                 "Each bin's gap counts in proportion to its share of the predictions, count_bin / N."),
         Mistake("single-global-gap", lambda p, y, n: _global_gap(p, y),
-                SAID + "That is a single global gap |mean accuracy − mean confidence| over all predictions. Over- "
-                "and under-confident predictions cancel in it; compute the gap inside each bin, then weight it by "
-                "count_bin / N."),
+                SAID + "That is |mean accuracy − mean confidence| over all predictions: one global gap, which is "
+                "also what per-bin gaps add up to when they keep their signs (no absolute value). Over- and "
+                "under-confident bins cancel in it; take each bin's gap |accuracy − confidence| before weighting it "
+                "by count_bin / N."),
         Mistake("confidence-of-class-one",
                 lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=False)).nansum()), CLASS_ONE,
                 fix="`probs.max(dim=-1).values` holds the top probability of each row."),

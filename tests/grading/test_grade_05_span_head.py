@@ -72,6 +72,8 @@ WRONG = [
         """, mistake="fixed-tensor"),
     Wrong.edit("SpanHead-dropout-on-at-eval", "SpanHead", "logits = self.qa_outputs(H)",
                "logits = self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
+    Wrong.edit("SpanHead-splits-the-batch-axis", "SpanHead", "start_logits, end_logits = logits.unbind(dim=-1)",
+               "start_logits, end_logits = logits[0], logits[1]", "splits-batch-axis"),
     Wrong.edit("SpanHead-with-dropout", "SpanHead", "logits = self.qa_outputs(H)",
                "logits = self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),
     Wrong.edit("SpanHead-detaches-its-input", "SpanHead", "logits = self.qa_outputs(H)",

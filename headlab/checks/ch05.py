@@ -109,6 +109,33 @@ def _wrong_spans(rule: str, start, end, allowed, max_len: int) -> torch.Tensor |
     return _argmax_pairs((start[:, :, None] + end[:, None, :]).masked_fill(~ok, float("-inf")))
 
 
+def _probabilities(start, end, allowed) -> tuple[torch.Tensor, torch.Tensor]:
+    """P_start and P_end, each a softmax over its row's allowed positions."""
+    return tuple(x.masked_fill(~allowed, float("-inf")).softmax(-1) for x in (start, end))
+
+
+def _summed_probabilities(right, start, end, allowed, max_len: int) -> torch.Tensor | None:
+    """The pair in the band maximising P_start(i) + P_end(j), the probabilities added, not multiplied; None where
+    that gives the `right` spans anyway (often: so the check holds no function that passes in their place)."""
+    allowed = allowed.bool()
+    p_start, p_end = _probabilities(start, end, allowed)
+    ok = _band(start.shape[1], max_len) & allowed[:, :, None] & allowed[:, None, :]
+    spans = _argmax_pairs((p_start[:, :, None] + p_end[:, None, :]).masked_fill(~ok, float("-inf")))
+    is_spans = isinstance(right, torch.Tensor) and right.dtype == torch.long and right.shape == spans.shape
+    return spans if is_spans and not torch.equal(spans, right) else None
+
+
+def _greedy(start, end, allowed, max_len: int) -> torch.Tensor | None:
+    """The best allowed start, then the best allowed end in its band: a greedy search (None where that start has
+    no allowed end)."""
+    allowed = allowed.bool()
+    i = start.masked_fill(~allowed, float("-inf")).argmax(-1)             # (B,)
+    ends = _band(start.shape[1], max_len)[i] & allowed                     # (B, n): the ends start i may take
+    if not ends.any(-1).all():
+        return None
+    return torch.stack([i, end.masked_fill(~ends, float("-inf")).argmax(-1)], dim=-1)
+
+
 def _nan_spans(start, end, allowed, max_len: int) -> torch.Tensor | None:
     """A softmax over the batch axis (dim 0) of −inf-masked logits: NaN (0/0) at a position masked in every row, and
     argmax takes the first NaN for the largest value. None where no span in the band is NaN."""
@@ -182,6 +209,16 @@ BEST_SPAN = Exercise(
             "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
             "beats negative logits inside it. Exclude positions by setting their logits to −inf instead."),
             fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
+        twist("start-end-swapped", lambda E, s, e, allowed, m: E.flip(-1), _spans(
+            "each pair is (end, start): the span's end came first. Return (i, j), the start first.")),
+        twist("probabilities-added", _summed_probabilities, _spans(
+            "these spans maximise P_start(i) + P_end(j): the two probabilities were added. A span's probability is "
+            "their product, P_start(i)·P_end(j); a large P_start alone must not make a span win."),
+            fix="Multiply the probabilities, or add their logarithms (log_softmax)."),
+        Mistake("greedy-start-first", _greedy, _spans(
+            "each span takes the best start first, then the best end after it: a greedy search. A weaker start "
+            "with a much better end can make a more probable span."),
+            fix="Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."),
         twist("exclusive-end", lambda E, s, e, allowed, m: E + torch.tensor([0, 1]),
                 _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
                        "best_span returns the last token itself, j, so that the answer is tokens i … j.")),

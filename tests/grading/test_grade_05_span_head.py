@@ -144,6 +144,21 @@ WRONG = [
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="mask-multiplied"),
     Wrong.edit("best_span-exclusive-end", "best_span", "flat % n]", "flat % n + 1]", "exclusive-end"),
+    # Found by a simulated student: each got only "returned X; expected Y" before.
+    Wrong.edit("best_span-end-start-swapped", "best_span", "torch.stack([flat // n, flat % n], dim=-1)",
+               "torch.stack([flat % n, flat // n], dim=-1)", "start-end-swapped"),
+    Wrong.edit("best_span-probabilities-added", "best_span", "scores = log_p_start[:, :, None] + log_p_end[:, None, :]",
+               "scores = log_p_start.exp()[:, :, None] + log_p_end.exp()[:, None, :]", "probabilities-added"),
+    Wrong("best_span-greedy-start-first", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            allowed = allowed.bool()
+            n = start_logits.shape[-1]
+            i = start_logits.masked_fill(~allowed, float("-inf")).argmax(dim=-1)
+            pos = torch.arange(n)
+            ends = allowed & (pos[None, :] >= i[:, None]) & (pos[None, :] <= i[:, None] + max_len - 1)
+            j = end_logits.masked_fill(~ends, float("-inf")).argmax(dim=-1)
+            return torch.stack([i, j], dim=-1)
+        """, mistake="greedy-start-first"),
     Wrong.edit("best_span-band-one-too-short", "best_span", "j <= i + max_len - 1", "j < i + max_len - 1",
                "one-too-short"),
     Wrong("best_span-softmax-over-batch-axis", "best_span", """

@@ -261,6 +261,13 @@ def lesson06(k: int) -> dict:
     scores = lambda pred, y: (accuracy(pred, y), f1_score(pred, y))
     out = {"base": scores(torch.zeros_like(y_test), y_test),
            "frozen": {r: scores(h(pool06(r, H_test, test.attention_mask)), y_test) for r, h in heads.items()}}
+    with torch.random.fork_rng(devices=[]):       # the lesson's control: the decoder's shape, random weights
+        torch.manual_seed(k)
+        untrained = TinyTransformer(decoder.cfg).eval()
+    with torch.no_grad():
+        U_train, U_test = untrained(train), untrained(test)
+    out["untrained last_real"] = scores(newton_logistic(pool06("last_real", U_train, train.attention_mask), y_train)(
+        pool06("last_real", U_test, test.attention_mask)), y_test)
 
     chunks = lambda size: [list(range(i, min(i + size, len(texts)))) for i in range(0, len(texts), size)]
     by_length = {}
@@ -311,6 +318,17 @@ def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
     assert all(f["mean"][i] < min(f["last_real"][i], f["last_tensor"][i]) for i in (0, 1)), \
         f"lesson 06, seed {k}: 'the mean is below both last positions on both scores' flipped ({f})"
     assert all(f["mean"][i] > base[i] + 0.1 for i in (0, 1)), f"lesson 06, seed {k}: 'the mean is well above the base rate'"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_06_pre_training_not_the_architecture_puts_the_sentiment_at_the_last_real_token(k):
+    r = lesson06(k)
+    pre, untrained, base = r["frozen"]["last_real"], r["untrained last_real"], r["base"]
+    assert pre[1] > untrained[1] + 0.5, \
+        f"lesson 06, seed {k}: 'pre-training, not the architecture, puts the sentiment at the last real token' ({pre} vs {untrained})"
+    assert abs(untrained[0] - base[0]) < 0.1, \
+        f"lesson 06, seed {k}: 'the untrained decoder's last real token scores about the base rate' ({untrained} vs {base})"
 
 
 @pytest.mark.slow

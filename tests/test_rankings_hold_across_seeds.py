@@ -242,7 +242,7 @@ def lesson04(k: int) -> dict:
     train = tagging_set(400, seed=1 + 10 * k)
     seen = {" ".join(e.words) for e in train}
     test = [e for e in tagging_set(200, seed=2 + 10 * k) if " ".join(e.words) not in seen]
-    (train_batch, train_labels), (test_batch, _) = encode(train), encode(test)
+    (train_batch, train_labels), (test_batch, test_labels) = encode(train), encode(test)
     true = [bio_to_spans(e.tags) for e in test]
     frozen_encoder = pretrained_encoder()
     with torch.no_grad():
@@ -252,8 +252,18 @@ def lesson04(k: int) -> dict:
         tags = [[TAGS[t] for t in ids[b, 1:1 + len(e.words)].tolist()] for b, e in enumerate(test)]
         return entity_scores([bio_to_spans(t) for t in tags], true)["f1"]
 
-    out = {}
-    for steps in (20, 40):
+    from collections import Counter
+
+    counts = {}
+    for e in train:
+        for word, tag in zip(e.words, e.tags):
+            counts.setdefault(word, Counter())[tag] += 1
+    lookup = {word: c.most_common(1)[0][0] for word, c in counts.items()}
+    lookup_tags = [[lookup.get(word, "O") for word in e.words] for e in test]
+    gold = [tag for e in test for tag in e.tags]
+    out = {"lookup": (sum(p == g for p, g in zip([t for row in lookup_tags for t in row], gold)) / len(gold),
+                      entity_scores([bio_to_spans(t) for t in lookup_tags], true)["f1"])}
+    for steps in (20, 40, 300):
         torch.manual_seed(k)
         head = TokenClassifier(frozen_encoder.d, len(TAGS))
         order = minibatches(len(train), 32, seed=k)
@@ -264,7 +274,11 @@ def lesson04(k: int) -> dict:
 
         fit(head, head_loss, steps=steps, lr=2e-2, progress=False)
         with torch.no_grad():
-            out["frozen", steps] = f1(head.eval()(H_test).argmax(-1))
+            ids = head.eval()(H_test).argmax(-1)
+        out["frozen", steps] = f1(ids)
+        if steps == 300:                              # the lesson's head: against the lookup tagger
+            out["head"] = (accuracy(ids, test_labels, ignore_index=-100), out["frozen", steps])
+            continue
         tuned = pretrained_encoder()
         torch.manual_seed(k)
         tuned_head = TokenClassifier(tuned.d, len(TAGS))
@@ -278,6 +292,15 @@ def lesson04(k: int) -> dict:
         with torch.no_grad():
             out["fine-tuned", steps] = f1(tuned_head.eval()(tuned(test_batch)).argmax(-1))
     return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_04_the_head_beats_the_lookup_tagger(k):
+    r = lesson04(k)
+    assert r["head"][0] > r["lookup"][0] and r["head"][1] > r["lookup"][1], \
+        f"lesson 04, seed {k}: 'the head beats the lookup tagger' flipped (head {r['head']}, lookup {r['lookup']})"
+    assert r["lookup"][1] < r["lookup"][0] < 1, f"lesson 04, seed {k}: 'the lookup tagger's entity F1 is below its token accuracy'"
 
 
 @pytest.mark.slow

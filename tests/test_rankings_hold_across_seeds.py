@@ -364,6 +364,16 @@ def lesson06(k: int) -> dict:
         untrained = TinyTransformer(decoder.cfg).eval()
     with torch.no_grad():
         U_train, U_test = untrained(train), untrained(test)
+    out["mlp"] = {}
+    for r in ("first", "mean", "last_real"):                # the lesson's d -> d -> 2 MLP head, init seed k
+        Z, Z_test = pool06(r, H_train, train.attention_mask), pool06(r, H_test, test.attention_mask)
+        mu, sd = Z.mean(0), Z.std(0).clamp_min(1e-6)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(k)
+            mlp = nn.Sequential(nn.Linear(Z.shape[1], Z.shape[1]), nn.GELU(), nn.Linear(Z.shape[1], 2))
+        fit(mlp, lambda step: F.cross_entropy(mlp((Z - mu) / sd), y_train), steps=300, lr=1e-2, progress=False)
+        with torch.no_grad():
+            out["mlp"][r] = scores(mlp((Z_test - mu) / sd).argmax(-1), y_test)
     out["untrained last_real"] = scores(newton_logistic(pool06("last_real", U_train, train.attention_mask), y_train)(
         pool06("last_real", U_test, test.attention_mask)), y_test)
 
@@ -416,6 +426,18 @@ def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
     assert all(f["mean"][i] < min(f["last_real"][i], f["last_tensor"][i]) for i in (0, 1)), \
         f"lesson 06, seed {k}: 'the mean is below both last positions on both scores' flipped ({f})"
     assert all(f["mean"][i] > base[i] + 0.1 for i in (0, 1)), f"lesson 06, seed {k}: 'the mean is well above the base rate'"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_06_a_deeper_head_does_not_make_up_for_the_pooling(k):
+    r = lesson06(k)
+    mlp, linear = r["mlp"], r["frozen"]
+    assert mlp["first"] == r["base"], f"lesson 06, seed {k}: 'the MLP on the first position gives the base rate too' ({mlp})"
+    assert abs(mlp["mean"][1] - linear["mean"][1]) < 0.05, \
+        f"lesson 06, seed {k}: 'on the mean, the MLP is within noise of the linear head' ({mlp['mean']} vs {linear['mean']})"
+    assert mlp["mean"][1] < linear["last_real"][1], \
+        f"lesson 06, seed {k}: 'the MLP on the mean stays below the linear head on the last real token' ({mlp} vs {linear})"
 
 
 @pytest.mark.slow

@@ -315,6 +315,66 @@ def test_04_at_equal_steps_fine_tuning_is_level_or_ahead_from_20_steps_on(k):
     assert min(r["frozen", 40], r["fine-tuned", 40]) >= 0.95, f"lesson 04, seed {k}: 'both are near-perfect by 40 steps' ({r})"
 
 
+@lru_cache(maxsize=None)
+def lesson04_pieces(k: int) -> dict:
+    """Section 11: the three labellings of split words, each head trained like the lesson's (300 steps)."""
+    import nbformat
+
+    from headlab.data import TAGS, tagging_set
+    from headlab.metrics import entity_scores
+    from heads_lessons import lesson
+
+    l04 = lesson("04")
+    answers = l04.solution_namespace("TokenClassifier", "token_loss", "bio_to_spans")
+    TokenClassifier, token_loss, bio_to_spans = (answers[n] for n in ("TokenClassifier", "token_loss", "bio_to_spans"))
+    # The split rule, the labellings and the piece-by-piece reading are the lesson's own code, run from its cells.
+    cells = {c.id: c.source for c in nbformat.read(l04.path(), as_version=4).cells}
+    code = {"torch": torch, "tok": tok, "TAGS": TAGS, "bio_to_spans": bio_to_spans}
+    exec(cells["c04-41b-pieces"].split("n_split =")[0], code)
+    exec(cells["c04-41f-pieces-decode"].split("with uses")[0], code)
+    encode_pieces, piece_spans = code["encode_pieces"], code["piece_spans"]
+
+    train = tagging_set(400, seed=1 + 10 * k)
+    seen = {" ".join(e.words) for e in train}
+    test = [e for e in tagging_set(200, seed=2 + 10 * k) if " ".join(e.words) not in seen]
+    true = [bio_to_spans(e.tags) for e in test]
+    ids, mask, _, _ = encode_pieces(train, "first piece")
+    test_ids, test_mask, _, test_first = encode_pieces(test, "first piece")
+    encoder = pretrained_encoder()
+    with torch.no_grad():
+        H, H_test = encoder(ids, mask), encoder(test_ids, test_mask)
+    out = {}
+    for name in code["LABELLINGS"]:
+        labels = encode_pieces(train, name)[2]
+        torch.manual_seed(k)
+        head = TokenClassifier(encoder.d, len(TAGS))
+        order = minibatches(len(train), 32, seed=k)
+
+        def loss(step):
+            idx = next(order)
+            return token_loss(head(H[idx]), labels[idx])
+
+        history = fit(head, loss, steps=300, lr=2e-2, progress=False)
+        with torch.no_grad():
+            pred = head.eval()(H_test).argmax(-1)
+        read = [[TAGS[int(pred[b, q])] for q in test_first[b]] for b in range(len(test))]
+        out[name] = {"loss": history.smoothed()[-1], "f1": entity_scores([bio_to_spans(t) for t in read], true)["f1"]}
+        if name == "every piece":
+            out[name]["f1 piece by piece"] = entity_scores(*piece_spans(pred, test_mask, test_first, test))["f1"]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_04_split_words_labellings_rank_as_the_lesson_says(k):
+    r = lesson04_pieces(k)
+    right, copied, slid = r["first piece"], r["every piece"], r["word index"]
+    assert slid["loss"] > 3 * right["loss"], f"lesson 04, seed {k}: 'the word-index labels cannot be fitted' ({r})"
+    assert slid["f1"] < min(right["f1"], copied["f1"]) - 0.1, f"lesson 04, seed {k}: 'the word-index alignment loses many entities' ({r})"
+    assert abs(copied["f1"] - right["f1"]) < 0.05, f"lesson 04, seed {k}: 'read at first pieces, copying scores about like first piece' ({r})"
+    assert copied["f1 piece by piece"] < copied["f1"] - 0.05, f"lesson 04, seed {k}: 'read piece by piece, the every-piece head loses entities' ({r})"
+
+
 # ---------------------------------------------------------------------------------------------------
 # Lesson 06: pooling rules on the frozen decoder; fixed against dynamic padding; truncation side
 # ---------------------------------------------------------------------------------------------------

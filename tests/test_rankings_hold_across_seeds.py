@@ -461,6 +461,16 @@ def lesson06(k: int) -> dict:
     out["by held"] = {kind: accuracy(eights[rows], y_test[rows]) for kind in set(held.values())
                       for rows in [torch.tensor([held[i] == kind for i in range(len(texts))])]}
 
+    left_train = tok.batch([e.text for e in train_set], padding_side="left", pad_to=n_fixed)
+    left_test = tok.batch(texts, padding_side="left", pad_to=n_fixed)
+    H_left_train, H_left_test = states(left_train), states(left_test)
+    by_side = {"right": newton_logistic(pool06("last_real", H_train, train.attention_mask), y_train),
+               "left": newton_logistic(pool06("last_real", H_left_train, left_train.attention_mask), y_train)}
+    served_as = {"right": pool06("last_real", H_test, test.attention_mask),
+                 "left": pool06("last_real", H_left_test, left_test.attention_mask)}
+    out["switch"] = {trained: {side: h(z) for side, z in served_as.items()} for trained, h in by_side.items()}
+    out["y_test"] = y_test
+
     long_reviews = [e for e in classification_set(1500, seed=2 + 2 * k) if len(e.text.split()) > 12]
     kinds = {"start": [e for e in long_reviews if e.cue_position < 4],
              "end": [e for e in long_reviews if e.cue_position >= len(e.text.split()) - 4]}
@@ -533,6 +543,17 @@ def test_06_the_last_tensor_head_is_least_accurate_on_its_own_last_word(k):
     by_held = lesson06(k)["by held"]
     assert min(by_held, key=by_held.get) == "its last word", \
         f"lesson 06, seed {k}: 'least accurate where H[:, -1] is the text's own last word' flipped ({by_held})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_06_switching_the_padding_side_changes_a_few_answers(k):
+    r = lesson06(k)
+    for trained, answers in r["switch"].items():
+        flips = int((answers["right"] != answers["left"]).sum())
+        gap = abs(accuracy(answers["right"], r["y_test"]) - accuracy(answers["left"], r["y_test"]))
+        assert flips > 0, f"lesson 06, seed {k}: 'switching the padding side changes some answers' (trained {trained})"
+        assert gap <= 0.015, f"lesson 06, seed {k}: 'the switch moves accuracy by a few reviews at most' (trained {trained}: {gap})"
 
 
 @pytest.mark.slow

@@ -278,6 +278,10 @@ def lesson04(k: int) -> dict:
         out["frozen", steps] = f1(ids)
         if steps == 300:                              # the lesson's head: against the lookup tagger
             out["head"] = (accuracy(ids, test_labels, ignore_index=-100), out["frozen", steps])
+            matched = tok.batch(["yesterday jordan flew from oslo to rome", "in jordan ada joined acme corp"],
+                                add_special_tokens=True)
+            with torch.no_grad():
+                out["jordan at position 2"] = [TAGS[t] for t in head(frozen_encoder(matched))[:, 2].argmax(-1).tolist()]
             continue
         tuned = pretrained_encoder()
         torch.manual_seed(k)
@@ -298,6 +302,8 @@ def lesson04(k: int) -> dict:
 @pytest.mark.parametrize("k", SEEDS)
 def test_04_the_head_beats_the_lookup_tagger(k):
     r = lesson04(k)
+    assert r["jordan at position 2"] == ["B-PER", "B-LOC"], \
+        f"lesson 04, seed {k}: 'at the same position, the words around jordan decide its tag' ({r['jordan at position 2']})"
     assert r["head"][0] > r["lookup"][0] and r["head"][1] > r["lookup"][1], \
         f"lesson 04, seed {k}: 'the head beats the lookup tagger' flipped (head {r['head']}, lookup {r['lookup']})"
     assert r["lookup"][1] < r["lookup"][0] < 1, f"lesson 04, seed {k}: 'the lookup tagger's entity F1 is below its token accuracy'"

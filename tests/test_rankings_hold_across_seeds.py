@@ -84,9 +84,18 @@ def lesson01(k: int) -> dict:
     answers_freq = answers_freq[answers_freq > 0] / answers_freq.sum()
     with torch.no_grad():
         short = mlm_loss(head(encoder(x, held.attention_mask)), at_mask).item()
+    # the lesson's position-and-length guess: word frequencies per (position, length) of the training corpus
+    real = ~every.special_mask
+    counts = torch.zeros(max(every.ids.shape[1], held.ids.shape[1]), int(max(every.lengths.max(), held.lengths.max())) + 1, V)
+    counts.index_put_((torch.arange(every.ids.shape[1]).expand_as(every.ids)[real],
+                       every.lengths[:, None].expand_as(every.ids)[real], every.ids[real]),
+                      torch.ones(int(real.sum())), accumulate=True)
+    slot_probs = (counts + 0.1) / (counts.sum(-1, keepdim=True) + 0.1 * V)
+    rows, slots = (at_mask != -100).nonzero(as_tuple=True)
+    slot_guess = -slot_probs[slots, held.lengths[rows], at_mask[rows, slots]].log().mean().item()
     return {"first": history.losses[0], "ln V": math.log(V), "last 20": history.smoothed()[-1],
             "entropy": -(freq * freq.log()).sum().item(), "short": short,
-            "context-free": -(answers_freq * answers_freq.log()).sum().item()}
+            "context-free": -(answers_freq * answers_freq.log()).sum().item(), "position and length": slot_guess}
 
 
 @pytest.mark.slow
@@ -98,6 +107,8 @@ def test_01_the_short_mlm_run_beats_word_frequencies_and_every_context_free_gues
     assert r["last 20"] < r["entropy"], f"seed {k}: 'the training loss ends below the word-frequency entropy' ({table})"
     assert r["short"] < r["context-free"] - 0.1, \
         f"seed {k}: 'at [MASK] positions the short run beats every guess that ignores the masked slot' ({table})"
+    assert r["position and length"] < r["short"], \
+        f"seed {k}: 'a guess that knows only the position and the length beats the short run' ({table})"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The rankings the prose of lessons 01, 02, 03, 06 and 07 states hold on five seeds, not only on the notebook's.
+"""The rankings the prose of lessons 01, 02, 03, 04, 06 and 07 states hold on five seeds, not only on the notebook's.
 
 A lesson states "A beats B" only when it holds on at least five seeds (data and initialisation); a
 comparison that does not is reported in the lesson as "near noise", with its spread. Each lesson
@@ -84,9 +84,18 @@ def lesson01(k: int) -> dict:
     answers_freq = answers_freq[answers_freq > 0] / answers_freq.sum()
     with torch.no_grad():
         short = mlm_loss(head(encoder(x, held.attention_mask)), at_mask).item()
+    # the lesson's position-and-length guess: word frequencies per (position, length) of the training corpus
+    real = ~every.special_mask
+    counts = torch.zeros(max(every.ids.shape[1], held.ids.shape[1]), int(max(every.lengths.max(), held.lengths.max())) + 1, V)
+    counts.index_put_((torch.arange(every.ids.shape[1]).expand_as(every.ids)[real],
+                       every.lengths[:, None].expand_as(every.ids)[real], every.ids[real]),
+                      torch.ones(int(real.sum())), accumulate=True)
+    slot_probs = (counts + 0.1) / (counts.sum(-1, keepdim=True) + 0.1 * V)
+    rows, slots = (at_mask != -100).nonzero(as_tuple=True)
+    slot_guess = -slot_probs[slots, held.lengths[rows], at_mask[rows, slots]].log().mean().item()
     return {"first": history.losses[0], "ln V": math.log(V), "last 20": history.smoothed()[-1],
             "entropy": -(freq * freq.log()).sum().item(), "short": short,
-            "context-free": -(answers_freq * answers_freq.log()).sum().item()}
+            "context-free": -(answers_freq * answers_freq.log()).sum().item(), "position and length": slot_guess}
 
 
 @pytest.mark.slow
@@ -98,6 +107,8 @@ def test_01_the_short_mlm_run_beats_word_frequencies_and_every_context_free_gues
     assert r["last 20"] < r["entropy"], f"seed {k}: 'the training loss ends below the word-frequency entropy' ({table})"
     assert r["short"] < r["context-free"] - 0.1, \
         f"seed {k}: 'at [MASK] positions the short run beats every guess that ignores the masked slot' ({table})"
+    assert r["position and length"] < r["short"], \
+        f"seed {k}: 'a guess that knows only the position and the length beats the short run' ({table})"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -218,6 +229,170 @@ def test_03_controls_rank_as_the_lesson_says(k):
 
 
 # ---------------------------------------------------------------------------------------------------
+# Lesson 04: the frozen encoder with a token head against fine-tuning, at equal steps (same data, same
+# head initialisation, same batches). Seed k: training set seed 1 + 10k, test set seed 2 + 10k (copies of
+# training sentences removed, as in the lesson), head initialisation and batch order k.
+# ---------------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def lesson04(k: int) -> dict:
+    from headlab.data import TAGS, tagging_set
+    from headlab.metrics import entity_scores
+    from heads_lessons import lesson
+
+    answers = lesson("04").solution_namespace("TokenClassifier", "token_loss", "bio_to_spans")
+    TokenClassifier, token_loss, bio_to_spans = (answers[n] for n in ("TokenClassifier", "token_loss", "bio_to_spans"))
+
+    def encode(examples):
+        b = tok.batch([" ".join(e.words) for e in examples], add_special_tokens=True)
+        labels = torch.full(b.ids.shape, -100, dtype=torch.long)
+        for i, e in enumerate(examples):
+            labels[i, 1:1 + len(e.tags)] = torch.tensor([TAGS.index(t) for t in e.tags])
+        return b, labels
+
+    train = tagging_set(400, seed=1 + 10 * k)
+    seen = {" ".join(e.words) for e in train}
+    test = [e for e in tagging_set(200, seed=2 + 10 * k) if " ".join(e.words) not in seen]
+    (train_batch, train_labels), (test_batch, test_labels) = encode(train), encode(test)
+    true = [bio_to_spans(e.tags) for e in test]
+    frozen_encoder = pretrained_encoder()
+    with torch.no_grad():
+        H_train, H_test = frozen_encoder(train_batch), frozen_encoder(test_batch)
+
+    def f1(ids):
+        tags = [[TAGS[t] for t in ids[b, 1:1 + len(e.words)].tolist()] for b, e in enumerate(test)]
+        return entity_scores([bio_to_spans(t) for t in tags], true)["f1"]
+
+    from collections import Counter
+
+    counts = {}
+    for e in train:
+        for word, tag in zip(e.words, e.tags):
+            counts.setdefault(word, Counter())[tag] += 1
+    lookup = {word: c.most_common(1)[0][0] for word, c in counts.items()}
+    lookup_tags = [[lookup.get(word, "O") for word in e.words] for e in test]
+    gold = [tag for e in test for tag in e.tags]
+    out = {"lookup": (sum(p == g for p, g in zip([t for row in lookup_tags for t in row], gold)) / len(gold),
+                      entity_scores([bio_to_spans(t) for t in lookup_tags], true)["f1"])}
+    for steps in (20, 40, 300):
+        torch.manual_seed(k)
+        head = TokenClassifier(frozen_encoder.d, len(TAGS))
+        order = minibatches(len(train), 32, seed=k)
+
+        def head_loss(step):
+            idx = next(order)
+            return token_loss(head(H_train[idx]), train_labels[idx])
+
+        fit(head, head_loss, steps=steps, lr=2e-2, progress=False)
+        with torch.no_grad():
+            ids = head.eval()(H_test).argmax(-1)
+        out["frozen", steps] = f1(ids)
+        if steps == 300:                              # the lesson's head: against the lookup tagger
+            out["head"] = (accuracy(ids, test_labels, ignore_index=-100), out["frozen", steps])
+            matched = tok.batch(["yesterday jordan flew from oslo to rome", "in jordan ada joined acme corp"],
+                                add_special_tokens=True)
+            with torch.no_grad():
+                out["jordan at position 2"] = [TAGS[t] for t in head(frozen_encoder(matched))[:, 2].argmax(-1).tolist()]
+            continue
+        tuned = pretrained_encoder()
+        torch.manual_seed(k)
+        tuned_head = TokenClassifier(tuned.d, len(TAGS))
+        order = minibatches(len(train), 32, seed=k)
+
+        def loss(step):
+            idx = next(order)
+            return token_loss(tuned_head(tuned(train_batch.ids[idx], train_batch.attention_mask[idx])), train_labels[idx])
+
+        fit([tuned, tuned_head], loss, steps=steps, lr=3e-3, progress=False)
+        with torch.no_grad():
+            out["fine-tuned", steps] = f1(tuned_head.eval()(tuned(test_batch)).argmax(-1))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_04_the_head_beats_the_lookup_tagger(k):
+    r = lesson04(k)
+    assert r["jordan at position 2"] == ["B-PER", "B-LOC"], \
+        f"lesson 04, seed {k}: 'at the same position, the words around jordan decide its tag' ({r['jordan at position 2']})"
+    assert r["head"][0] > r["lookup"][0] and r["head"][1] > r["lookup"][1], \
+        f"lesson 04, seed {k}: 'the head beats the lookup tagger' flipped (head {r['head']}, lookup {r['lookup']})"
+    assert r["lookup"][1] < r["lookup"][0] < 1, f"lesson 04, seed {k}: 'the lookup tagger's entity F1 is below its token accuracy'"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_04_at_equal_steps_fine_tuning_is_level_or_ahead_from_20_steps_on(k):
+    r = lesson04(k)
+    for steps in (20, 40):
+        assert r["fine-tuned", steps] >= r["frozen", steps], \
+            f"lesson 04, seed {k}: 'from 20 steps on, fine-tuning is level with the frozen head or ahead' flipped at {steps} steps ({r})"
+        assert r["fine-tuned", steps] - r["frozen", steps] <= 0.07, \
+            f"lesson 04, seed {k}: 'ahead by up to about six points of entity F1' ({r})"
+    assert min(r["frozen", 40], r["fine-tuned", 40]) >= 0.95, f"lesson 04, seed {k}: 'both are near-perfect by 40 steps' ({r})"
+
+
+@lru_cache(maxsize=None)
+def lesson04_pieces(k: int) -> dict:
+    """Section 11: the three labellings of split words, each head trained like the lesson's (300 steps)."""
+    import nbformat
+
+    from headlab.data import TAGS, tagging_set
+    from headlab.metrics import entity_scores
+    from heads_lessons import lesson
+
+    l04 = lesson("04")
+    answers = l04.solution_namespace("TokenClassifier", "token_loss", "bio_to_spans")
+    TokenClassifier, token_loss, bio_to_spans = (answers[n] for n in ("TokenClassifier", "token_loss", "bio_to_spans"))
+    # The split rule, the labellings and the piece-by-piece reading are the lesson's own code, run from its cells.
+    cells = {c.id: c.source for c in nbformat.read(l04.path(), as_version=4).cells}
+    code = {"torch": torch, "tok": tok, "TAGS": TAGS, "bio_to_spans": bio_to_spans}
+    exec(cells["c04-41b-pieces"].split("n_split =")[0], code)
+    exec(cells["c04-41f-pieces-decode"].split("with uses")[0], code)
+    encode_pieces, piece_spans = code["encode_pieces"], code["piece_spans"]
+
+    train = tagging_set(400, seed=1 + 10 * k)
+    seen = {" ".join(e.words) for e in train}
+    test = [e for e in tagging_set(200, seed=2 + 10 * k) if " ".join(e.words) not in seen]
+    true = [bio_to_spans(e.tags) for e in test]
+    ids, mask, _, _ = encode_pieces(train, "first piece")
+    test_ids, test_mask, _, test_first = encode_pieces(test, "first piece")
+    encoder = pretrained_encoder()
+    with torch.no_grad():
+        H, H_test = encoder(ids, mask), encoder(test_ids, test_mask)
+    out = {}
+    for name in code["LABELLINGS"]:
+        labels = encode_pieces(train, name)[2]
+        torch.manual_seed(k)
+        head = TokenClassifier(encoder.d, len(TAGS))
+        order = minibatches(len(train), 32, seed=k)
+
+        def loss(step):
+            idx = next(order)
+            return token_loss(head(H[idx]), labels[idx])
+
+        history = fit(head, loss, steps=300, lr=2e-2, progress=False)
+        with torch.no_grad():
+            pred = head.eval()(H_test).argmax(-1)
+        read = [[TAGS[int(pred[b, q])] for q in test_first[b]] for b in range(len(test))]
+        out[name] = {"loss": history.smoothed()[-1], "f1": entity_scores([bio_to_spans(t) for t in read], true)["f1"]}
+        if name == "every piece":
+            out[name]["f1 piece by piece"] = entity_scores(*piece_spans(pred, test_mask, test_first, test))["f1"]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_04_split_words_labellings_rank_as_the_lesson_says(k):
+    r = lesson04_pieces(k)
+    right, copied, slid = r["first piece"], r["every piece"], r["word index"]
+    assert slid["loss"] > 3 * right["loss"], f"lesson 04, seed {k}: 'the word-index labels cannot be fitted' ({r})"
+    assert slid["f1"] < min(right["f1"], copied["f1"]) - 0.1, f"lesson 04, seed {k}: 'the word-index alignment loses many entities' ({r})"
+    assert abs(copied["f1"] - right["f1"]) < 0.05, f"lesson 04, seed {k}: 'read at first pieces, copying scores about like first piece' ({r})"
+    assert copied["f1 piece by piece"] < copied["f1"] - 0.05, f"lesson 04, seed {k}: 'read piece by piece, the every-piece head loses entities' ({r})"
+
+
+# ---------------------------------------------------------------------------------------------------
 # Lesson 06: pooling rules on the frozen decoder; fixed against dynamic padding; truncation side
 # ---------------------------------------------------------------------------------------------------
 
@@ -261,6 +436,23 @@ def lesson06(k: int) -> dict:
     scores = lambda pred, y: (accuracy(pred, y), f1_score(pred, y))
     out = {"base": scores(torch.zeros_like(y_test), y_test),
            "frozen": {r: scores(h(pool06(r, H_test, test.attention_mask)), y_test) for r, h in heads.items()}}
+    with torch.random.fork_rng(devices=[]):       # the lesson's control: the decoder's shape, random weights
+        torch.manual_seed(k)
+        untrained = TinyTransformer(decoder.cfg).eval()
+    with torch.no_grad():
+        U_train, U_test = untrained(train), untrained(test)
+    out["mlp"] = {}
+    for r in ("first", "mean", "last_real"):                # the lesson's d -> d -> 2 MLP head, init seed k
+        Z, Z_test = pool06(r, H_train, train.attention_mask), pool06(r, H_test, test.attention_mask)
+        mu, sd = Z.mean(0), Z.std(0).clamp_min(1e-6)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(k)
+            mlp = nn.Sequential(nn.Linear(Z.shape[1], Z.shape[1]), nn.GELU(), nn.Linear(Z.shape[1], 2))
+        fit(mlp, lambda step: F.cross_entropy(mlp((Z - mu) / sd), y_train), steps=300, lr=1e-2, progress=False)
+        with torch.no_grad():
+            out["mlp"][r] = scores(mlp((Z_test - mu) / sd).argmax(-1), y_test)
+    out["untrained last_real"] = scores(newton_logistic(pool06("last_real", U_train, train.attention_mask), y_train)(
+        pool06("last_real", U_test, test.attention_mask)), y_test)
 
     chunks = lambda size: [list(range(i, min(i + size, len(texts)))) for i in range(0, len(texts), size)]
     by_length = {}
@@ -285,6 +477,16 @@ def lesson06(k: int) -> dict:
     eights = out["served"]["batches of 8"]["last_tensor"][0]
     out["by held"] = {kind: accuracy(eights[rows], y_test[rows]) for kind in set(held.values())
                       for rows in [torch.tensor([held[i] == kind for i in range(len(texts))])]}
+
+    left_train = tok.batch([e.text for e in train_set], padding_side="left", pad_to=n_fixed)
+    left_test = tok.batch(texts, padding_side="left", pad_to=n_fixed)
+    H_left_train, H_left_test = states(left_train), states(left_test)
+    by_side = {"right": newton_logistic(pool06("last_real", H_train, train.attention_mask), y_train),
+               "left": newton_logistic(pool06("last_real", H_left_train, left_train.attention_mask), y_train)}
+    served_as = {"right": pool06("last_real", H_test, test.attention_mask),
+                 "left": pool06("last_real", H_left_test, left_test.attention_mask)}
+    out["switch"] = {trained: {side: h(z) for side, z in served_as.items()} for trained, h in by_side.items()}
+    out["y_test"] = y_test
 
     long_reviews = [e for e in classification_set(1500, seed=2 + 2 * k) if len(e.text.split()) > 12]
     kinds = {"start": [e for e in long_reviews if e.cue_position < 4],
@@ -315,6 +517,29 @@ def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("k", SEEDS)
+def test_06_a_deeper_head_does_not_make_up_for_the_pooling(k):
+    r = lesson06(k)
+    mlp, linear = r["mlp"], r["frozen"]
+    assert mlp["first"] == r["base"], f"lesson 06, seed {k}: 'the MLP on the first position gives the base rate too' ({mlp})"
+    assert abs(mlp["mean"][1] - linear["mean"][1]) < 0.05, \
+        f"lesson 06, seed {k}: 'on the mean, the MLP is within noise of the linear head' ({mlp['mean']} vs {linear['mean']})"
+    assert mlp["mean"][1] < linear["last_real"][1], \
+        f"lesson 06, seed {k}: 'the MLP on the mean stays below the linear head on the last real token' ({mlp} vs {linear})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_06_pre_training_not_the_architecture_puts_the_sentiment_at_the_last_real_token(k):
+    r = lesson06(k)
+    pre, untrained, base = r["frozen"]["last_real"], r["untrained last_real"], r["base"]
+    assert pre[1] > untrained[1] + 0.5, \
+        f"lesson 06, seed {k}: 'pre-training, not the architecture, puts the sentiment at the last real token' ({pre} vs {untrained})"
+    assert abs(untrained[0] - base[0]) < 0.1, \
+        f"lesson 06, seed {k}: 'the untrained decoder's last real token scores about the base rate' ({untrained} vs {base})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
 def test_06_dynamic_padding_costs_the_last_tensor_head_and_not_the_last_real_head(k):
     served = lesson06(k)["served"]
     reference = served["fixed, as trained"]["last_real"][0]
@@ -335,6 +560,17 @@ def test_06_the_last_tensor_head_is_least_accurate_on_its_own_last_word(k):
     by_held = lesson06(k)["by held"]
     assert min(by_held, key=by_held.get) == "its last word", \
         f"lesson 06, seed {k}: 'least accurate where H[:, -1] is the text's own last word' flipped ({by_held})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_06_switching_the_padding_side_changes_a_few_answers(k):
+    r = lesson06(k)
+    for trained, answers in r["switch"].items():
+        flips = int((answers["right"] != answers["left"]).sum())
+        gap = abs(accuracy(answers["right"], r["y_test"]) - accuracy(answers["left"], r["y_test"]))
+        assert flips > 0, f"lesson 06, seed {k}: 'switching the padding side changes some answers' (trained {trained})"
+        assert gap <= 0.015, f"lesson 06, seed {k}: 'the switch moves accuracy by a few reviews at most' (trained {trained}: {gap})"
 
 
 @pytest.mark.slow

@@ -165,9 +165,10 @@ def lesson_span_head(cls, d: int) -> torch.nn.Module:
 
 def load_span_scorers(head: torch.nn.Module, weight: torch.Tensor, bias: torch.Tensor) -> bool:
     """Give `head` the scorers start = H @ weight[0] + bias[0], end = H @ weight[1] + bias[1] through its
-    state_dict, by shape: a (2, d) entry (or (d, 2)) takes `weight`, a (2,) one `bias`; entries of d numbers take
-    weight's rows in turn, single numbers bias's. Verified on probes (in eval mode; a scorer without a bias is the
-    same up to a constant, which no softmax over positions sees); tried with the rows in the other order if not;
+    state_dict, by shape: a (2, d) entry (or (d, 2), or a convolution's (2, d, 1)) takes `weight`, a (2,) one `bias`;
+    entries of d numbers take weight's rows in turn, single numbers bias's. Verified on probes (in eval mode; a scorer
+    without a bias is the same up to a constant, which no softmax over positions sees); tried with the scorers in the
+    other order if not (a head whose first output is its end);
     returns whether it worked, and otherwise leaves the head as it was."""
     d = weight.shape[1]
     held = {name: t for name, t in head.state_dict().items() if t.is_floating_point()}
@@ -176,13 +177,14 @@ def load_span_scorers(head: torch.nn.Module, weight: torch.Tensor, bias: torch.T
     training = head.training
     for order in ((0, 1), (1, 0)):
         rows, singles, state = iter(order), iter(order), {}
+        w, b = weight[list(order)], bias[list(order)]                       # the scorers in this order
         for name, t in held.items():
-            if tuple(t.shape) == (2, d):
-                state[name] = weight
-            elif tuple(t.shape) == (d, 2):
-                state[name] = weight.T
+            if t.numel() == 2 * d and t.shape[0] == 2:                      # (2, d), or a Conv1d's (2, d, 1)
+                state[name] = w.reshape(t.shape)
+            elif t.numel() == 2 * d and tuple(t.shape[:2]) == (d, 2):       # stored (in, out)
+                state[name] = w.T.reshape(t.shape)
             elif tuple(t.shape) == (2,) and d != 2:
-                state[name] = bias
+                state[name] = b
             elif t.numel() == d:
                 k = next(rows, None)
                 if k is not None:

@@ -59,6 +59,26 @@ class SpanHead(nn.Module):
         start_logits, end_logits = self.qa_outputs(H).unbind(dim=-1)
         return start_logits, end_logits
 ''',
+    "nn.Linear(d, 2), the end scorer first": '''
+class SpanHead(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.qa_outputs = nn.Linear(d, 2)
+
+    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        end_logits, start_logits = self.qa_outputs(H).unbind(dim=-1)
+        return start_logits, end_logits
+''',
+    "nn.Conv1d(d, 2, 1)": '''
+class SpanHead(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.conv = nn.Conv1d(d, 2, kernel_size=1)      # a 1 x 1 convolution over positions is a linear map each
+
+    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        start_logits, end_logits = self.conv(H.transpose(1, 2)).unbind(dim=1)
+        return start_logits, end_logits
+''',
 }
 
 MORE = {    # other layouts, checked without running the lesson

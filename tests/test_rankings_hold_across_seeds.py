@@ -234,6 +234,23 @@ def test_03_controls_rank_as_the_lesson_says(k):
 # training sentences removed, as in the lesson), head initialisation and batch order k.
 # ---------------------------------------------------------------------------------------------------
 
+def token_head(answers: dict, H: torch.Tensor, labels: torch.Tensor, k: int, steps: int):
+    """Lesson 04's head (`answers`: the solution's TokenClassifier and token_loss) trained on frozen states H (B, n, d)
+    as the lesson trains it (seed k, batches of 32, lr 2e-2), put in eval mode; and its training history."""
+    from headlab.data import TAGS
+
+    torch.manual_seed(k)
+    head = answers["TokenClassifier"](H.shape[-1], len(TAGS))
+    order = minibatches(len(H), 32, seed=k)
+
+    def loss(step):
+        idx = next(order)
+        return answers["token_loss"](head(H[idx]), labels[idx])
+
+    history = fit(head, loss, steps=steps, lr=2e-2, progress=False)
+    return head.eval(), history
+
+
 @lru_cache(maxsize=None)
 def lesson04(k: int) -> dict:
     from headlab.data import TAGS, tagging_set
@@ -275,17 +292,9 @@ def lesson04(k: int) -> dict:
     out = {"lookup": (sum(p == g for p, g in zip([t for row in lookup_tags for t in row], gold)) / len(gold),
                       entity_scores([bio_to_spans(t) for t in lookup_tags], true)["f1"])}
     for steps in (20, 40, 300):
-        torch.manual_seed(k)
-        head = TokenClassifier(frozen_encoder.d, len(TAGS))
-        order = minibatches(len(train), 32, seed=k)
-
-        def head_loss(step):
-            idx = next(order)
-            return token_loss(head(H_train[idx]), train_labels[idx])
-
-        fit(head, head_loss, steps=steps, lr=2e-2, progress=False)
+        head, _ = token_head(answers, H_train, train_labels, k, steps)
         with torch.no_grad():
-            ids = head.eval()(H_test).argmax(-1)
+            ids = head(H_test).argmax(-1)
         out["frozen", steps] = f1(ids)
         if steps == 300:                              # the lesson's head: against the lookup tagger
             out["head"] = (accuracy(ids, test_labels, ignore_index=-100), out["frozen", steps])
@@ -343,7 +352,7 @@ def lesson04_pieces(k: int) -> dict:
 
     l04 = lesson("04")
     answers = l04.solution_namespace("TokenClassifier", "token_loss", "bio_to_spans")
-    TokenClassifier, token_loss, bio_to_spans = (answers[n] for n in ("TokenClassifier", "token_loss", "bio_to_spans"))
+    bio_to_spans = answers["bio_to_spans"]
     # The split rule, the labellings and the piece-by-piece reading are the lesson's own code, run from its cells.
     cells = {c.id: c.source for c in nbformat.read(l04.path(), as_version=4).cells}
     code = {"torch": torch, "tok": tok, "TAGS": TAGS, "bio_to_spans": bio_to_spans}
@@ -362,18 +371,9 @@ def lesson04_pieces(k: int) -> dict:
         H, H_test = encoder(ids, mask), encoder(test_ids, test_mask)
     out = {}
     for name in code["LABELLINGS"]:
-        labels = encode_pieces(train, name)[2]
-        torch.manual_seed(k)
-        head = TokenClassifier(encoder.d, len(TAGS))
-        order = minibatches(len(train), 32, seed=k)
-
-        def loss(step):
-            idx = next(order)
-            return token_loss(head(H[idx]), labels[idx])
-
-        history = fit(head, loss, steps=300, lr=2e-2, progress=False)
+        head, history = token_head(answers, H, encode_pieces(train, name)[2], k, steps=300)
         with torch.no_grad():
-            pred = head.eval()(H_test).argmax(-1)
+            pred = head(H_test).argmax(-1)
         read = [[TAGS[int(pred[b, q])] for q in test_first[b]] for b in range(len(test))]
         out[name] = {"loss": history.smoothed()[-1], "f1": entity_scores([bio_to_spans(t) for t in read], true)["f1"]}
         if name == "every piece":

@@ -21,6 +21,7 @@ import torch
 
 from .codec import ANSWERS, FOLDER, GLOBALS, GraderError, at, decode, encode, safe_str
 
+
 def describe(answer: Any) -> dict:
     """What kind of object an answer is, so the grader can stand in for it."""
     import torch.nn as nn

@@ -59,6 +59,7 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("single-global-gap", exact_global_gap(probs, labels)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, zero_binned=True)),
+            ("counts-not-shares", len(labels) * exact_ece(probs, labels, n_bins)),
             ("fixed-ten-bins", exact_ece(probs, labels, 10))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):

@@ -265,6 +265,9 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
 max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     _squeezed("max_pool", lambda H, m: _fill(H, m, -torch.inf).amax(1)),
     _indexed("max_pool", lambda rows: rows.amax(0)),
+    Mistake("pools-whole-batch", lambda H, m: H[m.bool()].amax(0), "max_pool returned one vector for the whole batch"
+            "{where}: indexing H with the (B, n) mask gathers the real tokens of every row into one (tokens, d) tensor, "
+            "so their max mixes the sequences. Pool each row over its own positions, (B, d) = ({B}, {d})."),
     Mistake("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True), "max_pool returned shape "
             "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d})."),
     Mistake("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1), "max_pool filled the padding with zeros{where}. When "

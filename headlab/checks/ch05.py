@@ -353,8 +353,8 @@ span_loss = Exercise(
         Mistake("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en), _loss(
             "you added the start and end losses without halving the sum.")),
         Mistake("nll-on-raw-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2, _loss(
-            "that is `F.nll_loss` on the raw logits, which only takes minus the target's logit: nll_loss expects "
-            "log-probabilities, so the softmax is missing."),
+            "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a cross-entropy "
+            "needs log-probabilities, so the log-softmax over the positions is missing."),
             fix="Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
         Mistake("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2, _loss(
             "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw logits.")),

@@ -156,6 +156,9 @@ expected_calibration_error = Exercise(
         Mistake("confidence-of-class-one",
                 lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=True)).nansum()), CLASS_ONE,
                 fix="`probs.max(dim=-1).values` holds the top probability of each row."),
+        Mistake("counts-not-shares", lambda p, y, n: float(len(y) * torch.mul(*_bins(p, y, n)).nansum()),
+                SAID + "That is N × the ECE: each bin's gap was weighted by its count of predictions. Weight it by "
+                "the bin's share of them, count_bin / N, so that the ECE stays between 0 and 1."),
         Mistake("fixed-ten-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, 10)).nansum()),
                 SAID + "That is the ECE with 10 bins: use the n_bins argument instead of a fixed number of bins."),
     ],

@@ -31,6 +31,10 @@ WRONG = [
     # Found by a simulated student: right in eval mode, random in train mode, where lesson 02 measures it.
     Wrong.edit("Pooler-with-dropout", "Pooler", TANH, "torch.tanh(self.dense(F.dropout(c, 0.1, self.training)))",
                "dropout-in-head"),
+    Wrong("max_pool-whole-batch", "max_pool", """
+        def max_pool(H, mask):
+            return H[mask.bool()].amax(dim=0)
+        """, mistake="pools-whole-batch"),
     # --- mean_pool ---
     Wrong("mean_pool-over-every-position", "mean_pool", """
         def mean_pool(H, mask):

@@ -66,6 +66,9 @@ WRONG = [
                     gaps.append((correct[inside].mean() - conf[inside].mean()).abs())
             return float(torch.stack(gaps).mean())
         """, mistake="unweighted-bins"),
+    # Found by a simulated student: before, only the definition repeated.
+    Wrong.edit("ece-weighted-by-counts", "expected_calibration_error", "ece += count / len(labels) * gap",
+               "ece += count * gap", "counts-not-shares"),
     Wrong("ece-single-global-gap", "expected_calibration_error", """
         def expected_calibration_error(probs, labels, n_bins=10):
             conf, pred = probs.max(dim=-1)

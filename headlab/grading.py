@@ -40,8 +40,6 @@ import torch
 from .codec import (GLOBALS, PLAIN_NAME, GraderError, at, decode, digest, encode, safe_str,
                     stand_in_object)
 
-
-
 SEED_VARIABLE = "HEADS_HIDDEN_SEED"   # set only in the kernel that records the checks on the solution
 
 
@@ -301,11 +299,10 @@ class Verdict:
     error: str = ""     # the failure's type name, e.g. CheckFailed
     message: str = ""   # the failure's message, which names the mistake
     key: str = ""       # the mistake's key in the exercise's table, where the check has one
+    fingerprint: str = ""   # of the answer's results on the grader's inputs, for a wrong value no key explains
 
     def text(self) -> str:
         return self.printed + ("" if self.passed else f"{self.error}: {self.message}")
-
-    fingerprint: str = ""   # of the answer's results on the grader's inputs (`fingerprint`)
 
     @property
     def mistake(self) -> str:

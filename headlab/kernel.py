@@ -153,7 +153,8 @@ def load(head: torch.nn.Module, weights: Sequence[torch.Tensor], fill: int | str
 
 
 def drive_head(cls, spec: dict) -> dict:
-    """The kernel's one driver for every class head: the facts of `spec` (see `spec`), as plain data.
+    """The kernel's one driver for every class head: the facts of `spec` (see headlab.checks.heads.spec), as plain
+    data.
     {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
     "holds_linear": whether an nn.Linear is among its modules (which way round a (d, d) weight acts: a layout,
     never a verdict); "gradients": kernel.gradient_facts when asked; with an embedding, "embedding_changed":

@@ -183,7 +183,7 @@ BEST_SPAN = Exercise(
     # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
     # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
     mistakes=[
-        Mistake("one-too-long", lambda s, e, allowed, m: _wrong_spans("one-too-long", s, e, allowed, m), _spans(
+        _rule("one-too-long", _spans(
             "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + max_len − 1 "
             "(is your upper bound off by one, or missing?).")),
         Mistake("independent-argmax", lambda s, e, allowed, m: torch.stack(
@@ -202,10 +202,10 @@ BEST_SPAN = Exercise(
             f"best_span returned shape {tuple(out.shape)}: the starts in one row and the ends in another, (2, B) = "
             f"(2, {len(s)}). Return one (i, j) pair per row, (B, 2) = ({len(s)}, 2)."),
             fix="Stack the starts and the ends on the last axis (dim=-1)."),
-        Mistake("outside-the-passage", lambda s, e, allowed, m: _wrong_spans("outside-the-passage", s, e, allowed, m),
-                _spans("these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding "
-                       "too. The answer lies inside the passage: mask where allowed is False before choosing.")),
-        Mistake("mask-multiplied", lambda s, e, allowed, m: _wrong_spans("mask-multiplied", s, e, allowed, m), _spans(
+        _rule("outside-the-passage", _spans(
+            "these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding too. The answer "
+            "lies inside the passage: mask where allowed is False before choosing.")),
+        _rule("mask-multiplied", _spans(
             "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
             "beats negative logits inside it. Exclude positions by setting their logits to −inf instead."),
             fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
@@ -222,11 +222,10 @@ BEST_SPAN = Exercise(
         twist("exclusive-end", lambda E, s, e, allowed, m: E + torch.tensor([0, 1]),
                 _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
                        "best_span returns the last token itself, j, so that the answer is tokens i … j.")),
-        Mistake("one-too-short", lambda s, e, allowed, m: _wrong_spans("one-too-short", s, e, allowed, m), _spans(
+        _rule("one-too-short", _spans(
             "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
             "upper bound of your band.")),
-        Mistake("searches-between-allowed", lambda s, e, allowed, m: _wrong_spans("searches-between-allowed", s, e, allowed,
-                                                                                  m), _spans(
+        _rule("searches-between-allowed", _spans(
             "a span here starts or ends between two allowed positions, at one that is not allowed: the search ran "
             "over every position from the first allowed to the last. The allowed positions need not be one block: "
             "keep only the pairs whose i and j are both allowed.")),

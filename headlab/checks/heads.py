@@ -65,7 +65,8 @@ def dropout_at_eval(differ: bool, name: str, where: str = "") -> None:
 
 def no_train_only_layer(differ: bool, name: str, contract: str, where: str = "") -> None:
     """Fail if `name`, whose contract holds no dropout, gives other outputs in train mode than in eval mode: the
-    lessons train it and measure it in train mode, where such a layer makes every later result random."""
+    lessons train it in train mode (and lesson 02 measures its pooler there), where such a layer changes what they
+    find."""
     if differ:
         fail(f"{name} gave other outputs in train mode than in eval mode{where}: it holds a layer that acts only in "
              f"training, such as dropout. {contract}, in train mode as in eval mode; the lesson's training and "

@@ -1,7 +1,10 @@
 """Lesson 08, section 6 ranks three ways to classify the negated reviews: the top two MiniLM layers
 fine-tuned with the head at lr 2e-4 above a linear probe on the frozen features (fitted to convergence),
-and above the same 30 steps at lr 5e-5, whose training loss is still higher. This re-runs the lesson's
-recipe on five seeds (the reviews, where "not" goes, the head's initialisation and the batch order; seed 0
+and above the same 30 steps at lr 5e-5, whose training loss is still higher. Its control, an untrained
+MiniLM (the same config, random weights), gives the probe the plain reviews' verdict almost as well as
+MiniLM, the negated ones far less well, and a far weaker sentiment direction from two class means, along
+which every flipped pair of sentences moves less. This re-runs the lesson's recipe on five seeds (the
+reviews, where "not" goes, the untrained weights, the head's initialisation and the batch order; seed 0
 is the notebook's own run) and fails, naming the claim, if a ranking flips."""
 import copy
 
@@ -15,6 +18,8 @@ from headlab.metrics import balanced_accuracy, f1_score
 
 pytestmark = pytest.mark.slow
 SEEDS, TOP, STEPS, BATCH = range(5), 2, 30, 16
+FLIPPED = [("The soup was great.", "The soup was awful."), ("I loved this hotel.", "I hated this hotel."),
+           ("the pizza was brilliant", "the pizza was dreadful")]   # the lesson's pairs
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +33,33 @@ def _embed(H, mask):
     m = mask[:, :, None].to(H.dtype)
     mean = (H * m).sum(1) / m.sum(1)
     return mean / mean.norm(dim=-1, keepdim=True)
+
+
+def _sentence_embeddings(model, tokenizer, texts):     # as the lesson: batches of similar length
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    Z = torch.zeros(len(texts), model.config.hidden_size)
+    with torch.no_grad():
+        for rows in mask.sum(1).argsort().split(64):
+            k = int(mask[rows].sum(1).max())
+            Z[rows] = _embed(model(input_ids=ids[rows, :k], attention_mask=mask[rows, :k]).last_hidden_state, mask[rows, :k])
+    return Z
+
+
+def _untrained(model, seed):                               # the lesson's untrained_minilm
+    from transformers import BertModel
+
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return BertModel(model.config, add_pooling_layer=False).eval()
+
+
+def _direction(Z, y, Z_test, y_test, E_flipped):          # the lesson's sentiment direction
+    positive, negative = Z[y == 0].mean(0), Z[y == 1].mean(0)
+    direction = F.normalize(negative - positive, dim=0)
+    split = balanced_accuracy((Z_test @ direction > ((positive + negative) / 2) @ direction).long(), y_test)
+    change = E_flipped[0::2] - E_flipped[1::2]
+    return split, (change @ direction).abs() / change.norm(dim=-1)
 
 
 def _probe(Z, y, Z_test):                                  # the lesson's linear_probe
@@ -63,9 +95,9 @@ def _run(real, seed):
                 out = model(input_ids=ids[rows, :k], attention_mask=mask[rows, :k], output_hidden_states=True)
                 below[rows, :k] = out.hidden_states[-1 - TOP]
                 Z[rows] = _embed(out.last_hidden_state, mask[rows, :k])
-        data[split] = (below, mask, Z, torch.tensor([e.label for e in examples]))
-    Hb, m, Z, y = data["train"]
-    Hb_t, m_t, Z_t, y_t = data["test"]
+        data[split] = (below, mask, Z, torch.tensor([e.label for e in examples]), [e.text for e in examples])
+    Hb, m, Z, y, texts = data["train"]
+    Hb_t, m_t, Z_t, y_t, texts_t = data["test"]
     measure = lambda logits: (balanced_accuracy(logits.argmax(-1), y_t), f1_score(logits.argmax(-1), y_t))
     result = {"probe": measure(_probe(Z, y, Z_t))}
     for lr in (5e-5, 2e-4):
@@ -90,11 +122,26 @@ def _run(real, seed):
         with torch.no_grad():
             logits = head(_embed(top_layers(model, layers, Hb_t, m_t), m_t))
         result[lr] = (*measure(logits), sum(losses[-5:]) / 5)
+
+    untrained = _untrained(model, seed)
+    result["untrained"] = measure(_probe(_sentence_embeddings(untrained, tokenizer, texts), y,
+                                         _sentence_embeddings(untrained, tokenizer, texts_t)))
+    plain_train, plain_test = (classification_set(n, seed=s, max_len=12) for n, s in ((160, 2 * seed), (200, 2 * seed + 1)))
+    y_p, y_pt = (torch.tensor([e.label for e in s]) for s in (plain_train, plain_test))
+    flipped = [s for pair in FLIPPED for s in pair]
+    for name, encoder in (("MiniLM", model), ("untrained", untrained)):
+        Z_p, Z_pt = (_sentence_embeddings(encoder, tokenizer, [e.text for e in s]) for s in (plain_train, plain_test))
+        plain = balanced_accuracy(_probe(Z_p, y_p, Z_pt).argmax(-1), y_pt)
+        result["plain", name] = (plain, *_direction(Z_p, y_p, Z_pt, y_pt, _sentence_embeddings(encoder, tokenizer, flipped)))
     return result
 
 
-def test_the_rankings_of_section_6_hold_on_five_seeds(real):
-    runs = [_run(real, seed) for seed in SEEDS]
+@pytest.fixture(scope="module")
+def runs(real):
+    return [_run(real, seed) for seed in SEEDS]
+
+
+def test_the_rankings_of_section_6_hold_on_five_seeds(runs):
     table = "; ".join(f"seed {s}: balanced / minority F1: probe {r['probe'][0]:.3f} / {r['probe'][1]:.3f}, "
                       f"5e-5 {r[5e-5][0]:.3f} / {r[5e-5][1]:.3f} (loss {r[5e-5][2]:.2f}), "
                       f"2e-4 {r[2e-4][0]:.3f} / {r[2e-4][1]:.3f} (loss {r[2e-4][2]:.2f})" for s, r in zip(SEEDS, runs))
@@ -105,3 +152,23 @@ def test_the_rankings_of_section_6_hold_on_five_seeds(real):
         assert r[2e-4][0] > r[5e-5][0], f"claim flipped on seed {s}: 'at lr 5e-5 the same 30 steps reach less' ({table})"
         assert r[5e-5][0] < r["probe"][0] + 0.02, f"claim flipped on seed {s}: '5e-5 ends at or below the probe's level' ({table})"
         assert r[5e-5][2] > r[2e-4][2], f"claim flipped on seed {s}: 'at lr 5e-5 the training loss is still higher' ({table})"
+
+
+def test_what_the_untrained_control_shows_holds_on_five_seeds(runs):
+    table = "; ".join(
+        f"seed {s}: balanced accuracy, plain reviews: MiniLM {r['plain', 'MiniLM'][0]:.3f}, untrained "
+        f"{r['plain', 'untrained'][0]:.3f} · negated: MiniLM {r['probe'][0]:.3f}, untrained {r['untrained'][0]:.3f} · "
+        f"midpoint split: MiniLM {r['plain', 'MiniLM'][1]:.3f}, untrained {r['plain', 'untrained'][1]:.3f} · "
+        f"flips' |cos|: MiniLM {[round(v, 2) for v in r['plain', 'MiniLM'][2].tolist()]}, "
+        f"untrained {[round(v, 2) for v in r['plain', 'untrained'][2].tolist()]}" for s, r in zip(SEEDS, runs))
+    print(table)
+    for s, r in zip(SEEDS, runs):
+        trained, untrained = r["plain", "MiniLM"], r["plain", "untrained"]
+        assert untrained[0] > 0.9 and trained[0] - untrained[0] < 0.1, \
+            f"claim flipped on seed {s}: 'random weights give the probe the plain verdict almost as well' ({table})"
+        assert r["untrained"][0] < 0.75 < r["probe"][0], \
+            f"claim flipped on seed {s}: 'random weights give the probe few of the negations, MiniLM most' ({table})"
+        assert trained[1] > untrained[1] + 0.15, \
+            f"claim flipped on seed {s}: 'the untrained copy's class means give a much weaker direction' ({table})"
+        assert bool((trained[2] > untrained[2]).all()), \
+            f"claim flipped on seed {s}: 'every flip moves MiniLM's embedding more along its direction' ({table})"

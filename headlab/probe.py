@@ -2,7 +2,10 @@
 
 The probe is a class-balanced, L2-regularised logistic regression on standardised features, fitted
 to convergence with L-BFGS (checked: an unconverged fit is an error), with nothing random, so its score
-does not depend on a training budget. Its L2 penalty makes it a strong reading of the features, not an
+does not depend on a training budget. `class_weight=None` fits the plain, unweighted cross-entropy
+instead: the loss a head trained with `F.cross_entropy` minimises, for comparing the probe with such
+heads (the balanced probe trades accuracy for balanced accuracy, so it would favour the probe on that
+column; lesson 03 measures both). Its L2 penalty makes it a strong reading of the features, not an
 upper bound on what a straight line can read. It is the measuring instrument of the toy-world tests and
 of the lessons that compare frozen and fine-tuned backbones.
 """
@@ -24,20 +27,24 @@ class ProbeResult:
 
 
 def linear_probe(train_X: torch.Tensor, train_y: torch.Tensor, test_X: torch.Tensor,
-                 test_y: torch.Tensor, l2: float = 1e-2, steps: int = 200) -> ProbeResult:
-    """Fit on (train_X (N, d), train_y (N,)), score on the test pair."""
+                 test_y: torch.Tensor, l2: float = 1e-2, steps: int = 200,
+                 class_weight: str | None = "balanced") -> ProbeResult:
+    """Fit on (train_X (N, d), train_y (N,)), score on the test pair. `class_weight`: "balanced" weighs
+    each class the same in the loss (scikit-learn's name for it), None weighs each example the same."""
+    if class_weight not in ("balanced", None):
+        raise ValueError(f'class_weight must be "balanced" or None, not {class_weight!r}')
     train_X, test_X = train_X.detach().double(), test_X.detach().double()
     mu, sigma = train_X.mean(0), train_X.std(0) + 1e-6
     Xtr, Xte = (train_X - mu) / sigma, (test_X - mu) / sigma
     K = int(max(train_y.max(), test_y.max())) + 1
     counts = torch.bincount(train_y, minlength=K).double()
-    class_weight = counts.sum() / (K * counts.clamp(min=1))  # each class weighs the same in the loss
+    weight = counts.sum() / (K * counts.clamp(min=1)) if class_weight else None  # each class weighs the same
     W = torch.zeros(Xtr.shape[1], K, dtype=torch.double, requires_grad=True)
     b = torch.zeros(K, dtype=torch.double, requires_grad=True)
 
     def closure():
         W.grad = b.grad = None
-        loss = F.cross_entropy(Xtr @ W + b, train_y, weight=class_weight) + l2 * (W ** 2).sum()
+        loss = F.cross_entropy(Xtr @ W + b, train_y, weight=weight) + l2 * (W ** 2).sum()
         loss.backward()
         return loss
 

@@ -146,7 +146,6 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
     if "-100 is out of bounds" in str(err):
         return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
-    return None
 
 
 def _ce_sum(logits, labels):

@@ -239,7 +239,9 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
         said = (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: the knowledge check is not "
                 "written yet. Set all three variables in the answer cell above.")
         raise NotWritten(said) if len(missing) == 3 else CheckFailed(said, "not-set")
-    _form(*(answers[name] for name in KC_NAMES))
+    # every answer that is not a plain value of its kind (the first problem of each); the message holds no answer
+    _all_at_once([p for p in (_positions_form(answers["kc_positions"]), _params_form(answers["kc_head_params"]),
+                              _loss_form(answers["kc_initial_loss"])) if p], "need another form")
     if expected is None:
         print("✓ knowledge check: the three answers have the right form (their values are graded)")
         return
@@ -259,13 +261,6 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     passed("knowledge check", 3)
 
 
-def _form(positions, params, loss) -> None:
-    """Fail on every answer that is not a plain value of its kind (the first problem of each); the message holds no
-    answer."""
-    _all_at_once([p for p in (_positions_form(positions), _params_form(params), _loss_form(loss)) if p],
-                 "need another form")
-
-
 def _all_at_once(problems: list[tuple], what: str) -> None:
     """Fail, in one line, with every problem (message, key[, fix]) of the answers: one as it is, several numbered
     (the key of the first; the fixes together), so that a learner sees all of them in one run."""
@@ -283,7 +278,6 @@ def _tensor(name: str, value) -> tuple[str, str, str] | None:
         what, conversion = PLAIN[name]
         return (f"{name} {'is' if isinstance(value, torch.Tensor) else 'holds'} a torch tensor ({value!r}). The "
                 f"answers are plain Python values: make it {what}.", "tensor-answer", f"{name}: {conversion}.")
-    return None
 
 
 def _positions_form(positions) -> tuple[str, ...] | None:
@@ -299,7 +293,6 @@ def _positions_form(positions) -> tuple[str, ...] | None:
     if any(p < 0 for p in positions):
         return (f"kc_positions = {list(positions)} holds a negative number: positions count from 0, the first "
                 "token of a row.", "position-outside")
-    return None
 
 
 def _params_form(params) -> tuple[str, ...] | None:
@@ -307,7 +300,6 @@ def _params_form(params) -> tuple[str, ...] | None:
         return _tensor("kc_head_params", params) or (
             f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
             f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
-    return None
 
 
 def _loss_form(loss) -> tuple[str, ...] | None:
@@ -318,7 +310,6 @@ def _loss_form(loss) -> tuple[str, ...] | None:
     if round(float(loss), 2) != float(loss):
         return (f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals.", "loss-not-rounded",
                 f"kc_initial_loss: round(..., 2) gives {round(float(loss), 2)}.")
-    return None
 
 
 __all__ = ["last_token_pool", "last_real_index", "knowledge_check", "CheckFailed"]

@@ -70,7 +70,6 @@ def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
     if set(sizes) == {n, d} or (not sizes and "shape" in str(err)):
         return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.", "",
                 "`attention_mask[:, :, None]` has shape (B, n, 1).")
-    return None
 
 
 def _embedding_values(out, expected, H, mask) -> tuple[str, str]:

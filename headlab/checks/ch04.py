@@ -120,14 +120,6 @@ LOSS_CASES = [
 GRAD_LABELS = [[X, 1, 2, X], [X, 0, X, X]]
 
 
-def _carries_the_graph(fn: Callable) -> None:
-    """After the values: the loss carries the graph, and no gradient reaches a position labelled -100."""
-    logits = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_()
-    labels = torch.tensor(GRAD_LABELS)
-    backward_through(fn, "token_loss", logits, labels, rules=_no_gradient_where_unlabelled,
-                     want=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1)))
-
-
 def _no_gradient_where_unlabelled(logits: torch.Tensor, labels: torch.Tensor) -> None:
     if bool((logits.grad[labels == X] != 0).any()):
         fail(f"unlabelled positions must get no gradient from token_loss: with labels {GRAD_LABELS}, "
@@ -173,7 +165,11 @@ token_loss = Exercise(
     unchanged="token_loss changed the labels tensor it was given (for example by writing 0 over the -100 entries). "
               "Leave the labels as they are; the -100 entries must be ignored.",
     hints=[(Exception, _crash_hint)],
-    then=_carries_the_graph,
+    # after the values: the loss carries the graph, and no gradient reaches a position labelled -100
+    then=lambda fn: backward_through(
+        fn, "token_loss", torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_(),
+        torch.tensor(GRAD_LABELS), rules=_no_gradient_where_unlabelled,
+        want=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1))),
     meaning=" (0-d, still carrying the graph so that `loss.backward()` works; do not call .item())",
     where=lambda logits, labels: f" for labels {labels.tolist()}",
     explain=lambda out, right, logits, labels: (

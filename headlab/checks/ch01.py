@@ -47,15 +47,14 @@ def synthetic_batch(rows: int, n: int, vocab_size: int, seed: int) -> tuple[torc
     return ids, (pos == 0) | (pos > lengths)
 
 
-def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | None = None,
-                mask_id: int = MASK) -> None:
+def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | None = None) -> None:
     """Check `fn(ids, special_mask, vocab_size, mask_id, p, generator)` and name the mistake."""
     require_function(fn, "mask_tokens")
     exact = EXACT_CASES if exact is None else exact
     cases = STAT_CASES if cases is None else cases
     for ids, special, p, expected in exact:
         ids, special = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool)
-        _, labels = _run_mask(fn, ids, special, 12, mask_id, p, torch.Generator().manual_seed(0))
+        _, labels = _run_mask(fn, ids, special, 12, MASK, p, torch.Generator().manual_seed(0))
         expected, chosen = torch.as_tensor(expected, dtype=torch.long), labels != -100
         where = f"your labels are {labels.tolist()} for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
         _first([
@@ -72,11 +71,11 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
              "original id at each chosen position, −100 everywhere else."),
         ])
     for vocab_size, p, seed, *given in cases:
-        _statistics(fn, vocab_size, p, seed, *given or [mask_id])
+        _statistics(fn, vocab_size, p, seed, *given or [MASK])
     # The converse of "same state, same result": generators in two states must give two draws, else the answer
     # seeds its own. 100 rows hold some 200 chosen positions: two right draws never agree on all of them.
     ids, special = synthetic_batch(100, 32, 60, 2)
-    draws = [_run_mask(fn, ids, special, 60, mask_id, None, torch.Generator().manual_seed(s)) for s in (0, 1)]
+    draws = [_run_mask(fn, ids, special, 60, MASK, None, torch.Generator().manual_seed(s)) for s in (0, 1)]
     if all(torch.equal(a, b) for a, b in zip(*draws)):
         fail("two calls with generators in different states gave the same result: your draws come from a fixed "
              "seed, not from the generator the caller passed. Do not seed anything inside mask_tokens (no "

@@ -248,8 +248,8 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
 
 def _transform(h, W, v, act, dense_bias=True, norm_weight=True, norm_bias=True):
     """LN(act(h Wᵀ + v)), one vector v as the dense bias and the LayerNorm's weight and bias (each optional): the
-    transform of a wrong head below. `act` has no default, and no head holds one vector three times, so no call of it
-    is a head's transform (the right one is `_check_head`'s)."""
+    transform of a wrong head below. Not a near-answer: `act` has no default, and a head that used one vector in all
+    three places would fail the training step, whose right head (mlm_head's local `right`) trains each on its own."""
     z = F.linear(h, W, v if dense_bias else None)
     return F.layer_norm(act(z), (h.shape[-1],), v if norm_weight else None, v if norm_bias else None)
 

@@ -240,8 +240,9 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
                 "written yet. Set all three variables in the answer cell above.")
         raise NotWritten(said) if len(missing) == 3 else CheckFailed(said, "not-set")
     # every answer that is not a plain value of its kind (the first problem of each); the message holds no answer
-    _all_at_once([p for p in (_positions_form(answers["kc_positions"]), _params_form(answers["kc_head_params"]),
-                              _loss_form(answers["kc_initial_loss"])) if p], "need another form")
+    forms = zip(KC_NAMES, (_positions_form, _params_form, _loss_form))
+    _all_at_once([p for name, form in forms if (p := _tensor(name, answers[name]) or form(answers[name]))],
+                 "need another form")
     if expected is None:
         print("✓ knowledge check: the three answers have the right form (their values are graded)")
         return
@@ -273,6 +274,7 @@ def _all_at_once(problems: list[tuple], what: str) -> None:
 
 
 def _tensor(name: str, value) -> tuple[str, str, str] | None:
+    """The first problem of any answer: a tensor, or a list holding tensors, where a plain value is asked."""
     if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple)) and any(
             isinstance(p, torch.Tensor) for p in value):
         what, conversion = PLAIN[name]
@@ -281,8 +283,6 @@ def _tensor(name: str, value) -> tuple[str, str, str] | None:
 
 
 def _positions_form(positions) -> tuple[str, ...] | None:
-    if tensor := _tensor("kc_positions", positions):
-        return tensor
     if not isinstance(positions, (list, tuple)) or len(positions) != 3:
         return (f"kc_positions must be a list of three positions, one per row of the batch; it is {positions!r}.",
                 "not-three-positions")
@@ -297,14 +297,14 @@ def _positions_form(positions) -> tuple[str, ...] | None:
 
 def _params_form(params) -> tuple[str, ...] | None:
     if type(params) is not int or params <= 0:
-        return _tensor("kc_head_params", params) or (
+        return (
             f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
             f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
 
 
 def _loss_form(loss) -> tuple[str, ...] | None:
     if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss) or loss <= 0:
-        return _tensor("kc_initial_loss", loss) or (
+        return (
             f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
             f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
     if round(float(loss), 2) != float(loss):

@@ -12,16 +12,6 @@ T, F = True, False
 # --- padding_mask(lengths, n) → (B, n) bool ----------------------------------------------------------
 # Each mistake is the right mask E with its twist (Mistake.twist): the check holds no function that builds a
 # mask from the lengths, which a student could submit as theirs.
-def _one_more(E: torch.Tensor) -> torch.Tensor:
-    """E with the position after each row's real tokens marked too (a row's first position always is)."""
-    return E | torch.cat([torch.ones_like(E[:, :1]), E[:, :-1]], dim=1)
-
-
-def _one_fewer(E: torch.Tensor) -> torch.Tensor:
-    """E without each row's last real position: a position stays marked only if the next one is."""
-    return E & torch.cat([E[:, 1:], torch.zeros_like(E[:, :1])], dim=1)
-
-
 def _padding_row(out, expected, lengths, n) -> str:
     b = next(b for b in range(len(lengths)) if not torch.equal(out[b], expected[b]))
     length = int(lengths[b])
@@ -60,10 +50,12 @@ padding_mask = Exercise(
         twist("left-padding", lambda E, lengths, n: E.flip(1),
                 "padding_mask marked the last ℓ positions of each row{where}. That is left padding: this "
                 "course's batches are right-padded, real tokens first and padding after them."),
-        twist("one-too-many", lambda E, lengths, n: _one_more(E),
+        # E with the position after each row's real tokens marked too (a row's first position always is)
+        twist("one-too-many", lambda E, lengths, n: E | torch.cat([torch.ones_like(E[:, :1]), E[:, :-1]], dim=1),
                 "padding_mask marks one position too many in each row{where}: off by one. A row of ℓ tokens holds "
                 "positions 0 … ℓ − 1; position ℓ is already padding.", fix="Compare with <, not <=."),
-        twist("one-too-few", lambda E, lengths, n: _one_fewer(E),
+        # E without each row's last real position: a position stays marked only if the next one is
+        twist("one-too-few", lambda E, lengths, n: E & torch.cat([E[:, 1:], torch.zeros_like(E[:, :1])], dim=1),
                 "padding_mask marks one position too few in each row{where}: off by one. Position ℓ − 1 is still "
                 "a real token.", fix="Compare with <= ℓ − 1, or < ℓ."),
         Mistake("all-real", lambda lengths, n: torch.ones(len(lengths), n, dtype=torch.bool),

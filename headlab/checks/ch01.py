@@ -15,10 +15,9 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..kernel import drive_head
 from . import heads
-from .core import CheckFailed, a_type, call, drive, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, backward_through, judge_gradients, same
+from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
+from .engine import Exercise, Mistake, backward_through, inputs_as, judge_gradients, same, twist
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -48,15 +47,14 @@ def synthetic_batch(rows: int, n: int, vocab_size: int, seed: int) -> tuple[torc
     return ids, (pos == 0) | (pos > lengths)
 
 
-def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | None = None,
-                mask_id: int = MASK) -> None:
+def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | None = None) -> None:
     """Check `fn(ids, special_mask, vocab_size, mask_id, p, generator)` and name the mistake."""
     require_function(fn, "mask_tokens")
     exact = EXACT_CASES if exact is None else exact
     cases = STAT_CASES if cases is None else cases
     for ids, special, p, expected in exact:
         ids, special = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool)
-        _, labels = _run_mask(fn, ids, special, 12, mask_id, p, torch.Generator().manual_seed(0))
+        _, labels = _run_mask(fn, ids, special, 12, MASK, p, torch.Generator().manual_seed(0))
         expected, chosen = torch.as_tensor(expected, dtype=torch.long), labels != -100
         where = f"your labels are {labels.tolist()} for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
         _first([
@@ -73,11 +71,11 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
              "original id at each chosen position, −100 everywhere else."),
         ])
     for vocab_size, p, seed, *given in cases:
-        _statistics(fn, vocab_size, p, seed, *given or [mask_id])
+        _statistics(fn, vocab_size, p, seed, *given or [MASK])
     # The converse of "same state, same result": generators in two states must give two draws, else the answer
     # seeds its own. 100 rows hold some 200 chosen positions: two right draws never agree on all of them.
     ids, special = synthetic_batch(100, 32, 60, 2)
-    draws = [_run_mask(fn, ids, special, 60, mask_id, None, torch.Generator().manual_seed(s)) for s in (0, 1)]
+    draws = [_run_mask(fn, ids, special, 60, MASK, None, torch.Generator().manual_seed(s)) for s in (0, 1)]
     if all(torch.equal(a, b) for a, b in zip(*draws)):
         fail("two calls with generators in different states gave the same result: your draws come from a fixed "
              "seed, not from the generator the caller passed. Do not seed anything inside mask_tokens (no "
@@ -248,41 +246,46 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
     ]
 
 
-def _transform(h, W, v, norm_weight=True, norm_bias=True, dense_bias=True, act=F.gelu):
-    """LN(act(h Wᵀ + v)) with v as the dense bias and the LayerNorm's weight and bias, each part optional."""
+def _transform(h, W, v, act, dense_bias=True, norm_weight=True, norm_bias=True):
+    """LN(act(h Wᵀ + v)), one vector v as the dense bias and the LayerNorm's weight and bias (each optional): the
+    transform of a wrong head below. Not a near-answer: `act` has no default, and a head that used one vector in all
+    three places would fail the training step, whose right head (mlm_head's local `right`) trains each on its own."""
     z = F.linear(h, W, v if dense_bias else None)
     return F.layer_norm(act(z), (h.shape[-1],), v if norm_weight else None, v if norm_bias else None)
 
 
-# What usual wrong heads return, from the judge's inputs: h, the loaded W, v, b and the embedding's E.
-HEAD_MISTAKES = [Mistake(key, output, "MLMHead's logits are wrong{where}: " + text + ".") for key, output, text in [
-    ("no-output-bias", lambda h, W, v, E, b: _transform(h, W, v) @ E.T,
+# What usual wrong heads return, from the right logits R (a twist of them, or unused) and the judge's inputs: h, the
+# loaded W, v, b and the embedding's E.
+HEAD_MISTAKES = [twist(key, output, "MLMHead's logits are wrong{where}: " + text + ".") for key, output, text in [
+    ("no-output-bias", lambda R, h, W, v, E, b: R - b,
      "they hold no output bias. The head needs its own (V,) bias, `nn.Parameter(torch.zeros(V))`, added to the "
      "logits (a plain tensor is neither loaded nor trained, and the tied embedding gives the weight, not the bias)"),
-    ("layernorm-before-gelu", lambda h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v)) @ E.T + b,
+    ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))
+     @ E.T + b,
      "LayerNorm comes before GELU in your transform; the order is Linear → GELU → LayerNorm"),
-    ("no-gelu", lambda h, W, v, E, b: _transform(h, W, v, act=lambda z: z) @ E.T + b,
+    ("no-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: z) @ E.T + b,
      "your transform has no GELU between the Linear and the LayerNorm"),
-    ("no-layernorm", lambda h, W, v, E, b: F.gelu(F.linear(h, W, v)) @ E.T + b,
+    ("no-layernorm", lambda R, h, W, v, E, b: F.gelu(F.linear(h, W, v)) @ E.T + b,
      "your transform has no LayerNorm after GELU"),
-    ("relu-not-gelu", lambda h, W, v, E, b: _transform(h, W, v, act=torch.relu) @ E.T + b,
+    ("relu-not-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, torch.relu) @ E.T + b,
      "you used ReLU where the transform has GELU"),
-    ("tanh-gelu", lambda h, W, v, E, b: _transform(h, W, v, act=lambda z: F.gelu(z, approximate="tanh")) @ E.T + b,
+    ("tanh-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: F.gelu(z, approximate="tanh")) @ E.T + b,
      "you used the tanh approximation of GELU; use the exact GELU (`nn.GELU()`)"),
-    ("no-transform", lambda h, W, v, E, b: h @ E.T + b,
+    ("no-transform", lambda R, h, W, v, E, b: h @ E.T + b,
      "you skipped the transform: logits must come from LN(GELU(Linear(h)))"),
-    ("dense-without-bias", lambda h, W, v, E, b: _transform(h, W, v, dense_bias=False) @ E.T + b,
+    ("dense-without-bias", lambda R, h, W, v, E, b: _transform(h, W, v, F.gelu, dense_bias=False) @ E.T + b,
      "your dense layer adds no bias (bias=False): the transform is `nn.Linear(d, d)` with its bias, which "
      "pre-trained weights fill too"),
-    *[("layernorm-without-affine", lambda h, W, v, E, b, w=w: _transform(h, W, v, norm_weight=w, norm_bias=False)
-       @ E.T + b, "your LayerNorm has no learnable " + ("bias (bias=False)" if w else "weight and bias "
-       "(elementwise_affine=False)") + ": the transform's `nn.LayerNorm(d)` scales and shifts each feature with its "
-       "own trained weight and bias, which pre-trained weights fill too. Keep its defaults") for w in (False, True)],
-    ("softmax-inside-head", lambda h, W, v, E, b: (_transform(h, W, v) @ E.T).softmax(-1),
+    *[("layernorm-without-affine", lambda R, h, W, v, E, b, w=w: _transform(h, W, v, F.gelu, norm_weight=w,
+                                                                            norm_bias=False) @ E.T + b,
+       "your LayerNorm has no learnable " + ("bias (bias=False)" if w else "weight and bias (elementwise_affine="
+       "False)") + ": the transform's `nn.LayerNorm(d)` scales and shifts each feature with its own trained weight "
+       "and bias, which pre-trained weights fill too. Keep its defaults") for w in (False, True)],
+    ("softmax-inside-head", lambda R, h, W, v, E, b: (R - b).softmax(-1),
      "you return probabilities; return raw logits"),
-    ("softmax-inside-head", lambda h, W, v, E, b: (_transform(h, W, v) @ E.T + b).softmax(-1),
+    ("softmax-inside-head", lambda R, h, W, v, E, b: R.softmax(-1),
      "you return probabilities (softmax); return raw logits"),
-    ("returns-log-probabilities", lambda h, W, v, E, b: (_transform(h, W, v) @ E.T + b).log_softmax(-1),
+    ("returns-log-probabilities", lambda R, h, W, v, E, b: R.log_softmax(-1),
      "you return log-probabilities; return raw logits"),
 ]]
 
@@ -291,15 +294,12 @@ def _head_where(h, W, v, E, b) -> str:
     return f" for h of shape {tuple(h.shape)} (embedding of V={E.shape[0]} words, d={E.shape[1]})"
 
 
-def _logits_judge() -> Exercise:
-    """The judge of MLMHead's logits. Built per use: it has no visible cases of its own (the driver runs the
-    class), so it is not one of the module's exercises."""
-    return Exercise(
-        "MLMHead(h)", (), None, shape=lambda h, W, v, E, b: (*h.shape[:-1], E.shape[0]),
-        meaning=": logits (…, V)", where=_head_where, mistakes=HEAD_MISTAKES,
-        explain=lambda out, expected, *inputs: (
-            f"MLMHead's logits differ from LayerNorm(GELU(Linear(h))) @ E.T + bias{_head_where(*inputs)} "
-            f"(largest difference {(out - expected).abs().max().item():.3g}): {CONTRACT}."))
+_logits = Exercise(
+    "MLMHead(h)", shape=lambda h, W, v, E, b: (*h.shape[:-1], E.shape[0]),   # judged only: the driver runs the class
+    meaning=": logits (…, V)", where=_head_where, mistakes=HEAD_MISTAKES,
+    explain=lambda out, expected, *inputs: (
+        f"MLMHead's logits differ from LayerNorm(GELU(Linear(h))) @ E.T + bias{_head_where(*inputs)} "
+        f"(largest difference {(out - expected).abs().max().item():.3g}): {CONTRACT}."))
 
 
 def _close(a, b) -> bool:
@@ -307,35 +307,33 @@ def _close(a, b) -> bool:
 
 
 def mlm_head(cls, cases: Sequence | None = None) -> None:
-    """Build `cls(embedding)` and compare it with LN(GELU(Linear(h))) @ E.T + bias."""
+    """Build `cls(embedding)` on each case (V, d, seed) and compare it with LN(GELU(Linear(h))) @ E.T + bias."""
     require_module_class(cls, "MLMHead", "mlm_head")
     cases = HEAD_CASES if cases is None else cases
     for V, d, seed in cases:
-        _check_head(cls, V, d, seed)
+        E, W, v, b, h, E2 = _head_inputs(V, d, seed)
+        ran = heads.run(cls, "MLMHead", "h", (), seed, [h, h[0]], [W, v, b], step=True, embedding=[E, E2],
+                        crashes=_crashes(V, d))
+        (out,), (flat,) = ran["outs"]
+
+        def right(x, W_, c, gain, shift, E_, b_):   # the right head, a weight and bias of its own per layer
+            return F.layer_norm(F.gelu(F.linear(x, W_, c)), (d,), gain, shift) @ E_.T + b_
+        R = right(h, W, v, v, v, E, b)   # under the grader's weights: v in each (d,) entry
+        if _close(ran["swapped"], out) and not _close(out, R):
+            fail("MLMHead's logits do not change when embedding.weight is given new values in place: the projection "
+                 "to the vocabulary is a new matrix, not the embedding's. It must be tied to the embedding (the same "
+                 "Parameter object, not a copy or a new matrix).", "not-tied")
+        _logits.judge(out, R, (h, W, v, E, b))
+        _logits.judge(flat, R[0], (h[0], W, v, E, b))
+        if not _close(ran["swapped"], right(h, W, v, v, v, E2, b)):
+            fail("after embedding.weight was given new values in place, MLMHead's logits are not LayerNorm(GELU("
+                 f"Linear(h))) @ E.T + bias with the new E (embedding of V={V} words, d={d}): your output projection "
+                 "is a copy (clone) of embedding.weight, not tied to it, and a copy drifts apart as soon as training "
+                 "updates one of them. Use the same Parameter object, e.g. `self.decoder.weight = embedding.weight`, "
+                 "or keep the embedding and use its weight.", "cloned-projection")
+        # Every weight trains, the tied embedding's too, and the encoder below through h.
+        judge_gradients(ran["gradients"], "MLMHead", "h", h, right, seed, [W, v, v, v, E, b])
     passed("MLMHead", len(cases))
-
-
-def _check_head(cls, V: int, d: int, seed: int) -> None:
-    E, W, v, b, h, E2 = _head_inputs(V, d, seed)
-    asked = heads.spec((), seed, [h, h[0]], [W, v, b], step=True, embedding=[E, E2])
-    ran = heads.built(drive(drive_head, cls, asked), "MLMHead", asked, "h", _crashes(V, d))
-    (out,), (flat,) = ran["outs"]
-    right, t = _transform(h, W, v) @ E.T + b, _transform(h, W, v)
-    if _close(ran["swapped"], out) and not _close(out, right):
-        fail("MLMHead's logits do not change when embedding.weight is given new values in place: the projection to "
-             "the vocabulary is a new matrix, not the embedding's. It must be tied to the embedding (the same "
-             "Parameter object, not a copy or a new matrix).", "not-tied")
-    _logits_judge().judge(out, right, (h, W, v, E, b))
-    _logits_judge().judge(flat, right[0], (h[0], W, v, E, b))
-    if not _close(ran["swapped"], t @ E2.T + b):
-        fail("after embedding.weight was given new values in place, MLMHead's logits are not LayerNorm(GELU("
-             f"Linear(h))) @ E.T + bias with the new E (embedding of V={V} words, d={d}): your output projection is "
-             "a copy (clone) of embedding.weight, not tied to it, and a copy drifts apart as soon as training "
-             "updates one of them. Use the same Parameter object, e.g. `self.decoder.weight = embedding.weight`, or "
-             "keep the embedding and use its weight.", "cloned-projection")
-    # Every weight trains, the tied embedding's too, and the encoder below through h.
-    judge_gradients(ran["gradients"], "MLMHead", "h", h, lambda x, W_, c, gain, shift, E_, b_: F.layer_norm(
-        F.gelu(F.linear(x, W_, c)), (d,), gain, shift) @ E_.T + b_, seed, [W, v, v, v, E, b])
 
 
 # --- mlm_loss ---------------------------------------------------------------------------------
@@ -365,8 +363,7 @@ def _loss_mistake(key: str, loss: Callable, text: str) -> Mistake:
 
 mlm_loss = Exercise(
     "mlm_loss", LOSS_CASES,
-    read=lambda case: ((torch.tensor(case[0], dtype=torch.float32), torch.tensor(case[1], dtype=torch.long)),
-                       torch.tensor(case[2], dtype=torch.float64)),
+    read=inputs_as(torch.float32, torch.long, torch.float64),
     shape=lambda logits, labels: (), where=_loss_where,
     meaning=" (a 0-dimensional loss that still carries the graph: do not call .item(), so that `loss.backward()` "
             "works)",

@@ -6,10 +6,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..kernel import drive_head
 from . import heads
-from .core import CheckFailed, drive, fail, passed, require_module_class
-from .dropout import identity_on_top, judge_train_pass
+from .core import CheckFailed, passed, require_module_class
+from .dropout import identity_on_top, train_pass
 from .engine import Exercise, Mistake, twist, first_difference, inputs_as, judge_gradients, show
 
 
@@ -69,36 +68,28 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
     """Run heads `cls(d, K, dropout=...)` in eval mode on `cases` (d, K, batch) and in train mode; name any mistake."""
     require_module_class(cls, "SequenceClassifier", "sequence_classifier")
     g = torch.Generator().manual_seed(seed)
-    for d, K, B in DEFAULT_CASES if cases is None else cases:
+    cases = DEFAULT_CASES if cases is None else cases
+    for d, K, B in cases:
         x, W = torch.randn(B, d, generator=g) * 3, torch.randn(K, d, generator=g) / math.sqrt(d)
-        (out, again), ran, b, run_seed = _run(cls, d, K, 0.5, False, x, W, g)
+        b, run_seed = _bias_and_seed(K, g)
+        ran = heads.run(cls, "SequenceClassifier", "pooled", (d, K), run_seed, [x], [W, b], {"dropout": 0.5},
+                        passes=2, step=True)
+        out, again = ran["outs"][0]
         heads.dropout_at_eval(isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor)
                               and not torch.equal(out, again), "SequenceClassifier", _eval.where(x, W, b))
         _eval.judge(out, _logits(x, W, b), (x, W, b))
         judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, _logits, run_seed, [W, b])
     for d, K, p in TRAIN_CASES:
-        _check_train(cls, d, K, p, g)
-    passed("SequenceClassifier", len(DEFAULT_CASES if cases is None else cases) + len(TRAIN_CASES))
+        x = torch.rand(2000, d, generator=g) + 1.0  # away from 0, so that a zero can only be dropout's
+        W, (b, run_seed) = identity_on_top(d, K, g), _bias_and_seed(K, g)
+        want = (len(x),) if K == 1 else (len(x), K)
+        train_pass(cls, "SequenceClassifier", "pooled", x, W, b, p, run_seed, want, f"{want} logits")
+    passed("SequenceClassifier", len(cases) + len(TRAIN_CASES))
 
 
-def _run(cls, d, K, p, train, x, W, g):
-    """Two passes of `cls(d, K, dropout=p)` (no dropout argument if p is None) on x in train or eval mode, holding
-    W and a fresh bias b, and in eval mode the gradient step: ((out, again), facts, b, seed)."""
-    b, seed = torch.randn(K, generator=g), int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-    asked = heads.spec((d, K), seed, [x], [W, b], {} if p is None else {"dropout": p}, train, passes=2, step=not train)
-    ran = heads.built(drive(drive_head, cls, asked), "SequenceClassifier", asked, "pooled")
-    return ran["outs"][0], ran, b, seed
-
-
-def _check_train(cls, d: int, K: int, p: float | None, g: torch.Generator) -> None:
-    head = f"SequenceClassifier({d}, {K}" + (")" if p is None else f", dropout={p})")
-    x = torch.rand(2000, d, generator=g) + 1.0  # away from 0, so that a zero can only be dropout's
-    W = identity_on_top(d, K, g)
-    (out, again), _, b, _ = _run(cls, d, K, p, True, x, W, g)
-    want = (len(x),) if K == 1 else (len(x), K)
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != want or not isinstance(again, torch.Tensor):
-        fail(f"in train mode {head} returned {show(out)}; expected {want} logits.", "wrong-shape")
-    judge_train_pass(out.reshape(len(x), K), again.reshape(len(x), K), x, W, b, p, head)
+def _bias_and_seed(K: int, g: torch.Generator) -> tuple[torch.Tensor, int]:
+    """A fresh bias to load and a seed for the head's own draws."""
+    return torch.randn(K, generator=g), int(torch.randint(0, 2**31 - 1, (1,), generator=g))
 
 
 # --- head_param_count and untrained_loss: Python numbers --------------------------------------------

@@ -8,10 +8,9 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..kernel import drive_head
 from . import heads
-from .core import CheckFailed, call, drive, fail, passed, require_function, require_module_class
-from .dropout import identity_on_top, judge_train_pass
+from .core import CheckFailed, call, fail, passed, require_function, require_module_class
+from .dropout import identity_on_top, train_pass
 from .engine import Exercise, Mistake, backward_through, judge_gradients, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
@@ -28,7 +27,9 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         b = torch.randn(L, generator=g)   # nonzero, so "only the bias" is visible
         # H, then each position H[:, i:i+1] alone, twice each in eval mode; then a step from H
         positions = [H[:, i:i + 1] for i in range(n)]
-        ran, right = _drive(cls, (d, L), seed + 300 + k, [H, *positions], W, b, step=True), H @ W.T + b
+        ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *positions], [W, b], passes=2,
+                        step=True, crashes=_crashes(H))
+        right = H @ W.T + b
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
         heads.dropout_at_eval(same(out, right, math.inf) and not same(again, out, 0), "TokenClassifier", where)
         moved = [i for i, (o, _) in enumerate(ran["outs"][1:]) if not same(o, out[:, i:i + 1], 1e-6)] \
@@ -39,7 +40,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         _logits.judge(out, right, (H, W, b))
         judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X, W_, b_: X @ W_.T + b_,
                         seed + 300 + k, [W, b])
-        (train,), bias = _drive(cls, (d, L), seed + 400 + k, [H], W, b, p=1.0)["outs"][0], b.expand(B, n, L)
+        (train,), bias = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 400 + k, [H], [W, b], {"dropout": 1.0},
+                                   True, crashes=_crashes(H))["outs"][0], b.expand(B, n, L)
         said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)
         if same(train, 0 * bias, 1e-6):
             fail(f"{said} returned all zeros: dropout comes after the Linear layer. The order is dropout → Linear, "
@@ -53,40 +55,24 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
                  f"position; yours gave {show(train[0, 0] if shaped else train)}{' at [0, 0]' * shaped}. Pass the "
                  "dropout argument on to `nn.Dropout(dropout)` and apply it to H before the Linear layer.",
                  "dropout-argument-ignored" if shaped else "wrong-shape")
-    for k, (d, L, p) in enumerate(TRAIN_CASES):
-        _check_train(cls, d, L, p, seed + 500 + k)
+    for k, (d, L, p) in enumerate(TRAIN_CASES):   # dropout's rate, scale and grain, from 50 × 40 positions
+        g = torch.Generator().manual_seed(seed + 500 + k)
+        H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
+        train_pass(cls, "TokenClassifier", "H", H, W, torch.randn(L, generator=g), p, seed + 600 + k, (50, 40, L),
+                   f"(B, n, num_labels) = {(50, 40, L)}", _crashes(H))
     passed("TokenClassifier", len(cases) + len(TRAIN_CASES))
 
 
 # Train mode at rates below 1 (d, L, dropout; None: the default): dropout's rate, scale and grain show in
-# what the Linear layer received (checks/dropout.py); 50 × 40 positions of d features.
+# what the Linear layer received (checks/dropout.py).
 TRAIN_CASES = [(4, 9, 0.5), (3, 6, 0.25), (4, 9, None)]
 
 
-def _check_train(cls, d: int, L: int, p: float | None, seed: int) -> None:
-    g = torch.Generator().manual_seed(seed)
-    head = f"TokenClassifier({d}, {L}" + (")" if p is None else f", dropout={p})")
-    H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
-    b = torch.randn(L, generator=g)
-    out, again = _drive(cls, (d, L), seed + 100, [H], W, b, p=p, passes=2)["outs"][0]
-    if not all(isinstance(o, torch.Tensor) and o.shape == (*H.shape[:2], L) for o in (out, again)):
-        fail(f"in train mode {head} returned {show(out)}; expected (B, n, num_labels) = {(*H.shape[:2], L)}.",
-             "wrong-shape")
-    judge_train_pass(out.reshape(-1, L), again.reshape(-1, L), H.reshape(-1, d), W, b, p, head)
-
-
-def _drive(cls, args: tuple, seed: int, inputs: list, W: torch.Tensor, b: torch.Tensor, p: float | None = 1.0,
-           passes: int = 1, step: bool = False) -> dict:
-    """The facts of `cls(d, L)` holding W (loaded into an (L, d) weight, or transposed into a (d, L) one) and b: in
-    eval mode with `step` (two passes on each input, then the gradient step), else in train mode with dropout=p
-    (no dropout argument if p is None)."""
-    B, n, d = inputs[0].shape
-    asked = heads.spec(args, seed, inputs, [W, b], {} if step or p is None else {"dropout": p}, not step,
-                       2 if step else passes, step)
-    # torch's words for a Linear fed (B, d, n)
-    return heads.built(drive(drive_head, cls, asked), "TokenClassifier", asked, "H", crashes=[(
-        f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} features: "
-        "apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")])
+def _crashes(H: torch.Tensor) -> list[tuple[str, str, str]]:
+    """torch's words for a Linear fed H transposed, (B, d, n), with the hint that names it."""
+    B, n, d = H.shape
+    return [(f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} "
+             "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")]
 
 
 def _head_mistake(key: str, change: Callable, message: str) -> Mistake:
@@ -134,14 +120,6 @@ LOSS_CASES = [
 GRAD_LABELS = [[X, 1, 2, X], [X, 0, X, X]]
 
 
-def _carries_the_graph(fn: Callable) -> None:
-    """After the values: the loss carries the graph, and no gradient reaches a position labelled -100."""
-    logits = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_()
-    labels = torch.tensor(GRAD_LABELS)
-    backward_through(fn, "token_loss", logits, labels, rules=_no_gradient_where_unlabelled,
-                     want=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1)))
-
-
 def _no_gradient_where_unlabelled(logits: torch.Tensor, labels: torch.Tensor) -> None:
     if bool((logits.grad[labels == X] != 0).any()):
         fail(f"unlabelled positions must get no gradient from token_loss: with labels {GRAD_LABELS}, "
@@ -160,7 +138,6 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
     if "-100 is out of bounds" in str(err):
         return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
-    return None
 
 
 def _ce_sum(logits, labels):
@@ -188,7 +165,11 @@ token_loss = Exercise(
     unchanged="token_loss changed the labels tensor it was given (for example by writing 0 over the -100 entries). "
               "Leave the labels as they are; the -100 entries must be ignored.",
     hints=[(Exception, _crash_hint)],
-    then=_carries_the_graph,
+    # after the values: the loss carries the graph, and no gradient reaches a position labelled -100
+    then=lambda fn: backward_through(
+        fn, "token_loss", torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_(),
+        torch.tensor(GRAD_LABELS), rules=_no_gradient_where_unlabelled,
+        want=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1))),
     meaning=" (0-d, still carrying the graph so that `loss.backward()` works; do not call .item())",
     where=lambda logits, labels: f" for labels {labels.tolist()}",
     explain=lambda out, right, logits, labels: (

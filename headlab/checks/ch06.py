@@ -239,7 +239,10 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
         said = (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: the knowledge check is not "
                 "written yet. Set all three variables in the answer cell above.")
         raise NotWritten(said) if len(missing) == 3 else CheckFailed(said, "not-set")
-    _form(*(answers[name] for name in KC_NAMES))
+    # every answer that is not a plain value of its kind (the first problem of each); the message holds no answer
+    forms = zip(KC_NAMES, (_positions_form, _params_form, _loss_form))
+    _all_at_once([p for name, form in forms if (p := _tensor(name, answers[name]) or form(answers[name]))],
+                 "need another form")
     if expected is None:
         print("✓ knowledge check: the three answers have the right form (their values are graded)")
         return
@@ -259,13 +262,6 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     passed("knowledge check", 3)
 
 
-def _form(positions, params, loss) -> None:
-    """Fail on every answer that is not a plain value of its kind (the first problem of each); the message holds no
-    answer."""
-    _all_at_once([p for p in (_positions_form(positions), _params_form(params), _loss_form(loss)) if p],
-                 "need another form")
-
-
 def _all_at_once(problems: list[tuple], what: str) -> None:
     """Fail, in one line, with every problem (message, key[, fix]) of the answers: one as it is, several numbered
     (the key of the first; the fixes together), so that a learner sees all of them in one run."""
@@ -278,17 +274,15 @@ def _all_at_once(problems: list[tuple], what: str) -> None:
 
 
 def _tensor(name: str, value) -> tuple[str, str, str] | None:
+    """The first problem of any answer: a tensor, or a list holding tensors, where a plain value is asked."""
     if isinstance(value, torch.Tensor) or isinstance(value, (list, tuple)) and any(
             isinstance(p, torch.Tensor) for p in value):
         what, conversion = PLAIN[name]
         return (f"{name} {'is' if isinstance(value, torch.Tensor) else 'holds'} a torch tensor ({value!r}). The "
                 f"answers are plain Python values: make it {what}.", "tensor-answer", f"{name}: {conversion}.")
-    return None
 
 
 def _positions_form(positions) -> tuple[str, ...] | None:
-    if tensor := _tensor("kc_positions", positions):
-        return tensor
     if not isinstance(positions, (list, tuple)) or len(positions) != 3:
         return (f"kc_positions must be a list of three positions, one per row of the batch; it is {positions!r}.",
                 "not-three-positions")
@@ -299,26 +293,23 @@ def _positions_form(positions) -> tuple[str, ...] | None:
     if any(p < 0 for p in positions):
         return (f"kc_positions = {list(positions)} holds a negative number: positions count from 0, the first "
                 "token of a row.", "position-outside")
-    return None
 
 
 def _params_form(params) -> tuple[str, ...] | None:
     if type(params) is not int or params <= 0:
-        return _tensor("kc_head_params", params) or (
+        return (
             f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
             f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
-    return None
 
 
 def _loss_form(loss) -> tuple[str, ...] | None:
     if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss) or loss <= 0:
-        return _tensor("kc_initial_loss", loss) or (
+        return (
             f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
             f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
     if round(float(loss), 2) != float(loss):
         return (f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals.", "loss-not-rounded",
                 f"kc_initial_loss: round(..., 2) gives {round(float(loss), 2)}.")
-    return None
 
 
 __all__ = ["last_token_pool", "last_real_index", "knowledge_check", "CheckFailed"]

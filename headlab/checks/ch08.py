@@ -6,8 +6,8 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from .core import CheckFailed, backward, call, fail
-from .engine import Exercise, Mistake, clashing_sizes, close_gradient, inputs_as, twist
+from .core import CheckFailed
+from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as, twist
 
 T, F_ = True, False
 IGNORE = -100
@@ -70,7 +70,6 @@ def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
     if set(sizes) == {n, d} or (not sizes and "shape" in str(err)):
         return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.", "",
                 "`attention_mask[:, :, None]` has shape (B, n, 1).")
-    return None
 
 
 def _embedding_values(out, expected, H, mask) -> tuple[str, str]:
@@ -203,22 +202,19 @@ GRADIENT_ROWS = [[0.1578194, 0.09454343, -0.05508846], [0.2016619, 0.4840048, 0.
 
 def _carries_the_graph(fn) -> None:
     """Once the values are right: lesson 08 fine-tunes the encoder through the embedding, so a gradient must
-    reach H."""
+    reach H, and it must be the right embedding's (measured in the learner's process, so compared, not only seen)."""
     H = torch.randn(*GRADIENT_INPUT["shape"], generator=torch.Generator().manual_seed(GRADIENT_INPUT["seed"]))
-    H, mask = H.requires_grad_(), torch.tensor(GRADIENT_INPUT["mask"])
-    out = call(fn, "sentence_embedding", H, mask)
-    backward(out, "sentence_embedding")   # replayed, the output carries the gradients the learner's function really had
-    if H.grad is None or not bool(H.grad.abs().sum() > 0):
-        fail("sentence_embedding passes no gradient back to H: it is computed under `torch.no_grad()`, with "
-             "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains MiniLM's top layers through "
-             "this function, so it would then train the head alone and nothing below the embedding: compute it from "
-             "H with torch operations.", "no-gradient")
-    # Measured in the learner's process, so compared with the right embedding's gradient, not only seen.
-    if not close_gradient(H.grad, torch.tensor(GRADIENT_ROWS)[:, None, :] * mask[:, :, None]):
-        fail("sentence_embedding returns the right embedding, but the gradient that reaches H is not its gradient: "
-             "part of it is computed outside autograd (a norm or a count taken with `.detach()`, `.item()` or "
-             "`.data`), so fine-tuning would follow another function than the one it returns. Compute every step "
-             "from H with torch operations.", "wrong-gradient")
+    mask = torch.tensor(GRADIENT_INPUT["mask"])
+    backward_through(fn, "sentence_embedding", H.requires_grad_(), mask,
+                     want=[torch.tensor(GRADIENT_ROWS)[:, None, :] * mask[:, :, None]], said=(
+        "sentence_embedding passes no gradient back to H: it is computed under `torch.no_grad()`, with "
+        "`.detach()`, or from a new tensor made of H's values. Fine-tuning trains MiniLM's top layers through "
+        "this function, so it would then train the head alone and nothing below the embedding: compute it from "
+        "H with torch operations.",
+        "sentence_embedding returns the right embedding, but the gradient that reaches H is not its gradient: "
+        "part of it is computed outside autograd (a norm or a count taken with `.detach()`, `.item()` or "
+        "`.data`), so fine-tuning would follow another function than the one it returns. Compute every step "
+        "from H with torch operations."))
 
 
 def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:

@@ -8,16 +8,33 @@ whether it drops features one by one, whatever the head's code.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 
+from . import heads
 from .core import fail
+from .engine import show
 
 
 def identity_on_top(d: int, K: int, g: torch.Generator) -> torch.Tensor:
     """A (K, d) weight whose first d rows are the identity, the others random."""
     return torch.cat([torch.eye(d), torch.randn(K - d, d, generator=g) / math.sqrt(d)])
+
+
+def train_pass(cls, name: str, given: str, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, p: float | None,
+               seed: int, shape: tuple, meaning: str, crashes: Sequence[tuple[str, str, str]] = ()) -> None:
+    """Two train-mode passes of `cls(d, K, dropout=p)` (no dropout argument if p is None) holding W =
+    identity_on_top(d, K) and b, on x (..., d) in [1, 2): each must have `shape` (`meaning` says it in words), and
+    then `judge_train_pass` reads dropout from them."""
+    d, K = x.shape[-1], len(b)
+    head = f"{name}({d}, {K}" + (")" if p is None else f", dropout={p})")
+    out, again = heads.run(cls, name, given, (d, K), seed, [x], [W, b], {} if p is None else {"dropout": p}, True,
+                           passes=2, crashes=crashes)["outs"][0]
+    if not all(isinstance(o, torch.Tensor) and tuple(o.shape) == shape for o in (out, again)):
+        fail(f"in train mode {head} returned {show(out)}; expected {meaning}.", "wrong-shape")
+    judge_train_pass(out.reshape(-1, K), again.reshape(-1, K), x.reshape(-1, d), W, b, p, head)
 
 
 def judge_train_pass(out: torch.Tensor, again: torch.Tensor, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor,
@@ -67,4 +84,4 @@ def judge_train_pass(out: torch.Tensor, again: torch.Tensor, x: torch.Tensor, W:
              "unscaled-dropout" if unscaled else "wrong-scale")
 
 
-__all__ = ["identity_on_top", "judge_train_pass"]
+__all__ = ["identity_on_top", "train_pass", "judge_train_pass"]

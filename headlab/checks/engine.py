@@ -123,18 +123,23 @@ class Exercise:
         replace(self, mistakes=table).judge(out, expected, inputs)
 
     def _agrees(self, out: Any, wrong: Any) -> bool:
-        if self.returns in (int, float):
-            try:
-                return same(torch.tensor(float(out), dtype=torch.float64),
-                            torch.tensor(float(wrong), dtype=torch.float64), self.atol)   # NaN equals NaN
-            except Exception:
-                return False
-        if self.returns is list:
-            try:
-                return [int(x) for x in out] == [int(x) for x in wrong]
-            except Exception:
-                return False
-        return same(out, wrong, self.atol)
+        try:
+            return same(self._as_tensor(out), self._as_tensor(wrong), self.atol)   # NaN equals NaN
+        except Exception:   # not a value of the exercise's kind
+            return False
+
+    def _as_tensor(self, x: Any) -> Any:
+        """A value as the engine compares it: a Python number as a 0-d float64, a list of ints as a long tensor
+        (None, a mistake that does not apply, stays None)."""
+        if x is None or self.returns is torch.Tensor:
+            return x
+        return torch.tensor(list(x) if self.returns is list else float(x),
+                            dtype=torch.long if self.returns is list else torch.float64)
+
+    def _converted(self, **changes: Any) -> Exercise:
+        """This exercise with its mistakes' outputs converted by `_as_tensor`, as the learner's output is."""
+        table = [replace(m, output=lambda *a, f=m.output: self._as_tensor(f(*a))) for m in self.mistakes]
+        return replace(self, mistakes=table, **changes)
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:
         """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
@@ -170,43 +175,37 @@ class Exercise:
             return self._judge_list(out, expected, inputs)
         if self.returns is not torch.Tensor:
             return self._judge_number(out, expected, inputs)
-        where = self.where(*inputs)
-        want = tuple(self.shape(*inputs))
-        if not isinstance(out, torch.Tensor):
+        where, want = self.where(*inputs), tuple(self.shape(*inputs))
+        tensor = isinstance(out, torch.Tensor)
+        if tensor and tuple(out.shape) == want and self._right_dtype(out) and same(out, expected, self.atol):
+            return
+        unclear = self._name_mistake(out, inputs, where, expected)   # fails if a mistake names the output
+        if not tensor:
             _fail(f"{self.name} returned {a_type(out)}{where}; it must return a torch.Tensor{self.meaning}.",
-                  "not-a-tensor", self._name_mistake(out, inputs, where, expected))
+                  "not-a-tensor", unclear)
         if tuple(out.shape) != want:
             _fail(f"{self.name} returned shape {tuple(out.shape)}{where}; expected {want}{self.meaning}.",
-                  "wrong-shape", self._name_mistake(out, inputs, where, expected))
+                  "wrong-shape", unclear)
         if not self._right_dtype(out):
-            unclear = self._name_mistake(out, inputs, where, expected)
             wanted = self.dtype if self.dtype is not None else "a floating-point dtype"
             hint = " Your values are right; convert the result." if same(out, expected, self.atol, kind=False) else ""
             _fail(self.dtype_message.format(name=self.name, got=out.dtype, where=where, wanted=wanted) + hint,
                   "wrong-dtype", unclear)
-        if same(out, expected, self.atol):
-            return
         self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}."
-                           + first_difference(out, expected, self.atol), self._name_mistake(out, inputs, where, expected))
+                           + first_difference(out, expected, self.atol), unclear)
 
     def _judge_number(self, out: Any, expected: Any, inputs: tuple) -> None:
         """A Python int or float: its type first, then its value (and the mistakes') as a 0-d float64."""
         kind, where = self.returns.__name__, self.where(*inputs)
         ok = (int,) if self.returns is int else (int, float)
         if isinstance(out, bool) or not isinstance(out, ok):
-            try:
-                right = float(out) == float(expected) or abs(float(out) - float(expected)) <= self.atol
-            except Exception:   # not a number at all
-                right = False
-            tensor = isinstance(out, torch.Tensor)
+            right, tensor = self._agrees(out, expected), isinstance(out, torch.Tensor)
             fail(f"{self.name} returned {a_type(out)}{where}; it must return a Python {kind}." +
                  (f" Your number is right: convert it with {kind}(...)" + (" or .item()." if tensor else ".")) * right,
                  "returned-a-tensor" if tensor else "not-an-int" if self.returns is int else "not-a-float")
-        number = lambda x: None if x is None else torch.tensor(float(x), dtype=torch.float64)  # noqa: E731
         if abs(float(out) - float(expected)) <= self.atol:
             return
-        table = [replace(m, output=lambda *a, f=m.output: number(f(*a))) for m in self.mistakes]
-        unclear = replace(self, mistakes=table)._name_mistake(number(out), inputs, where, number(expected))
+        unclear = self._converted()._name_mistake(self._as_tensor(out), inputs, where, self._as_tensor(expected))
         self._wrong_values(out, expected, inputs, f"{self.name} returned {out}{where}; expected {expected}.", unclear)
 
     def _judge_list(self, out: Any, expected: Any, inputs: tuple) -> None:
@@ -221,10 +220,8 @@ class Exercise:
         if bad:
             fail(f"{self.name} returned {bad[0]!r} ({a_type(bad[0])}) in its list{where}; every entry "
                  "must be a plain int.", "not-an-int")
-        as_long = lambda x: None if x is None else torch.tensor(list(x), dtype=torch.long)  # noqa: E731
-        table = [replace(m, output=lambda *a, f=m.output: as_long(f(*a))) for m in self.mistakes]
-        as_tensors = replace(self, mistakes=table, returns=torch.Tensor, dtype=torch.long)
-        as_tensors.judge(as_long(out), as_long(expected), inputs)
+        as_tensors = self._converted(returns=torch.Tensor, dtype=torch.long)
+        as_tensors.judge(self._as_tensor(out), self._as_tensor(expected), inputs)
 
     def _wrong_values(self, out: Any, expected: Any, inputs: tuple, default: str, unclear: bool) -> None:
         said = self.explain(out, expected, *inputs) if self.explain is not None else default
@@ -314,26 +311,30 @@ def first_difference(out: Any, expected: Any, atol: float = 1e-4) -> str:
     return f" They first differ at index {list(at)}: yours {a[at].item():.6g}, expected {b[at].item():.6g}."
 
 
-def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable[..., torch.Tensor],
-                     rules: Callable[..., None] | None = None) -> torch.Tensor:
+# What `backward_through` says when no gradient reaches the logits, and when another one does.
+NO_GRADIENT = ("{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from the "
+               "logits with torch operations, without .item(), .detach() or `torch.no_grad()`.")
+WRONG_GRADIENT = ("{name} returns the right loss, but `loss.backward()` does not give the logits its gradient: part of "
+                  "the loss is computed outside autograd (.detach(), .item(), .data, or a new tensor made from its "
+                  "values), so training would follow another loss than the one printed.")
+
+
+def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable | Sequence[torch.Tensor],
+                     rules: Callable | None = None, said: tuple[str, str] = (NO_GRADIENT, WRONG_GRADIENT)) -> None:
     """A loss's `then` step: `fn(*inputs)` must carry the graph, so that `loss.backward()` gives each of the
     logits among the inputs (those that require grad) a gradient, and the gradient `want(*inputs)`, the right
-    loss, gives them. `rules(*inputs)`, run on the gradients before that comparison, names the mistakes an
-    exercise knows. Returns the loss, after its backward pass."""
-    out = call(fn, name, *inputs)
-    backward(out, name)   # replayed, the loss carries the gradients the learner's function really had
+    loss, gives them (or `want` itself: those gradients, stored as data). `rules(*inputs)`, run on the gradients
+    before that comparison, names the mistakes an exercise knows; `said` holds the two messages, over {name}."""
+    backward(call(fn, name, *inputs), name)   # replayed, the output carries the gradients the learner's gave
     logits = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     if any(x.grad is None or not bool(x.grad.abs().sum() > 0) for x in logits):
-        fail(f"{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from "
-             "the logits with torch operations, without .item(), .detach() or `torch.no_grad()`.", "no-gradient")
+        fail(said[0].format(name=name), "no-gradient")
     if rules is not None:
         rules(*inputs)
     # The gradient is measured in the learner's process, so it is compared, not only seen to be nonzero.
-    if not all(close_gradient(x.grad, g) for x, g in zip(logits, gradient_of(want, *inputs))):
-        fail(f"{name} returns the right loss, but `loss.backward()` does not give the logits its gradient: part "
-             "of the loss is computed outside autograd (.detach(), .item(), .data, or a new tensor made from its "
-             "values), so training would follow another loss than the one printed.", "wrong-gradient")
-    return out
+    right = gradient_of(want, *inputs) if callable(want) else want
+    if not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
+        fail(said[1].format(name=name), "wrong-gradient")
 
 
 def gradient_of(want: Callable[..., torch.Tensor], *inputs: Any) -> tuple[torch.Tensor, ...]:

@@ -18,7 +18,8 @@ from typing import Sequence
 import torch
 
 from .. import grading
-from .core import CheckFailed, explain, fail
+from ..kernel import drive_head
+from .core import CheckFailed, drive, explain, fail
 
 
 def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] = (),
@@ -51,6 +52,12 @@ def built(facts: dict, name: str, spec: dict, given: str, crashes: Sequence[tupl
              f"dropout with inplace=True); the caller still needs {given}: build new tensors and leave it untouched.",
              "changed-input")
     return facts
+
+
+def run(cls, name: str, given: str, *args, crashes: Sequence[tuple[str, str, str]] = (), **kwargs) -> dict:
+    """The facts of `drive_head` on the learner's `cls` as `spec(*args, **kwargs)` asks, judged by `built`."""
+    asked = spec(*args, **kwargs)
+    return built(drive(drive_head, cls, asked), name, asked, given, crashes)
 
 
 def dropout_at_eval(differ: bool, name: str, where: str = "") -> None:
@@ -91,4 +98,4 @@ def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, s
             raise
 
 
-__all__ = ["spec", "built", "dropout_at_eval", "no_train_only_layer"]
+__all__ = ["spec", "built", "run", "dropout_at_eval", "no_train_only_layer"]

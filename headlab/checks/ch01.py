@@ -285,7 +285,7 @@ HEAD_MISTAKES = [twist(key, output, "MLMHead's logits are wrong{where}: " + text
      "you return probabilities; return raw logits"),
     ("softmax-inside-head", lambda R, h, W, v, E, b: R.softmax(-1),
      "you return probabilities (softmax); return raw logits"),
-    ("returns-log-probabilities", lambda R, h, W, v, E, b: R.log_softmax(-1),
+    ("log-softmax-inside-head", lambda R, h, W, v, E, b: R.log_softmax(-1),
      "you return log-probabilities; return raw logits"),
 ]]
 
@@ -381,12 +381,12 @@ mlm_loss = Exercise(
             "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
             "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
     mistakes=[
-        _loss_mistake("mean-over-every-position", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep]
+        _loss_mistake("divides-by-all-positions", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep]
                       .sum() / len(y), "you averaged over every position, the unchosen ones (label −100) included; "
                       "divide by the number of chosen positions only"),
         _loss_mistake("unchosen-counted", lambda x, y, keep: F.cross_entropy(x, y), "you computed the loss at every "
                       "position, treating label −100 as a word; only positions whose label is not −100 count"),
-        _loss_mistake("summed", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum"),
+        _loss_mistake("sum-not-mean", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum"),
                       "you summed the losses; mlm_loss is the mean over the chosen positions"),
         _loss_mistake("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep]), "you "
                       "applied softmax before cross-entropy, which applies its own log-softmax: pass the raw logits"),
@@ -419,7 +419,7 @@ tying_savings = Exercise(
                  "tying removes only its V × d output matrix; the transform and the bias stay"),
         _savings("linear-counted", lambda V, d: V * d + d * d + d,
                  "the transform's Linear(d, d) is kept; only the V × d projection is saved"),
-        _savings("sizes-added", lambda V, d: V + d,
+        _savings("adds-the-sizes", lambda V, d: V + d,
                  "V + d: you added the two sizes, but a V × d matrix has V rows of d numbers each"),
         _savings("only-the-bias", lambda V, d: V,
                  "V, one number per word: that is the size of the output bias, which tying keeps"),

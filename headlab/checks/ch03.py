@@ -45,7 +45,7 @@ _eval = Exercise(
                 "{name} returned probabilities (each row sums to 1){where}: softmax inside the head. A head "
                 "returns raw logits (any real numbers, negative too); F.cross_entropy applies log-softmax "
                 "itself, and a second softmax flattens the gradients."),
-        Mistake("log-softmax-output", lambda x, W, b: _logits(x, W, b).log_softmax(-1) if len(W) > 1 else None,
+        Mistake("log-softmax-inside-head", lambda x, W, b: _logits(x, W, b).log_softmax(-1) if len(W) > 1 else None,
                 "{name} returned log-probabilities (log_softmax){where}. A head returns raw logits; "
                 "F.cross_entropy normalises them itself."),
         Mistake("no-bias", lambda x, W, b: _logits(x, W, 0 * b), "{name} adds no bias{where}: its Linear layer "

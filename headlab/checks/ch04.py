@@ -194,7 +194,7 @@ token_loss = Exercise(
         _loss_mistake("labels-shifted-right", lambda lo, la: _ce_sum(lo[:, :-1], la[:, 1:]) / _kept(la[:, 1:]),
                       "label i + 1 is scored with the logits of position i, as if [CLS] were not there; labels are "
                       "already aligned to the token positions, [CLS] included: do not shift them."),
-        _loss_mistake("softmax-before-cross-entropy", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la),
+        _loss_mistake("softmax-first", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la),
                       "you applied softmax to the logits before cross_entropy, which applies log-softmax itself: "
                       "cross_entropy takes raw logits."),
         _loss_mistake("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la),

@@ -146,7 +146,7 @@ _embedding = Exercise(
               "masked_fill_); compute new tensors instead, the caller still needs H.",
     then=lambda fn: _carries_the_graph(fn),
     mistakes=[
-        Mistake("integer-mask-indexes", lambda H, m: _unit(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))])),
+        Mistake("integer-mask-as-index", lambda H, m: _unit(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))])),
                 "sentence_embedding indexed H with the 0/1 integer mask{where}: `H[b][attention_mask[b]]` (row b) then "
                 "takes the rows numbered 0 and 1 instead of selecting the real tokens. A tokenizer returns such a "
                 "mask; convert it first.",

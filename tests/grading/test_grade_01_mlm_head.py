@@ -137,7 +137,7 @@ WRONG = [
     Wrong.edit("MLMHead-tanh-gelu", "MLMHead", "nn.GELU()", 'nn.GELU(approximate="tanh")', "tanh-gelu"),
     Wrong.edit("MLMHead-no-gelu", "MLMHead", "self.act(self.dense(h))", "self.dense(h)", "no-gelu"),
     Wrong.edit("MLMHead-log-probabilities", "MLMHead", LOGITS, f"{LOGITS}.log_softmax(-1)",
-               "returns-log-probabilities"),
+               "log-softmax-inside-head"),
     Wrong.edit("MLMHead-no-layernorm", "MLMHead", "self.norm(self.act(self.dense(h)))", "self.act(self.dense(h))",
                "no-layernorm"),
     # Found by an audit: the check passed these while it left missing parts out of its expected logits, never
@@ -169,9 +169,10 @@ WRONG = [
         def mlm_loss(logits, labels):
             losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
             return losses.mean()
-        """, mistake="mean-over-every-position"),
+        """, mistake="divides-by-all-positions"),
     Wrong.edit("mlm_loss-softmax-first", "mlm_loss", "logits.reshape(", "logits.softmax(-1).reshape(", "softmax-first"),
-    Wrong.edit("mlm_loss-summed", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")', "summed"),
+    Wrong.edit("mlm_loss-sum-not-mean", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")',
+               "sum-not-mean"),
     Wrong.edit("mlm_loss-returns-float", "mlm_loss", LOSS, f"{LOSS}.item()", "not-a-tensor"),
     # right for (B, n, V) logits only; the hint says the logits may be flat (N, V) too
     Wrong("mlm_loss-moves-the-vocabulary-axis", "mlm_loss", """
@@ -184,7 +185,7 @@ WRONG = [
                "logits, labels", "raised-RuntimeError"),
     Wrong.edit("tying_savings-both-matrices", "tying_savings", "int(V) * int(d)", "2 * V * d", "both-matrices"),
     Wrong.edit("tying_savings-bias-counted", "tying_savings", "int(V) * int(d)", "V * d + V", "bias-counted"),
-    Wrong.edit("tying_savings-sizes-added", "tying_savings", "int(V) * int(d)", "V + d", "sizes-added"),
+    Wrong.edit("tying_savings-adds-the-sizes", "tying_savings", "int(V) * int(d)", "V + d", "adds-the-sizes"),
     Wrong.edit("tying_savings-whole-untied-head", "tying_savings", "int(V) * int(d)", "d * d + d + 2 * d + V * d + V",
                "whole-untied-head"),
     Wrong.edit("tying_savings-only-the-bias", "tying_savings", "int(V) * int(d)", "V", "only-the-bias"),

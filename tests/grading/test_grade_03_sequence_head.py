@@ -22,8 +22,8 @@ WRONG = [
                "nn.Linear(d, num_classes, bias=False)", "no-bias"),
     Wrong.edit("SequenceClassifier-fixed-dropout-rate", HEAD, "nn.Dropout(dropout)", "nn.Dropout(0.1)",
                "fixed-dropout-rate"),
-    Wrong.edit("SequenceClassifier-log-softmax-output", HEAD, RETURN,
-               RETURN.replace("logits", "F.log_softmax(logits, dim=-1)"), "log-softmax-output"),
+    Wrong.edit("SequenceClassifier-log-softmax-inside-head", HEAD, RETURN,
+               RETURN.replace("logits", "F.log_softmax(logits, dim=-1)"), "log-softmax-inside-head"),
     # Found by a student audit: each passed before the train-mode and gradient checks it is named by.
     Wrong.edit("SequenceClassifier-dropout1d-drops-whole-examples", HEAD, "nn.Dropout(dropout)",
                "nn.Dropout1d(dropout)", "drops-whole-vectors"),

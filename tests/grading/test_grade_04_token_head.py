@@ -109,8 +109,8 @@ WRONG = [
                "not-a-tensor"),
     Wrong.edit("token_loss-detached", "token_loss", "ignore_index=-100)", "ignore_index=-100).detach()",
                "no-gradient"),
-    Wrong.edit("token_loss-softmax-before-cross-entropy", "token_loss", "logits.reshape(-1, L)",
-               "logits.softmax(dim=-1).reshape(-1, L)", "softmax-before-cross-entropy"),
+    Wrong.edit("token_loss-softmax-first", "token_loss", "logits.reshape(-1, L)",
+               "logits.softmax(dim=-1).reshape(-1, L)", "softmax-first"),
     Wrong("token_loss-gradient-leaks-to-unlabelled-positions", "token_loss", """
         def token_loss(logits, labels):
             # loss over every position, minus the (detached) part of the unlabelled ones: the value is

@@ -38,7 +38,7 @@ WRONG = [
             rows = [H[b][attention_mask[b]].mean(0) for b in range(H.shape[0])]
             z = torch.stack(rows)
             return z / z.norm(dim=-1, keepdim=True)
-        """, mistake="integer-mask-indexes"),
+        """, mistake="integer-mask-as-index"),
     # align_labels
     # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them):
     Wrong.edit("align_labels-returns-a-tuple-as-text", "align_labels", "return labels", "return str(labels)",

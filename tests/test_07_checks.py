@@ -1,5 +1,6 @@
 """Lesson 07's visible checks: their hand-written numbers are right, the ECE mistakes of the table give what
 those mistakes give, and misuse is explained."""
+import math
 from fractions import Fraction
 
 import pytest
@@ -10,7 +11,7 @@ from headlab.checks import ch07
 
 
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
-              zero_binned=False):
+              zero_binned=False, rms=False):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
     bin 0."""
@@ -27,9 +28,20 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
         if k is not None:
             bins.setdefault(k, []).append((conf, ok))
     gaps = {k: abs(Fraction(sum(o for _, o in v), len(v)) - sum(c for c, _ in v) / len(v)) for k, v in bins.items()}
+    if rms:
+        return math.sqrt(sum(Fraction(len(bins[k]), len(rows)) * g ** 2 for k, g in gaps.items()))
     if weighted:
         return float(sum(Fraction(len(bins[k]), len(rows)) * g for k, g in gaps.items()))
     return float(sum(gaps.values()) / (n_bins if over_all_bins else len(gaps)))
+
+
+def exact_whole_batch(probs, labels):
+    """|accuracy − confidence| when every row's confidence is the batch's largest probability and its prediction
+    that entry's index in the flattened batch (its first occurrence), all in one bin."""
+    flat = [Fraction(x) for p in probs for x in p]
+    top = max(flat)
+    index = flat.index(top)
+    return float(abs(Fraction(sum(index == y for y in labels), len(labels)) - top))
 
 
 def exact_global_gap(probs, labels):
@@ -60,7 +72,10 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, zero_binned=True)),
             ("counts-not-shares", len(labels) * exact_ece(probs, labels, n_bins)),
-            ("fixed-ten-bins", exact_ece(probs, labels, 10))]
+            ("fixed-ten-bins", exact_ece(probs, labels, 10)),
+            ("rms-of-gaps", exact_ece(probs, labels, n_bins, rms=True)),
+            ("confidence-of-whole-batch", exact_whole_batch(probs, labels)),
+            ("confidence-of-whole-batch", exact_whole_batch(probs, labels) / len(labels))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

@@ -47,13 +47,15 @@ cls_pool = Exercise(
                 "first token: position 0. (In a padded batch the last position is usually padding.)",
                 fix="Index position 0 of the position axis, not -1."),
         *[Mistake("later-position", lambda H, i=i: H[:, i] if i < H.shape[1] - 1 else None, f"cls_pool took position "
-                  f"{i}{{where}}; [CLS] sits at position 0 (counting starts at 0).", fix="Index position 0, not 1 or 2.")
+                  f"{i}{{where}}; [CLS] sits at position 0 (counting starts at 0).",
+                  fix="Index position 0, not 1 or 2.")
       for i in (1, 2)],
         Mistake("mean-of-positions", lambda H: H.mean(1), "cls_pool averaged over the positions{where}: that is mean "
                 "pooling (and it counts padding too). [CLS] pooling takes the vector at position 0 only.",
                 fix="Index position 0 of the position axis instead of taking a mean over it."),
         Mistake("max-of-positions", lambda H: H.amax(1), "cls_pool took a maximum over the positions{where}; [CLS] "
-                "pooling takes position 0 only.", fix="Index position 0 of the position axis instead of a max over it."),
+                "pooling takes position 0 only.",
+                fix="Index position 0 of the position axis instead of a max over it."),
     ])
 
 # --- Pooler(d): forward(c) = tanh(W c + b) -----------------------------------------------------------
@@ -88,7 +90,8 @@ _pooler = Exercise(
         Mistake("gelu-not-tanh", lambda *a: _dense(*a, nn.functional.gelu), "Pooler.forward uses GELU instead of "
                 "tanh{where}; the pooler is tanh(W c + b).", fix=TANH_FIX),
         Mistake("no-bias", lambda d, W, b, c: torch.tanh(c @ W.T), "Pooler.forward leaves out the bias{where}: the "
-                "pooler is tanh(W c + b).", fix="Keep nn.Linear's bias: drop `bias=False` (or add a (d,) bias parameter)."),
+                "pooler is tanh(W c + b).",
+                fix="Keep nn.Linear's bias: drop `bias=False` (or add a (d,) bias parameter)."),
         Mistake("tanh-before-dense", lambda d, W, b, c: _dense(d, W, b, torch.tanh(c)), "Pooler.forward applies tanh "
                 "before the dense layer{where}; it comes after: tanh(W c + b).",
                 fix="Swap the two: apply the dense layer to c, then tanh to its output."),

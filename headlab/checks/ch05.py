@@ -427,8 +427,8 @@ span_loss = Exercise(
             (lambda x, t: _squared(x.softmax(-1), t), "of the softmax against one-hot targets"),
             (lambda x, t: ((x.argmax(-1) - t).double() ** 2).mean(), "of the argmax positions against the targets")]],
         *[Mistake("label-smoothing", lambda s, e, st, en, eps=eps: (_smoothed(s, st, eps) + _smoothed(e, en, eps)) / 2,
-                  _loss(f"that is a cross-entropy with label smoothing {eps} (`label_smoothing={eps}`): its target puts "
-                        f"{1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
+                  _loss(f"that is a cross-entropy with label smoothing {eps} (`label_smoothing={eps}`): its target "
+                        f"puts {1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
                         "target is the answer position alone, probability 1."),
                   fix="Drop `label_smoothing=...` from F.cross_entropy.") for eps in (0.1, 0.05, 0.2)],
     ],

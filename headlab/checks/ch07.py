@@ -165,7 +165,8 @@ expected_calibration_error = Exercise(
     mistakes=[
         Mistake("nan-from-empty-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, n)).sum()),
                 SAID + "Some bins are empty here; the accuracy or confidence of an empty bin is a mean of nothing "
-                "(nan). Empty bins add nothing: skip them.", fix="Skip a bin whose count is 0 (a `continue` in your loop)."),
+                "(nan). Empty bins add nothing: skip them.",
+                fix="Skip a bin whose count is 0 (a `continue` in your loop)."),
         Mistake("left-closed-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, n, "left")).nansum()),
                 SAID + "A confidence exactly on a bin edge ({edges} here) went to the wrong bin: your bins are "
                 "[k/n, (k+1)/n), the wrong closed side. Bin k holds confidences in (k/n, (k+1)/n], so 0.5 belongs "
@@ -185,7 +186,8 @@ expected_calibration_error = Exercise(
                 "also what per-bin gaps add up to when they keep their signs (no absolute value). Over- and "
                 "under-confident bins cancel in it; take each bin's gap |accuracy − confidence| before weighting it "
                 "by count_bin / N.",
-                fix="Loop over the bins: for each non-empty one add (count_bin / N) · |accuracy_bin − confidence_bin|."),
+                fix="Loop over the bins: for each non-empty one add (count_bin / N) · |accuracy_bin − "
+                    "confidence_bin|."),
         Mistake("confidence-of-class-one",
                 lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=False)).nansum()), CLASS_ONE,
                 fix=CLASS_ONE_FIX),

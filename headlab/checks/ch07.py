@@ -19,12 +19,6 @@ def _decide(probs, keep, reject, dim=-1, top_not_class=False):
     return torch.where(keep(top), out, torch.full_like(out, reject))
 
 
-def _on_class_index(probs, t, reject):
-    """The threshold compared with each row's predicted class index instead of its top probability."""
-    pred = probs.argmax(-1)
-    return torch.where(pred >= t, pred, torch.full_like(pred, reject))
-
-
 def _rows(probs, keep) -> list[int]:
     return keep(probs.max(-1).values).nonzero().flatten().tolist()
 
@@ -87,7 +81,7 @@ predict_or_reject = Exercise(
                 "ones. Reject a row when its top probability is below the threshold.",
                 fix="Swap the two branches of your `torch.where` (or compare with >= instead of <)."),
         # Found by a simulated student: only "expected 0, you returned -1" before.
-        Mistake("threshold-on-class-index", _on_class_index,
+        Mistake("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r),
                 "predict_or_reject compared the threshold {t} with each row's predicted class index{where}, not with "
                 "its top probability: with a threshold in (0, 1], a prediction of class 0 is then always rejected "
                 "and every other class always kept, whatever the model's confidence. The threshold is a probability: "
@@ -207,12 +201,10 @@ expected_calibration_error = Exercise(
                 "which weighs large gaps more. The ECE is the weighted mean of the absolute gaps themselves, "
                 "Σ (count_bin / N) · |accuracy_bin − confidence_bin|.",
                 fix="Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
-        Mistake("confidence-of-whole-batch", lambda p, y, n: float(torch.mul(*_bins(p, y, n, whole_batch=True))
-                                                                    .nansum()), WHOLE_BATCH, fix=WHOLE_BATCH_FIX),
-        # ... and, with a 0-d mask for every bin, each non-empty bin counted as one prediction: 1/N of it
-        Mistake("confidence-of-whole-batch", lambda p, y, n: float(torch.mul(*_bins(p, y, n, whole_batch=True))
-                                                                    .nansum()) / len(y), WHOLE_BATCH,
-                fix=WHOLE_BATCH_FIX),
+        # all rows in one bin; counted as one prediction (a 0-d mask's count), the bin weighs 1/N
+        *[Mistake("confidence-of-whole-batch", lambda p, y, n, per=per: float(torch.mul(*_bins(
+            p, y, n, whole_batch=True)).nansum()) / per(y), WHOLE_BATCH, fix=WHOLE_BATCH_FIX)
+          for per in (lambda y: 1, len)],
     ],
 )
 

@@ -235,17 +235,13 @@ def signature_hint(err: Exception, name: str) -> str:
     misfit = _CALL_MISFITS.match(str(err)) if isinstance(err, TypeError) and name in SIGNATURES else None
     if misfit is None:
         return ""
-    owner, function = misfit.groups()
-    params = SIGNATURES[name]
-    if "." in name:   # a forward: not a torch layer's that the learner's forward calls (Linear.forward)
-        own = function == "forward" and not hasattr(torch.nn, owner or "")
-        said = f"The check calls {name} on ({params}) alone, so forward takes (self, {params})"
-    elif name[0].isupper():
-        own = function == "__init__" and not hasattr(torch.nn, owner or "")
-        said = f"The check builds {name}({params}), so its __init__ takes (self, {params})"
-    else:
-        own = function in (name, "<lambda>") and owner is None
-        said = f"The check calls {name}({params}), the exercise's signature"
+    (owner, function), params = misfit.groups(), SIGNATURES[name]
+    method = "forward" if "." in name else "__init__" if name[0].isupper() else None
+    # a method of the learner's class, not of a torch layer it calls (Linear.forward); or the learner's function
+    own = function == method and not hasattr(torch.nn, owner or "") if method else function in (name, "<lambda>")
+    said = {"forward": f"The check calls {name} on ({params}) alone, so forward takes (self, {params})",
+            "__init__": f"The check builds {name}({params}), so its __init__ takes (self, {params})"}.get(
+        method, f"The check calls {name}({params}), the exercise's signature")
     return f"{said}: keep the parameters the exercise gives, in its order." if own else ""
 
 

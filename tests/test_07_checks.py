@@ -11,15 +11,16 @@ from headlab.checks import ch07
 
 
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
-              zero_binned=False, rms=False):
+              zero_binned=False, rms=False, batch=(False, False)):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
     bin 0."""
-    rows = []
+    rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
         top = max(p)
-        rows.append((top if column is None else p[column], int(p.index(top) == y)))
+        conf = max(flat) if batch[0] else top if column is None else p[column]
+        rows.append((conf, int((flat.index(max(flat)) if batch[1] else p.index(top)) == y)))
     bins: dict[int, list] = {}
     for conf, ok in rows:
         k = next((k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)),
@@ -33,15 +34,6 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
     if weighted:
         return float(sum(Fraction(len(bins[k]), len(rows)) * g for k, g in gaps.items()))
     return float(sum(gaps.values()) / (n_bins if over_all_bins else len(gaps)))
-
-
-def exact_whole_batch(probs, labels):
-    """|accuracy − confidence| when every row's confidence is the batch's largest probability and its prediction
-    that entry's index in the flattened batch (its first occurrence), all in one bin."""
-    flat = [Fraction(x) for p in probs for x in p]
-    top = max(flat)
-    index = flat.index(top)
-    return float(abs(Fraction(sum(index == y for y in labels), len(labels)) - top))
 
 
 def exact_global_gap(probs, labels):
@@ -74,8 +66,8 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("counts-not-shares", len(labels) * exact_ece(probs, labels, n_bins)),
             ("fixed-ten-bins", exact_ece(probs, labels, 10)),
             ("rms-of-gaps", exact_ece(probs, labels, n_bins, rms=True)),
-            ("confidence-of-whole-batch", exact_whole_batch(probs, labels)),
-            ("confidence-of-whole-batch", exact_whole_batch(probs, labels) / len(labels))]
+            *[("max-over-whole-batch", exact_ece(probs, labels, n_bins, batch=(c, k)) / (len(labels) if per else 1))
+              for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]]]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

@@ -92,17 +92,16 @@ predict_or_reject = Exercise(
 
 
 # --- expected_calibration_error(probs, labels, n_bins) → float ---------------------------------------
-def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, whole_batch=False):
+def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False)):
     """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
     (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
     probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
     0, the top one never is) lies in no right-closed bin, or with `zero_binned` in the first, as a clamp puts it.
-    With `whole_batch`, every row's confidence is the largest probability of the batch and its prediction the flat
-    index of that entry, as `probs.max()` and `probs.argmax()` without a dim give."""
+    With `batch` (confidence, prediction), every row's confidence is the largest probability of the batch, or its
+    prediction the flat index of that entry, as `probs.max()` and `probs.argmax()` without a dim give."""
     conf, pred = probs.double().max(-1)
     conf = conf if column is None else probs.double()[:, column]
-    if whole_batch:
-        conf, pred = conf * 0 + probs.double().max(), pred * 0 + probs.argmax()
+    conf, pred = conf * 0 + probs.double().max() if batch[0] else conf, pred * 0 + probs.argmax() if batch[1] else pred
     ok = (pred == labels).double()
     k = torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins).clamp(max=n_bins - 1)
     k = k.clamp(min=0) if zero_binned else k
@@ -127,10 +126,10 @@ def _ece_where(probs, labels, n_bins) -> str:
 SAID = "expected ECE {expected:.6f}, you returned {out:.6f}{where}. "   # every ECE message begins so
 UNWEIGHTED_FIX = "Add (count_bin / N) · gap over the non-empty bins, rather than averaging the gaps."
 CLASS_ONE_FIX = "`probs.max(dim=-1).values` holds the top probability of each row."
-WHOLE_BATCH = (SAID + "That is the ECE with one confidence and one prediction for the whole batch: `probs.max()` "
-               "and `probs.argmax()` without a dim give the largest probability of all rows and its index in the "
-               "flattened (N, C) tensor, not a class. Each row has its own confidence, its top probability, and its "
-               "own prediction, the class of that probability.")
+WHOLE_BATCH = (SAID + "That is the ECE with a confidence or a prediction taken over the whole batch: `probs.max()` "
+               "or `probs.argmax()` without a dim gives the largest probability of all rows, or its index in the "
+               "flattened (N, C) tensor, which is not a class. Each row has its own confidence, its top probability, "
+               "and its own prediction, the class of that probability.")
 WHOLE_BATCH_FIX = "`confidence, prediction = probs.max(dim=-1)`: one of each per row."
 CLASS_ONE = (SAID + "That is the ECE with the probability of class 1 as every row's confidence. A prediction's "
              "confidence is the probability of the class it predicts: the top probability of its row.")
@@ -201,10 +200,10 @@ expected_calibration_error = Exercise(
                 "which weighs large gaps more. The ECE is the weighted mean of the absolute gaps themselves, "
                 "Σ (count_bin / N) · |accuracy_bin − confidence_bin|.",
                 fix="Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
-        # all rows in one bin; counted as one prediction (a 0-d mask's count), the bin weighs 1/N
-        *[Mistake("confidence-of-whole-batch", lambda p, y, n, per=per: float(torch.mul(*_bins(
-            p, y, n, whole_batch=True)).nansum()) / per(y), WHOLE_BATCH, fix=WHOLE_BATCH_FIX)
-          for per in (lambda y: 1, len)],
+        # (confidence, prediction) over the batch, and N where one confidence, a 0-d mask, counts as one prediction
+        *[Mistake("max-over-whole-batch", lambda p, y, n, c=c, k=k, per=per: float(torch.mul(*_bins(
+            p, y, n, batch=(c, k))).nansum()) / (len(y) if per else 1), WHOLE_BATCH, fix=WHOLE_BATCH_FIX)
+          for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]],
     ],
 )
 

@@ -43,7 +43,9 @@ WRONG = [
     Wrong.edit("ece-rms-of-gaps", "expected_calibration_error", "* gap\n    return float(ece)",
                "* gap ** 2\n    return float(ece) ** 0.5", "rms-of-gaps"),
     Wrong.edit("ece-max-over-whole-batch", "expected_calibration_error", TOP, "confidence, prediction = probs.max(), "
-               "probs.argmax()", "confidence-of-whole-batch"),
+               "probs.argmax()", "max-over-whole-batch"),
+    Wrong.edit("ece-argmax-over-whole-batch", "expected_calibration_error", TOP, "confidence = probs.max(dim=-1).values"
+               "\n    prediction = probs.argmax()", "max-over-whole-batch"),
     Wrong.edit("restrict-one-hot", "restrict_to_labels", SOFTMAX,
                "return F.one_hot(chosen.argmax(dim=-1), chosen.shape[-1]).float()", "one-hot-not-probabilities"),
     Wrong.edit("restrict-logits-divided-by-sum", "restrict_to_labels", SOFTMAX, "return chosen / chosen.sum(-1, True)",

@@ -495,9 +495,10 @@ def _scorers(probed) -> list:
 
 
 def _sigmoid_of_linear(H: torch.Tensor, on_H: tuple, probed: tuple) -> bool:
-    """Whether the logits on H, all in (0, 1), are sigmoid(H·w + b), each w and b read from the logits on the probes
-    0, e_1, …, e_d through the sigmoid's inverse."""
-    if not all(bool(((t > 0) & (t < 1)).all()) for t in (*on_H, *probed)):
+    """Whether the logits on H, all in [0, 1], are sigmoid(H·w + b), each w and b read from the logits on the probes
+    0, e_1, …, e_d (in (0, 1): small inputs) through the sigmoid's inverse. A large H·w rounds to 1 in float32."""
+    if not all(bool(((t >= 0) & (t <= 1)).all()) for t in on_H) or not all(
+            bool(((t > 0) & (t < 1)).all()) for t in probed):
         return False
     scorers = _scorers([p.double().logit() for p in probed])
     return all(same(t, torch.sigmoid(H @ w + b), 1e-3) for t, (w, b) in zip(on_H, scorers))

@@ -1,5 +1,6 @@
 """Lesson 07's visible checks: their hand-written numbers are right, the ECE mistakes of the table give what
 those mistakes give, and misuse is explained."""
+import math
 from fractions import Fraction
 
 import pytest
@@ -10,15 +11,16 @@ from headlab.checks import ch07
 
 
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
-              zero_binned=False):
+              zero_binned=False, rms=False, batch=(False, False)):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
     bin 0."""
-    rows = []
+    rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
         top = max(p)
-        rows.append((top if column is None else p[column], int(p.index(top) == y)))
+        conf = max(flat) if batch[0] else top if column is None else p[column]
+        rows.append((conf, int((flat.index(max(flat)) if batch[1] else p.index(top)) == y)))
     bins: dict[int, list] = {}
     for conf, ok in rows:
         k = next((k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)),
@@ -27,6 +29,8 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
         if k is not None:
             bins.setdefault(k, []).append((conf, ok))
     gaps = {k: abs(Fraction(sum(o for _, o in v), len(v)) - sum(c for c, _ in v) / len(v)) for k, v in bins.items()}
+    if rms:
+        return math.sqrt(sum(Fraction(len(bins[k]), len(rows)) * g ** 2 for k, g in gaps.items()))
     if weighted:
         return float(sum(Fraction(len(bins[k]), len(rows)) * g for k, g in gaps.items()))
     return float(sum(gaps.values()) / (n_bins if over_all_bins else len(gaps)))
@@ -60,7 +64,10 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, zero_binned=True)),
             ("counts-not-shares", len(labels) * exact_ece(probs, labels, n_bins)),
-            ("fixed-ten-bins", exact_ece(probs, labels, 10))]
+            ("fixed-ten-bins", exact_ece(probs, labels, 10)),
+            ("rms-of-gaps", exact_ece(probs, labels, n_bins, rms=True)),
+            *[("max-over-whole-batch", exact_ece(probs, labels, n_bins, batch=(c, k)) / (len(labels) if per else 1))
+              for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]]]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

@@ -3,6 +3,8 @@ code that fixes it comes only when the same mistake (same exercise, same key) is
 feedback gives the diagnosis only (headlab/checks/core.py: `shown`)."""
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 
@@ -89,3 +91,18 @@ def test_grader_feedback_never_shows_the_fix():
         ch00.padding_mask(one_too_many)
     with grading.Replay([], []):   # a failure rendered while a grading session runs
         assert core.shown(caught.value) == str(caught.value)
+
+
+def test_every_mistake_of_lessons_02_05_07_has_a_fix():
+    """Lessons 02, 05 and 07 give every mistake of their tables a fix, so that a repeat adds something (issue 27)."""
+    from headlab.checks import ch02, ch05, ch07
+    from headlab.checks.engine import Exercise
+
+    tables = [value for module in (ch02, ch05, ch07) for value in vars(module).values() if isinstance(value, Exercise)]
+    tables += [held for check in (ch02.mean_pool, ch02.max_pool)
+               for held in inspect.getclosurevars(check).nonlocals.values() if isinstance(held, Exercise)]
+    assert {ex.name for ex in tables} >= {"cls_pool", "Pooler.forward", "mean_pool", "max_pool", "best_span",
+                                          "span_loss", "predict_or_reject", "expected_calibration_error",
+                                          "restrict_to_labels"}
+    without = [f"{ex.name}: {m.key}" for ex in tables for m in ex.mistakes if not m.fix]
+    assert not without, without

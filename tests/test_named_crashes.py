@@ -4,10 +4,12 @@ batch. Each wrong implementation below is one a learner plausibly writes; its fa
 which operation in its first line, and keeps the code of the fix for a repeat (tests/test_hints.py)."""
 from __future__ import annotations
 
+import ast
+
 import pytest
 import torch
 
-from headlab.checks import ch01, ch02, ch06, ch07, ch08
+from headlab.checks import ch01, ch02, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
 
@@ -139,3 +141,72 @@ def test_the_graded_knowledge_check_lists_every_wrong_answer():
     said = str(caught.value)
     assert said.startswith("2 answers of the knowledge check are wrong: (1) kc_positions = [7, 4, 9]")
     assert "(2) kc_head_params = 2560" in said and caught.value.mistake == "one-too-many"
+
+
+# --- a signature that does not fit the exercise's (issue 27): one line that names the exercise's parameters -------
+class _Head(torch.nn.Module):
+    """A right head for Pooler and SpanHead but for the signatures the subclasses below give it."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.dense = torch.nn.Linear(d, d)
+
+
+class PoolerWithoutD(_Head):
+    def __init__(self):   # the size fixed inside, as in a first draft
+        super().__init__(8)
+
+    def forward(self, c):
+        return torch.tanh(self.dense(c))
+
+
+class SpanHeadForwardWithMask(_Head):
+    def forward(self, H, mask):   # the mask belongs to best_span, not to the head
+        return tuple(self.dense(H)[..., :2].unbind(-1))
+
+
+def best_span(start_logits, end_logits, allowed):   # max_len forgotten; named as the learner names it
+    return torch.zeros(len(start_logits), 2, dtype=torch.long)
+
+
+@pytest.mark.parametrize("check, wrong, words", [
+    (ch05.best_span, best_span, "The check calls best_span(start_logits, end_logits, allowed, max_len)"),
+    (ch02.Pooler, PoolerWithoutD, "The check builds Pooler(d), so its __init__ takes (self, d)"),
+    (ch05.span_head, SpanHeadForwardWithMask, "The check calls SpanHead.forward on (H) alone, so forward takes (self, H)"),
+], ids=["function", "__init__", "forward"])
+def test_a_signature_that_does_not_fit_names_the_exercises_in_one_line(check, wrong, words):
+    with pytest.raises(CheckFailed) as caught:
+        check(wrong)
+    assert caught.value.mistake == "wrong-signature" and words in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_call_that_does_not_fit_inside_the_answer_is_not_its_signature():
+    """The learner's forward calls its layer with two arguments: torch's Linear.forward refuses, not the check's call."""
+    class Pooler(_Head):
+        def forward(self, c):
+            return torch.tanh(self.dense(c, c))
+
+    with pytest.raises(CheckFailed) as caught:
+        ch02.Pooler(Pooler)
+    assert caught.value.mistake == "raised-TypeError" and "The check builds" not in str(caught.value)
+
+
+def test_the_signatures_are_the_solutions():
+    """core.SIGNATURES says each exercise's parameters as its solution declares them (a method's without self)."""
+    from headlab.checks.core import SIGNATURES
+    from heads_lessons import all_lessons
+
+    declared = {}
+    for lesson in all_lessons():
+        for name, source in lesson.answers().items():
+            for node in ast.parse(source).body:
+                functions = [(node.name, node)] if isinstance(node, ast.FunctionDef) else [
+                    (node.name if f.name == "__init__" else f"{node.name}.{f.name}", f)
+                    for f in node.body if isinstance(f, ast.FunctionDef)] if isinstance(node, ast.ClassDef) else []
+                for key, f in functions:
+                    args = [a.arg for a in f.args.args if a.arg != "self"]
+                    defaults = [ast.literal_eval(d) for d in f.args.defaults]
+                    plain = args[:len(args) - len(defaults)]
+                    declared[key] = ", ".join(plain + [f"{a}={d!r}" for a, d in zip(args[len(plain):], defaults)])
+    assert SIGNATURES == declared

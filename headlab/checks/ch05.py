@@ -10,7 +10,8 @@ import torch
 from ..codec import GraderError
 from ..kernel import drive_head
 from . import heads
-from .core import CheckFailed, a_type, call_raw, drive, fail, passed, require_function, require_module_class
+from .core import (CheckFailed, a_type, call_raw, drive, fail, layer_built_in_forward, passed, require_function,
+                   require_module_class)
 from .engine import Exercise, Mistake, Unclear, backward_through, judge_gradients, same, show, twist
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
@@ -125,6 +126,18 @@ def _summed_probabilities(right, start, end, allowed, max_len: int) -> torch.Ten
     return spans if is_spans and not torch.equal(spans, right) else None
 
 
+def _multiplied(start, end, allowed, max_len: int, masked_first: bool = False) -> torch.Tensor:
+    """The allowed pair in the band maximising start_logit(i) × end_logit(j); with `masked_first`, the product of
+    logits already set to −inf outside `allowed`, where −inf × −inf = +inf and −inf × 0 is NaN (argmax takes NaN for
+    the largest), so an excluded pair can win."""
+    allowed, band = allowed.bool(), _band(start.shape[1], max_len)
+    if masked_first:
+        start, end = (x.masked_fill(~allowed, float("-inf")) for x in (start, end))
+    else:
+        band = band & allowed[:, :, None] & allowed[:, None, :]
+    return _argmax_pairs((start[:, :, None] * end[:, None, :]).masked_fill(~band, float("-inf")))
+
+
 def _greedy(start, end, allowed, max_len: int) -> torch.Tensor | None:
     """The best allowed start, then the best allowed end in its band: a greedy search (None where that start has
     no allowed end)."""
@@ -170,6 +183,15 @@ def _spans(text: str) -> Callable[..., str]:
     return lambda out, s, e, allowed, max_len: f"best_span returned {out.tolist()} (max_len={max_len}): {text}"
 
 
+MULTIPLIED = ("these spans maximise s_i × e_j, the start and end logits multiplied. Logits are log-scores: "
+              "P_start(i)·P_end(j) is proportional to exp(s_i + e_j), so multiplying the probabilities adds the "
+              "logits. A product of logits ranks spans otherwise: two negative logits make a large positive score, "
+              "and a logit of 0 cancels the other.")
+ADD_LOGITS = ("Add the logits, `start_logits[:, :, None] + end_logits[:, None, :]`, or multiply softmax "
+              "probabilities, not logits.")
+BAND_FIX = "Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."
+
+
 BEST_SPAN = Exercise(
     "best_span", BEST_SPAN_CASES,
     read=lambda case: ((*(torch.as_tensor(x, dtype=torch.float32) for x in case[1:3]), torch.as_tensor(
@@ -185,12 +207,12 @@ BEST_SPAN = Exercise(
     mistakes=[
         _rule("one-too-long", _spans(
             "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + max_len − 1 "
-            "(is your upper bound off by one, or missing?).")),
+            "(is your upper bound off by one, or missing?)."), "Keep only the pairs with j ≤ i + max_len − 1."),
         Mistake("independent-argmax", lambda s, e, allowed, m: torch.stack(
             [x.masked_fill(~allowed, float("-inf")).argmax(-1) for x in (s, e)], dim=-1), _spans(
             "the best start and, on its own, the best end (two independent argmaxes). That can put the end before "
             "the start, or make the span too long."),
-            fix="Score each pair i ≤ j ≤ i + max_len − 1 and keep the best."),
+            fix=BAND_FIX),
         _rule("backward-spans", _backward, "Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
         _rule("end-not-restricted", _not_allowed("end"), "Set the end logits to −inf where allowed is False too."),
         _rule("start-not-restricted", _not_allowed("start"), "Set the start logits to −inf where allowed is False too."),
@@ -204,13 +226,15 @@ BEST_SPAN = Exercise(
             fix="Stack the starts and the ends on the last axis (dim=-1)."),
         _rule("outside-the-passage", _spans(
             "these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding too. The answer "
-            "lies inside the passage: mask where allowed is False before choosing.")),
+            "lies inside the passage: mask where allowed is False before choosing."),
+            "`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
         _rule("mask-multiplied", _spans(
             "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
             "beats negative logits inside it. Exclude positions by setting their logits to −inf instead."),
             fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
         twist("start-end-swapped", lambda E, s, e, allowed, m: E.flip(-1), _spans(
-            "each pair is (end, start): the span's end came first. Return (i, j), the start first.")),
+            "each pair is (end, start): the span's end came first. Return (i, j), the start first."),
+            fix="Stack the start index first: `torch.stack([i, j], dim=-1)`."),
         twist("probabilities-added", _summed_probabilities, _spans(
             "these spans maximise P_start(i) + P_end(j): the two probabilities were added. A span's probability is "
             "their product, P_start(i)·P_end(j); a large P_start alone must not make a span win."),
@@ -218,17 +242,24 @@ BEST_SPAN = Exercise(
         Mistake("greedy-start-first", _greedy, _spans(
             "each span takes the best start first, then the best end after it: a greedy search. A weaker start "
             "with a much better end can make a more probable span."),
-            fix="Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."),
+            fix=BAND_FIX),
         twist("exclusive-end", lambda E, s, e, allowed, m: E + torch.tensor([0, 1]),
                 _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
-                       "best_span returns the last token itself, j, so that the answer is tokens i … j.")),
+                       "best_span returns the last token itself, j, so that the answer is tokens i … j."),
+                fix="Drop the `+ 1` on the end index."),
         _rule("one-too-short", _spans(
             "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
-            "upper bound of your band.")),
+            "upper bound of your band."), "Keep the pairs with j ≤ i + max_len − 1, that is j < i + max_len."),
         _rule("searches-between-allowed", _spans(
             "a span here starts or ends between two allowed positions, at one that is not allowed: the search ran "
             "over every position from the first allowed to the last. The allowed positions need not be one block: "
-            "keep only the pairs whose i and j are both allowed.")),
+            "keep only the pairs whose i and j are both allowed."),
+            "Mask the logits with `allowed` itself, position by position, instead of a first-to-last range."),
+        # Found by a simulated student: only "returned X; expected Y" before.
+        Mistake("logits-multiplied", _multiplied, _spans(MULTIPLIED), fix=ADD_LOGITS),
+        Mistake("logits-multiplied", lambda *a: _multiplied(*a, masked_first=True), _spans(
+            MULTIPLIED + " With −inf at the excluded positions, −inf × −inf = +inf (and −inf × 0 is NaN, which argmax "
+            "takes for the largest), so a pair outside the allowed positions wins."), fix=ADD_LOGITS),
     ],
 )
 
@@ -319,6 +350,23 @@ def _pick(logits, target):
     return logits[torch.arange(len(target)), target].mean()
 
 
+def _squared(x, target):
+    """A mean squared error of (B, n) scores against one-hot (B,) targets."""
+    return ((x - torch.eye(x.shape[-1], dtype=x.dtype)[target]) ** 2).mean()
+
+
+def _smoothed(logits, target, eps: float):
+    """`F.cross_entropy(..., label_smoothing=eps)`: the target puts 1 − eps on the answer, eps spread over all n."""
+    return (1 - eps) * _ce(logits, target) + eps * -logits.log_softmax(-1).mean(-1).mean()
+
+
+MSE = ("that is a mean squared error {what}, not a cross-entropy. The start (and the end) is one choice among the n "
+       "positions: its loss is −log P(target), with P a softmax over the row's positions, which a squared error "
+       "neither normalises nor weighs like a log (a confident wrong position costs it little).")
+MSE_FIX = ("Replace the squared error with `F.cross_entropy(start_logits, start)`, and the same for the ends: it "
+           "takes the raw (B, n) logits and the (B,) positions.")
+
+
 def _loss(text: str) -> Callable[..., str]:
     return lambda out, s, e, start, end: f"span_loss gave {float(out.detach()):.4f}: " + text.format(B=len(start))
 
@@ -340,31 +388,49 @@ span_loss = Exercise(
     mistakes=[
         Mistake("one-loss-per-example", lambda s, e, st, en: (_ce(s, st, "none") + _ce(e, en, "none")) / 2,
                 lambda out, *inputs: f"span_loss returned one loss per example, {show(out)}: average them over the "
-                                     "batch, so that the loss is one number (a 0-dim tensor)."),
+                                     "batch, so that the loss is one number (a 0-dim tensor).",
+                fix="Drop `reduction=\"none\"`: F.cross_entropy's default takes the mean over the batch."),
         Mistake("start-only", lambda s, e, st, en: _ce(s, st), _loss(
-            "that is the start loss alone: the end logits get no training signal. Add the end loss, halve the sum.")),
+            "that is the start loss alone: the end logits get no training signal. Add the end loss, halve the sum."),
+            fix="Add `F.cross_entropy(end_logits, end)` and divide the sum by 2."),
         Mistake("end-only", lambda s, e, st, en: _ce(e, en), _loss(
-            "that is the end loss alone: the start logits get no training signal. Add the start loss, halve the sum.")),
+            "that is the end loss alone: the start logits get no training signal. Add the start loss, halve the sum."),
+            fix="Add `F.cross_entropy(start_logits, start)` and divide the sum by 2."),
         # On any one case the larger loss equals the start or the end loss alone; across the cases only this
         # row fits such an answer (the engine names a mistake only if the other cases agree with it).
         Mistake("larger-of-the-two", lambda s, e, st, en: torch.maximum(_ce(s, st), _ce(e, en)), _loss(
-            "that is the larger of the start and end losses; the loss is their mean: add them, halve the sum.")),
+            "that is the larger of the start and end losses; the loss is their mean: add them, halve the sum."),
+            fix="Replace the maximum of the two losses with their sum divided by 2."),
         Mistake("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en), _loss(
-            "you added the start and end losses without halving the sum.")),
+            "you added the start and end losses without halving the sum."), fix="Divide the sum by 2."),
         Mistake("nll-on-raw-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2, _loss(
             "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a cross-entropy "
             "needs log-probabilities, so the log-softmax over the positions is missing."),
             fix="Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
         Mistake("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2, _loss(
-            "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw logits.")),
+            "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw logits."),
+            fix="Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
         Mistake("targets-swapped", lambda s, e, st, en: (_ce(s, en) + _ce(e, st)) / 2, _loss(
-            "you swapped the targets: score start logits against the start positions, end logits against the ends.")),
+            "you swapped the targets: score start logits against the start positions, end logits against the ends."),
+            fix="Pair `start_logits` with `start` and `end_logits` with `end`."),
         Mistake("summed-over-batch", lambda s, e, st, en: (_ce(s, st, "sum") + _ce(e, en, "sum")) / 2, _loss(
-            "that is {B} × the expected value: you summed over the {B} examples; average them.")),
+            "that is {B} × the expected value: you summed over the {B} examples; average them."),
+            fix="Drop `reduction=\"sum\"` (the default is the mean), or divide by the batch size."),
         Mistake("softmax-over-batch-axis", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2, _loss(
             "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's softmax runs over "
             "its own positions."),
             fix="`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
+        # Found by a simulated student: each got only "expected (CE(start) + CE(end)) / 2" before.
+        *[Mistake("mse-not-cross-entropy", lambda s, e, st, en, of=of: (of(s, st) + of(e, en)) / 2,
+                  _loss(MSE.format(what=what)), fix=MSE_FIX) for of, what in [
+            (_squared, "of the logits against one-hot targets"),
+            (lambda x, t: _squared(x.softmax(-1), t), "of the softmax against one-hot targets"),
+            (lambda x, t: ((x.argmax(-1) - t).double() ** 2).mean(), "of the argmax positions against the targets")]],
+        *[Mistake("label-smoothing", lambda s, e, st, en, eps=eps: (_smoothed(s, st, eps) + _smoothed(e, en, eps)) / 2,
+                  _loss(f"that is a cross-entropy with label smoothing {eps} (`label_smoothing={eps}`): its target "
+                        f"puts {1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
+                        "target is the answer position alone, probability 1."),
+                  fix="Drop `label_smoothing=...` from F.cross_entropy.") for eps in (0.1, 0.05, 0.2)],
     ],
 )
 
@@ -428,6 +494,16 @@ def _scorers(probed) -> list:
     return [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in probed]
 
 
+def _sigmoid_of_linear(H: torch.Tensor, on_H: tuple, probed: tuple) -> bool:
+    """Whether the logits on H, all in [0, 1], are sigmoid(H·w + b), each w and b read from the logits on the probes
+    0, e_1, …, e_d (in (0, 1): small inputs) through the sigmoid's inverse. A large H·w rounds to 1 in float32."""
+    if not all(bool(((t >= 0) & (t <= 1)).all()) for t in on_H) or not all(
+            bool(((t > 0) & (t < 1)).all()) for t in probed):
+        return False
+    scorers = _scorers([p.double().logit() for p in probed])
+    return all(same(t, torch.sigmoid(H @ w + b), 1e-3) for t, (w, b) in zip(on_H, scorers))
+
+
 def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     # Three heads built alike: with its own initial values (run twice), with the grader's numbers in every floating
     # entry of its state_dict (then a step), and with zeros there. A head initialised at zero is right, yet its
@@ -435,8 +511,10 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     own = _drive(cls, H, d, seed, passes=2)
     trained = _drive(cls, H, d, seed, train=True)
     loaded = _drive(cls, H, d, seed, fill=10_000 + seed, step=True)
-    zeroed = _drive(cls, H, d, seed, fill="zeros")
+    zeroed = _drive(cls, H, d, seed, fill="zeros", passes=2)
     (start, end), again = own["outs"][0]
+    # Random with every weight at zero, which a dropout on H or on the logits is not: a layer made in forward
+    layer_built_in_forward(not _close(*zeroed["outs"][0]), "SpanHead", f" for H of shape {tuple(H.shape)}")
     # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
     # would be called not linear.
     heads.dropout_at_eval(not _close(again, (start, end)), "SpanHead", f" for H of shape {tuple(H.shape)}")
@@ -448,6 +526,12 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
                 fail(f"SpanHead's {name} are probabilities (a softmax over {axis}); the head returns raw logits. "
                      "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head")
     on_H, scorers = loaded["outs"][0][0], _scorers(loaded["outs"][1][0])
+    if _sigmoid_of_linear(H, on_H, loaded["outs"][1][0]):
+        fail("SpanHead's start_logits and end_logits all lie between 0 and 1: with the grader's weights loaded they "
+             "are sigmoid(H·w + b), a sigmoid on each score. A span head returns raw logits, any real numbers: "
+             "best_span and the loss take the softmax over the positions, and a sigmoid squashes every score into "
+             "(0, 1), so that no position can stand out from the others by more than 1.", "sigmoid-output",
+             "Return the linear layer's outputs as they are, without the sigmoid.")
     if _close(on_H, (start, end)) and _close(zeroed["outs"][0][0], (start, end)):
         fail("SpanHead's logits stay the same whatever values the check loads into its state_dict (its parameters "
              "and buffers): its scorers are plain tensors, which neither load nor train. Create them as parameters "

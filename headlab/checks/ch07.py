@@ -25,6 +25,7 @@ def _rows(probs, keep) -> list[int]:
 
 OVER_BATCH = ("predict_or_reject returned one value per class{where}: you took the argmax or max over dim 0, the "
               "batch axis; the classes are along the last axis (dim=-1).")
+OVER_BATCH_FIX = "`probs.max(dim=-1)` gives each row's top probability and its class."
 
 
 predict_or_reject = Exercise(
@@ -52,39 +53,55 @@ predict_or_reject = Exercise(
         f"you returned {int(out[b])}. A row is answered with the argmax of its probabilities when its top "
         "probability is ≥ the threshold, with `reject` otherwise." for b in range(len(out)) if out[b] != expected[b]),
     mistakes=[
-        Mistake("argmax-over-batch", lambda p, t, r: _decide(p, lambda top: top >= t, r, dim=0), OVER_BATCH),
-        Mistake("argmax-over-batch", lambda p, t, r: p.argmax(0), OVER_BATCH),
+        Mistake("argmax-over-batch", lambda p, t, r: _decide(p, lambda top: top >= t, r, dim=0), OVER_BATCH,
+                fix=OVER_BATCH_FIX),
+        Mistake("argmax-over-batch", lambda p, t, r: p.argmax(0), OVER_BATCH, fix=OVER_BATCH_FIX),
         Mistake("returns-top-probability", lambda p, t, r: _decide(p, lambda top: top >= t, r, top_not_class=True),
                 "predict_or_reject returned the top probabilities{where}: return class indices as a long tensor "
-                "(the argmax, or `reject`), not probabilities."),
+                "(the argmax, or `reject`), not probabilities.",
+                fix="`top, prediction = probs.max(dim=-1)` gives both: return the prediction, not the top."),
         Mistake("hardcoded-minus-one", lambda p, t, r: _decide(p, lambda top: top >= t, -1),
                 "the rejected rows hold -1{where}, but the caller asked for reject={r}: use the `reject` argument "
-                "instead of writing -1 into the function."),
+                "instead of writing -1 into the function.", fix="Write `reject` where your code writes -1."),
         Mistake("strict-greater", lambda p, t, r: _decide(p, lambda top: top > t, r),
                 "rows {edge} have a top probability exactly equal to the threshold {t} and you rejected them"
                 "{where}. A prediction is kept when its top probability is ≥ the threshold.", fix="Use >=, not >."),
         Mistake("never-rejects", lambda p, t, r: p.argmax(-1),
                 "you never rejected anything{where}: rows {low} have top probabilities {tops}, below the threshold, "
-                "and must be answered with reject={r}."),
+                "and must be answered with reject={r}.",
+                fix="Choose per row with `torch.where`: the argmax where the top probability reaches the "
+                    "threshold, `reject` elsewhere."),
         Mistake("first-over-threshold", lambda p, t, r: torch.where((p >= t).any(-1), (p >= t).long().argmax(-1), r),
                 "you answered with the first class whose probability reaches the threshold{where}; below 0.5 several "
                 "classes of a row can reach it. Answer with the row's argmax, the class of its top probability, "
-                "whenever that top probability is ≥ the threshold."),
+                "whenever that top probability is ≥ the threshold.",
+                fix="`top, prediction = probs.max(dim=-1)`, then compare `top` with the threshold."),
         Mistake("rejects-the-confident", lambda p, t, r: _decide(p, lambda top: top < t, r),
                 "the rejection is the wrong way round{where}: you rejected the confident rows and kept the unsure "
-                "ones. Reject a row when its top probability is below the threshold."),
+                "ones. Reject a row when its top probability is below the threshold.",
+                fix="Swap the two branches of your `torch.where` (or compare with >= instead of <)."),
+        # Found by a simulated student: only "expected 0, you returned -1" before.
+        Mistake("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r),
+                "predict_or_reject compared the threshold {t} with each row's predicted class index{where}, not with "
+                "its top probability: with a threshold in (0, 1], a prediction of class 0 is then always rejected "
+                "and every other class always kept, whatever the model's confidence. The threshold is a probability: "
+                "it applies to the row's top probability.",
+                fix="Compare `probs.max(dim=-1).values >= threshold`, and answer with the argmax where it holds."),
     ],
 )
 
 
 # --- expected_calibration_error(probs, labels, n_bins) → float ---------------------------------------
-def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False):
+def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False)):
     """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
     (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
     probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
-    0, the top one never is) lies in no right-closed bin, or with `zero_binned` in the first, as a clamp puts it."""
+    0, the top one never is) lies in no right-closed bin, or with `zero_binned` in the first, as a clamp puts it.
+    With `batch` (confidence, prediction), every row's confidence is the largest probability of the batch, or its
+    prediction the flat index of that entry, as `probs.max()` and `probs.argmax()` without a dim give."""
     conf, pred = probs.double().max(-1)
     conf = conf if column is None else probs.double()[:, column]
+    conf, pred = conf * 0 + probs.double().max() if batch[0] else conf, pred * 0 + probs.argmax() if batch[1] else pred
     ok = (pred == labels).double()
     k = torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins).clamp(max=n_bins - 1)
     k = k.clamp(min=0) if zero_binned else k
@@ -107,6 +124,13 @@ def _ece_where(probs, labels, n_bins) -> str:
 
 
 SAID = "expected ECE {expected:.6f}, you returned {out:.6f}{where}. "   # every ECE message begins so
+UNWEIGHTED_FIX = "Add (count_bin / N) · gap over the non-empty bins, rather than averaging the gaps."
+CLASS_ONE_FIX = "`probs.max(dim=-1).values` holds the top probability of each row."
+WHOLE_BATCH = (SAID + "That is the ECE with a confidence or a prediction taken over the whole batch: `probs.max()` "
+               "or `probs.argmax()` without a dim gives the largest probability of all rows, or its index in the "
+               "flattened (N, C) tensor, which is not a class. Each row has its own confidence, its top probability, "
+               "and its own prediction, the class of that probability.")
+WHOLE_BATCH_FIX = "`confidence, prediction = probs.max(dim=-1)`: one of each per row."
 CLASS_ONE = (SAID + "That is the ECE with the probability of class 1 as every row's confidence. A prediction's "
              "confidence is the probability of the class it predicts: the top probability of its row.")
 expected_calibration_error = Exercise(
@@ -134,33 +158,52 @@ expected_calibration_error = Exercise(
     mistakes=[
         Mistake("nan-from-empty-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, n)).sum()),
                 SAID + "Some bins are empty here; the accuracy or confidence of an empty bin is a mean of nothing "
-                "(nan). Empty bins add nothing: skip them."),
+                "(nan). Empty bins add nothing: skip them.",
+                fix="Skip a bin whose count is 0 (a `continue` in your loop)."),
         Mistake("left-closed-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, n, "left")).nansum()),
                 SAID + "A confidence exactly on a bin edge ({edges} here) went to the wrong bin: your bins are "
                 "[k/n, (k+1)/n), the wrong closed side. Bin k holds confidences in (k/n, (k+1)/n], so 0.5 belongs "
-                "with the bin that ends at 0.5 and 1.0 with the last bin."),
+                "with the bin that ends at 0.5 and 1.0 with the last bin.",
+                fix="Put a confidence c in bin k when k / n_bins < c ≤ (k + 1) / n_bins: use > on the lower edge "
+                    "and ≤ on the upper."),
         Mistake("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nanmean()),
                 SAID + "That is a plain mean of the per-bin gaps: the bins are not weighted. Each bin's gap "
-                "|accuracy − confidence| counts in proportion to its share of the predictions, count_bin / N."),
+                "|accuracy − confidence| counts in proportion to its share of the predictions, count_bin / N.",
+                fix=UNWEIGHTED_FIX),
         Mistake("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nan_to_num(0).mean()),
                 SAID + "That is a plain mean of the per-bin gaps over all n_bins bins: the bins are not weighted. "
-                "Each bin's gap counts in proportion to its share of the predictions, count_bin / N."),
+                "Each bin's gap counts in proportion to its share of the predictions, count_bin / N.",
+                fix=UNWEIGHTED_FIX),
         Mistake("single-global-gap", lambda p, y, n: _global_gap(p, y),
                 SAID + "That is |mean accuracy − mean confidence| over all predictions: one global gap, which is "
                 "also what per-bin gaps add up to when they keep their signs (no absolute value). Over- and "
                 "under-confident bins cancel in it; take each bin's gap |accuracy − confidence| before weighting it "
-                "by count_bin / N."),
+                "by count_bin / N.",
+                fix="Loop over the bins: for each non-empty one add (count_bin / N) · |accuracy_bin − "
+                    "confidence_bin|."),
         Mistake("confidence-of-class-one",
                 lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=False)).nansum()), CLASS_ONE,
-                fix="`probs.max(dim=-1).values` holds the top probability of each row."),
+                fix=CLASS_ONE_FIX),
         Mistake("confidence-of-class-one",
                 lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=True)).nansum()), CLASS_ONE,
-                fix="`probs.max(dim=-1).values` holds the top probability of each row."),
+                fix=CLASS_ONE_FIX),
         Mistake("counts-not-shares", lambda p, y, n: float(len(y) * torch.mul(*_bins(p, y, n)).nansum()),
                 SAID + "That is N × the ECE: each bin's gap was weighted by its count of predictions. Weight it by "
-                "the bin's share of them, count_bin / N, so that the ECE stays between 0 and 1."),
+                "the bin's share of them, count_bin / N, so that the ECE stays between 0 and 1.",
+                fix="Multiply each gap by count_bin / N, not by count_bin alone."),
         Mistake("fixed-ten-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, 10)).nansum()),
-                SAID + "That is the ECE with 10 bins: use the n_bins argument instead of a fixed number of bins."),
+                SAID + "That is the ECE with 10 bins: use the n_bins argument instead of a fixed number of bins.",
+                fix="Write `n_bins` wherever your code says 10."),
+        # Found by a simulated student: both got only the recipe before.
+        Mistake("rms-of-gaps", lambda p, y, n: float((lambda share, gap: (share * gap ** 2).nansum().sqrt())(
+            *_bins(p, y, n))), SAID + "That is a root mean square of the per-bin gaps, √Σ (count_bin / N) · gap², "
+                "which weighs large gaps more. The ECE is the weighted mean of the absolute gaps themselves, "
+                "Σ (count_bin / N) · |accuracy_bin − confidence_bin|.",
+                fix="Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
+        # (confidence, prediction) over the batch, and N where one confidence, a 0-d mask, counts as one prediction
+        *[Mistake("max-over-whole-batch", lambda p, y, n, c=c, k=k, per=per: float(torch.mul(*_bins(
+            p, y, n, batch=(c, k))).nansum()) / (len(y) if per else 1), WHOLE_BATCH, fix=WHOLE_BATCH_FIX)
+          for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]],
     ],
 )
 
@@ -185,6 +228,8 @@ def _probabilities(out) -> bool:
 
 
 RECIPE = "Select the logits of the label tokens, in the given order, then apply a softmax over those C values."
+SELECT = "Select the C label columns, `[:, label_token_ids]`, before the softmax."
+SOFTMAX = "Apply `.softmax(dim=-1)` to the C selected logits."
 ROWS = ("restrict_to_labels indexed the rows{where}: the label token ids picked examples, on dimension 0 (the B = {B} "
         "examples), but each label token is a column, on the vocabulary axis (dimension 1).")
 
@@ -226,26 +271,37 @@ restrict_to_labels = Exercise(
     mistakes=[
         Mistake("whole-vocabulary-distribution", lambda z, ids: z.softmax(-1),
                 "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "
-                "probability per label, (B, C) = ({B}, {C})."),
+                "probability per label, (B, C) = ({B}, {C}).", fix=SELECT),
         Mistake("whole-vocabulary-distribution", _vocabulary_mask,
                 "restrict_to_labels returned a distribution over the whole vocabulary{where} (zero outside the "
-                "labels). It must return one probability per label, (B, C) = ({B}, {C})."),
+                "labels). It must return one probability per label, (B, C) = ({B}, {C}).", fix=SELECT),
         Mistake("returns-logits", lambda z, ids: z[:, _ids(ids)],
                 "restrict_to_labels returned the label tokens' logits{where}, not probabilities. Apply a softmax "
-                "over the C selected logits."),
+                "over the C selected logits.", fix=SOFTMAX),
+        # Found by a simulated student: both got only the expected rows before.
+        Mistake("one-hot-not-probabilities", lambda z, ids: torch.eye(len(_ids(ids)))[z[:, _ids(ids)].argmax(-1)],
+                "restrict_to_labels returned a one-hot row per example{where}: 1 at the label with the largest logit "
+                "and 0 elsewhere, a decision rather than a distribution. Every label keeps the probability the "
+                "softmax over the C label logits gives it, so a close second shows as close.", fix=SOFTMAX),
+        Mistake("logits-divided-by-sum", lambda z, ids: z[:, _ids(ids)] / z[:, _ids(ids)].sum(-1, keepdim=True),
+                "restrict_to_labels divided the label logits by their sum{where}: each row then sums to 1, but a ratio "
+                "of logits is no distribution: a logit of 0 gets probability 0, a negative one a negative probability, "
+                "and a row whose logits sum to 0 divides by 0. Logits are log-scores: a softmax exponentiates them, "
+                "exp(z_c) / Σ_k exp(z_k), and then normalises.", fix=SOFTMAX),
         Mistake("vocabulary-order", lambda z, ids: z[:, sorted(_ids(ids))].softmax(-1),
                 "the columns are in the wrong order{where}: column c must be the probability of `label_token_ids[c]` "
                 "(here token {first} first), in the order the caller gave. Sorting the ids, or selecting them with "
-                "a boolean mask over the vocabulary, returns them in vocabulary order instead."),
+                "a boolean mask over the vocabulary, returns them in vocabulary order instead.",
+                fix="Index with `label_token_ids` as given: `[:, label_token_ids]`, unsorted and without a mask."),
         Mistake("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].softmax(0),
                 "each column sums to 1, not each row{where}: the softmax ran over dim 0, the batch. Normalise over "
-                "the labels, the last axis (dim=-1)."),
+                "the labels, the last axis (dim=-1).", fix="Use `.softmax(dim=-1)` instead of `.softmax(dim=0)`."),
         Mistake("indexes-rows", lambda z, ids: z[_ids(ids)].softmax(-1), ROWS,
                 fix="Select the columns: `next_token_logits[:, label_token_ids]`."),
         Mistake("sigmoid-not-softmax", lambda z, ids: z[:, _ids(ids)].sigmoid(),
                 "restrict_to_labels applied a sigmoid to each label logit on its own{where}: the rows do not sum to "
                 "1, because the C labels do not share one distribution.",
-                fix="Apply a softmax over the C selected logits, `.softmax(dim=-1)`."),
+                fix=SOFTMAX),
         Mistake("log-probabilities", lambda z, ids: z[:, _ids(ids)].log_softmax(-1),
                 "restrict_to_labels returned log-probabilities{where}: every entry is ≤ 0, and it is their "
                 "exponentials that sum to 1 in each row. The function returns probabilities.",
@@ -253,7 +309,8 @@ restrict_to_labels = Exercise(
         Mistake("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)],
                 "the rows sum to {sums}, not 1{where}. You took the softmax over the whole vocabulary and then "
                 "selected the label columns, so the mass of every other token is missing. Select the C label "
-                "logits first, then apply the softmax over those C values only."),
+                "logits first, then apply the softmax over those C values only.",
+                fix="Move the `.softmax(dim=-1)` after the selection of the label columns."),
     ],
 )
 

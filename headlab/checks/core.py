@@ -111,6 +111,20 @@ def require_module_class(cls: Any, name: str, check: str) -> None:
              "__init__.", "not-a-module")
 
 
+def layer_built_in_forward(differ: bool, name: str, where: str = "") -> None:
+    """Fail if two passes of `name` on one input, with every entry of its state_dict set to zero, `differ`: what it
+    computes is random and comes from no parameter (a dropout on its input or its output gives zeros there), so
+    forward makes a new layer, or new random numbers, on every call. Before dropout_at_eval, which it would
+    otherwise be taken for."""
+    if differ:
+        fail(f"two passes of {name} on the same input gave different outputs{where}, even with every entry of its "
+             "state_dict set to zero: forward builds a new layer (e.g. `nn.Linear(...)` inside forward), or draws new "
+             "random numbers, on every call. Such a layer is no parameter of the module: it ignores the weights "
+             "loaded into the head, starts from new random weights on every call, and the optimiser never trains it.",
+             "layer-built-in-forward",
+             "Create the layer once in __init__ (`self.dense = nn.Linear(...)`) and only call it in forward.")
+
+
 def call(fn: Callable, name: str, *args, **kwargs) -> Any:
     """Call the learner's function; a stub or a crash becomes a message that says so.
 
@@ -138,6 +152,9 @@ def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
     named = operation(err, name)
     if named:
         raise CheckFailed(f"{said}. {named[1]}", named[0], named[2]) from None
+    signature = signature_hint(err, name)
+    if signature:
+        raise CheckFailed(f"{said}. {signature}", "wrong-signature") from None
     hint = exception_hint(err, name)
     raise CheckFailed(said + (f"\n{hint}" if hint else ""), f"raised-{type(err).__name__}") from None
 
@@ -193,6 +210,41 @@ def operation(err: Exception, name: str) -> tuple[str, str, str] | None:
     return None
 
 
+# The parameters of every exercise as the lessons declare them (tests/test_named_crashes.py compares them with
+# solutions/), for a TypeError raised by the call of the learner's function, class or forward itself.
+SIGNATURES = {
+    "padding_mask": "lengths, n", "causal_mask": "n", "mlm_loss": "logits, labels", "tying_savings": "V, d",
+    "mask_tokens": "ids, special_mask, vocab_size, mask_id, p=0.15, generator=None", "MLMHead": "embedding",
+    "MLMHead.forward": "h", "cls_pool": "H", "Pooler": "d", "Pooler.forward": "c", "mean_pool": "H, mask",
+    "max_pool": "H, mask", "SequenceClassifier": "d, num_classes, dropout=0.1", "SequenceClassifier.forward": "pooled",
+    "head_param_count": "d, K", "untrained_loss": "K", "TokenClassifier": "d, num_labels, dropout=0.1",
+    "TokenClassifier.forward": "H", "token_loss": "logits, labels", "bio_to_spans": "tags", "SpanHead": "d",
+    "SpanHead.forward": "H", "best_span": "start_logits, end_logits, allowed, max_len",
+    "span_loss": "start_logits, end_logits, start, end", "last_token_pool": "H, lengths",
+    "last_real_index": "attention_mask", "predict_or_reject": "probs, threshold, reject=-1",
+    "expected_calibration_error": "probs, labels, n_bins=10", "restrict_to_labels": "next_token_logits, label_token_ids",
+    "sentence_embedding": "H, attention_mask", "align_labels": "word_ids, word_labels",
+}
+# Python's words when a call does not fit a function's parameters, with the function's (qualified) name first
+_CALL_MISFITS = re.compile(r"^(?:(\w+)\.)?([\w<>]+)\(\) (?:takes|missing|got an unexpected|got multiple)")
+
+
+def signature_hint(err: Exception, name: str) -> str:
+    """The exercise's parameters, when `err` is Python refusing the call of the learner's `name` itself (their
+    function, the class's __init__, or its forward), not a call inside it; "" otherwise."""
+    misfit = _CALL_MISFITS.match(str(err)) if isinstance(err, TypeError) and name in SIGNATURES else None
+    if misfit is None:
+        return ""
+    (owner, function), params = misfit.groups(), SIGNATURES[name]
+    method = "forward" if "." in name else "__init__" if name[0].isupper() else None
+    # a method of the learner's class, not of a torch layer it calls (Linear.forward); or the learner's function
+    own = function == method and not hasattr(torch.nn, owner or "") if method else function in (name, "<lambda>")
+    said = {"forward": f"The check calls {name} on ({params}) alone, so forward takes (self, {params})",
+            "__init__": f"The check builds {name}({params}), so its __init__ takes (self, {params})"}.get(
+        method, f"The check calls {name}({params}), the exercise's signature")
+    return f"{said}: keep the parameters the exercise gives, in its order." if own else ""
+
+
 # The usual exceptions of a first try, each with what to look at next. A hint may only use names the
 # learner's own code has (the function's name), never the check's variables.
 _HINTS: list[tuple[type, str, str]] = [
@@ -205,8 +257,8 @@ _HINTS: list[tuple[type, str, str]] = [
     (RuntimeError, "infer dtype of NoneType", "A tensor cannot hold None: keep a list with None entries as a "
                    "Python list, or replace the None entries before making a tensor of it."),
     (RuntimeError, "dtype", "Two tensors have different dtypes: convert one with .float() or .long()."),
-    (TypeError, "positional argument", "{name} was called with a different number of arguments than "
-                "it takes: keep the parameters of the exercise's signature."),
+    (TypeError, "positional argument", "A function was called with a different number of arguments than it "
+                "takes: compare the call with the parameters of the function it calls."),
     (TypeError, "not callable", "Something you call is not a function: did a variable take the name of "
                 "a function?"),
     (AttributeError, "before Module.__init__() call", "Call `super().__init__()` first in your class's __init__, "

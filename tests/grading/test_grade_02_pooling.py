@@ -4,6 +4,7 @@ from harness import Alternative, LessonGrading, Wrong
 
 TANH = "torch.tanh(self.dense(c))"
 MAX = 'H.masked_fill(padding, float("-inf")).amax(dim=1)'
+MEAN = "return total / count"
 WRONG = [
     # --- cls_pool ---
     Wrong.edit("cls_pool-last-position", "cls_pool", "H[:, 0]", "H[:, -1]", "last-position"),
@@ -31,15 +32,14 @@ WRONG = [
     # Found by a simulated student: right in eval mode, random in train mode, where lesson 02 measures it.
     Wrong.edit("Pooler-with-dropout", "Pooler", TANH, "torch.tanh(self.dense(F.dropout(c, 0.1, self.training)))",
                "dropout-in-head"),
-    Wrong("max_pool-whole-batch", "max_pool", """
-        def max_pool(H, mask):
-            return H[mask.bool()].amax(dim=0)
-        """, mistake="pools-whole-batch"),
+    # Found by a simulated student (issue 27): a new random layer on every call (once taken for wrong values), and
+    # a second tanh (an nn.Tanh in a Sequential, then torch.tanh in forward).
+    Wrong.edit("Pooler-linear-built-in-forward", "Pooler", TANH, "torch.tanh(nn.Linear(c.shape[-1], c.shape[-1])(c))",
+               "layer-built-in-forward"),
+    Wrong.edit("Pooler-tanh-twice", "Pooler", TANH, f"torch.tanh({TANH})", "tanh-twice"),
+    Wrong.edit("max_pool-whole-batch", "max_pool", MAX, "H[mask.bool()].amax(dim=0)", "pools-whole-batch"),
     # --- mean_pool ---
-    Wrong("mean_pool-over-every-position", "mean_pool", """
-        def mean_pool(H, mask):
-            return H.mean(dim=1)
-        """, mistake="padding-included"),
+    Wrong.edit("mean_pool-over-every-position", "mean_pool", MEAN, "return H.mean(dim=1)", "padding-included"),
     Wrong("mean_pool-divides-by-n", "mean_pool", """
         def mean_pool(H, mask):
             m = mask.float().unsqueeze(-1)
@@ -63,10 +63,7 @@ WRONG = [
             summed = H.masked_fill(~mask[:, :, None], 0.0).sum(dim=1)
             return summed / mask.sum(dim=1, keepdim=True)
         """, mistake="bool-mask-only"),
-    Wrong("mean_pool-sum-not-mean", "mean_pool", """
-        def mean_pool(H, mask):
-            return (H * mask[:, :, None]).sum(dim=1)
-        """, mistake="sum-not-mean"),
+    Wrong.edit("mean_pool-sum-not-mean", "mean_pool", MEAN, "return total", "sum-not-mean"),
     Wrong("mean_pool-zeroes-padding-in-place", "mean_pool", """
         def mean_pool(H, mask):
             H[~mask.bool()] = 0.0
@@ -83,19 +80,11 @@ WRONG = [
         """, mistake="integer-mask-as-index"),
     Wrong.edit("mean_pool-divides-by-batch-count", "mean_pool", "count = weights.sum(dim=1)", "count = weights.sum()",
                "divides-by-batch-count"),
-    Wrong("mean_pool-pools-whole-batch", "mean_pool", """
-        def mean_pool(H, mask):
-            return H[mask.bool()].mean(dim=0)
-        """, mistake="pools-whole-batch"),
+    Wrong.edit("mean_pool-pools-whole-batch", "mean_pool", MEAN, "return H[mask.bool()].mean(dim=0)",
+               "pools-whole-batch"),
     # --- max_pool ---
-    Wrong("max_pool-zero-filled-padding", "max_pool", """
-        def max_pool(H, mask):
-            return (H * mask[:, :, None]).amax(dim=1)
-        """, mistake="zero-fill"),
-    Wrong("max_pool-padding-included", "max_pool", """
-        def max_pool(H, mask):
-            return H.amax(dim=1)
-        """, mistake="padding-included"),
+    Wrong.edit("max_pool-zero-filled-padding", "max_pool", MAX, "(H * mask[:, :, None]).amax(dim=1)", "zero-fill"),
+    Wrong.edit("max_pool-padding-included", "max_pool", MAX, "H.amax(dim=1)", "padding-included"),
     Wrong("max_pool-mask-on-feature-axis", "max_pool", """
         def max_pool(H, mask):
             return H.masked_fill(~mask.bool()[:, None, :], float("-inf")).amax(dim=1)
@@ -103,7 +92,7 @@ WRONG = [
     Wrong.edit("max_pool-returns-values-and-indices", "max_pool", ".amax(dim=1)", ".max(dim=1)", "values-and-indices"),
     Wrong.edit("max_pool-max-over-features", "max_pool", ".amax(dim=1)", ".amax(dim=-1)", "over-features"),
     Wrong.edit("max_pool-inverted-mask", "max_pool", "~mask.bool()", "mask.bool()", "inverted-mask"),
-    Wrong.edit("mean_pool-squeeze-without-axis", "mean_pool", "return total / count", "return (total / count).squeeze()",
+    Wrong.edit("mean_pool-squeeze-without-axis", "mean_pool", MEAN, "return (total / count).squeeze()",
                "squeeze-drops-batch-axis"),
     # pooled by lengths: right only while every mask is right-padded
     Wrong("mean_pool-slices-the-first-lengths", "mean_pool", """
@@ -119,7 +108,7 @@ WRONG = [
     Wrong.edit("max_pool-keepdim-then-squeeze", "max_pool", ".amax(dim=1)", ".amax(dim=1, keepdim=True).squeeze()",
                "squeeze-drops-batch-axis"),
     # A rounding that names its operation (issue 27.4)
-    Wrong.edit("mean_pool-floor-division", "mean_pool", "return total / count", "return total // count",
+    Wrong.edit("mean_pool-floor-division", "mean_pool", MEAN, "return total // count",
                "floor-division"),
 ]
 

@@ -1,6 +1,12 @@
 """Lesson 05: wrong implementations students write (each named by its key in headlab/checks/ch05.py),
 and correct alternatives."""
+import pytest
+import torch
 from harness import Alternative, LessonGrading, Wrong
+from heads_lessons import lesson as lesson_named
+
+from headlab.checks import ch05
+from headlab.checks.core import CheckFailed
 
 TWO_LINEAR_LAYERS = """
     class SpanHead(nn.Module):
@@ -13,18 +19,35 @@ TWO_LINEAR_LAYERS = """
             return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
     """
 
+LOGITS = "logits = self.qa_outputs(H)"   # the solution's one line that computes the logits
+# The solution's alternative written with loops; with * for +, the logits multiplied.
+LOGIT_SUM_LOOPS = """
+    def best_span(start_logits, end_logits, allowed, max_len):
+        allowed = allowed.bool()
+        B, n = start_logits.shape
+        out = torch.zeros(B, 2, dtype=torch.long)
+        for b in range(B):
+            best = None
+            for i in range(n):
+                for j in range(i, min(i + max_len, n)):
+                    if allowed[b, i] and allowed[b, j]:
+                        score = float(start_logits[b, i] + end_logits[b, j])
+                        if best is None or score > best:
+                            best = score
+                            out[b, 0], out[b, 1] = i, j
+        return out
+    """
+
+
+def on_logits(name: str, logits: str, mistake: str) -> Wrong:
+    """The solution with its logits computed by `logits` instead."""
+    return Wrong.edit(name, "SpanHead", LOGITS, f"logits = {logits}", mistake)
+
+
 WRONG = [
     # --- SpanHead ----------------------------------------------------------------------------------
-    Wrong("SpanHead-one-shared-vector", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.score = nn.Linear(d, 1)          # one scorer for both ends
-
-            def forward(self, H):
-                logits = self.score(H).squeeze(-1)
-                return logits, logits
-        """, mistake="same-scorer"),
+    Wrong("SpanHead-one-shared-vector", "SpanHead", TWO_LINEAR_LAYERS.replace("self.end(H)", "self.start(H)"),
+          mistake="same-scorer"),
     Wrong.edit("SpanHead-returns-probabilities", "SpanHead", "return start_logits, end_logits",
                "return start_logits.softmax(-1), end_logits.softmax(-1)", "softmax-inside-head"),
     Wrong("SpanHead-keeps-last-axis", "SpanHead", TWO_LINEAR_LAYERS.replace(".squeeze(-1)", ""),
@@ -33,20 +56,13 @@ WRONG = [
           mistake="squeeze-drops-batch-axis"),
     Wrong.edit("SpanHead-one-tensor-not-a-pair", "SpanHead", "return start_logits, end_logits", "return logits",
                "one-tensor"),
-    Wrong("SpanHead-extra-hidden-layer", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.mlp = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, 2))
-
-            def forward(self, H):
-                start, end = self.mlp(H).unbind(-1)
-                return start, end
-        """, mistake="not-linear"),
-    Wrong.edit("SpanHead-tanh-on-the-logits", "SpanHead", "logits = self.qa_outputs(H)",
-               "logits = torch.tanh(self.qa_outputs(H))", "not-linear"),
-    Wrong.edit("SpanHead-detached-logits", "SpanHead", "logits = self.qa_outputs(H)",
-               "logits = self.qa_outputs(H).detach()", "not-connected"),
+    Wrong.edit("SpanHead-extra-hidden-layer", "SpanHead", "self.qa_outputs = nn.Linear(d, 2)",
+               "self.qa_outputs = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, 2))", "not-linear"),
+    on_logits("SpanHead-tanh-on-the-logits", "torch.tanh(self.qa_outputs(H))", "not-linear"),
+    on_logits("SpanHead-detached-logits", "self.qa_outputs(H).detach()", "not-connected"),
+    # Found by a simulated student (issue 27): a sigmoid was "not linear", a layer made in forward "dropout at eval".
+    on_logits("SpanHead-sigmoid-on-the-logits", "torch.sigmoid(self.qa_outputs(H))", "sigmoid-output"),
+    on_logits("SpanHead-linear-built-in-forward", "nn.Linear(H.shape[-1], 2)(H)", "layer-built-in-forward"),
     Wrong("SpanHead-plain-tensors-not-parameters", "SpanHead", """
         class SpanHead(nn.Module):
             def __init__(self, d):
@@ -70,36 +86,17 @@ WRONG = [
                 start, end = (H @ (self.w + self.init).T + self.b).unbind(-1)
                 return start, end
         """, mistake="fixed-tensor"),
-    Wrong.edit("SpanHead-dropout-on-at-eval", "SpanHead", "logits = self.qa_outputs(H)",
-               "logits = self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
+    on_logits("SpanHead-dropout-on-at-eval", "self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
     Wrong.edit("SpanHead-splits-the-batch-axis", "SpanHead", "start_logits, end_logits = logits.unbind(dim=-1)",
                "start_logits, end_logits = logits[0], logits[1]", "splits-batch-axis"),
-    Wrong.edit("SpanHead-with-dropout", "SpanHead", "logits = self.qa_outputs(H)",
-               "logits = self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),
-    Wrong.edit("SpanHead-detaches-its-input", "SpanHead", "logits = self.qa_outputs(H)",
-               "logits = self.qa_outputs(H.detach())", "input-detached"),
+    on_logits("SpanHead-with-dropout", "self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),
+    on_logits("SpanHead-detaches-its-input", "self.qa_outputs(H.detach())", "input-detached"),
     # Two scorers, the end one on a detached H: right logits, but the encoder learns from the starts alone.
-    Wrong("SpanHead-end-scorer-on-a-detached-H", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.start, self.end = nn.Linear(d, 1), nn.Linear(d, 1)
-
-            def forward(self, H):
-                return self.start(H).squeeze(-1), self.end(H.detach()).squeeze(-1)
-        """, mistake="wrong-input-gradient"),
-    Wrong("SpanHead-input-copied-under-no-grad", "SpanHead", """
-        class SpanHead(nn.Module):
-            def __init__(self, d):
-                super().__init__()
-                self.qa_outputs = nn.Linear(d, 2)
-
-            def forward(self, H):
-                with torch.no_grad():                 # "the encoder's output is only read"
-                    H = H.clone()
-                start, end = self.qa_outputs(H).unbind(-1)
-                return start, end
-        """, mistake="input-detached"),
+    Wrong("SpanHead-end-scorer-on-a-detached-H", "SpanHead",
+          TWO_LINEAR_LAYERS.replace("self.end(H)", "self.end(H.detach())"), mistake="wrong-input-gradient"),
+    # "the encoder's output is only read": H copied under no_grad
+    Wrong.edit("SpanHead-input-copied-under-no-grad", "SpanHead", LOGITS,
+               f"with torch.no_grad():\n            H = H.clone()\n        {LOGITS}", "input-detached"),
     Wrong("SpanHead-bias-through-data", "SpanHead", """
         class SpanHead(nn.Module):
             def __init__(self, d):
@@ -149,6 +146,14 @@ WRONG = [
                "torch.stack([flat % n, flat // n], dim=-1)", "start-end-swapped"),
     Wrong.edit("best_span-probabilities-added", "best_span", "scores = log_p_start[:, :, None] + log_p_end[:, None, :]",
                "scores = log_p_start.exp()[:, :, None] + log_p_end.exp()[:, None, :]", "probabilities-added"),
+    # Found by a simulated student (issue 27): the raw logits multiplied, in a loop or after masking with −inf
+    Wrong("best_span-logits-multiplied-in-loops", "best_span",
+          LOGIT_SUM_LOOPS.replace("start_logits[b, i] + end_logits[b, j]", "start_logits[b, i] * end_logits[b, j]"),
+          mistake="logits-multiplied"),
+    Wrong.edit("best_span-masked-logits-multiplied", "best_span",
+               "scores = log_p_start[:, :, None] + log_p_end[:, None, :]",
+               "scores = start_logits.masked_fill(~allowed, float('-inf'))[:, :, None] * "
+               "end_logits.masked_fill(~allowed, float('-inf'))[:, None, :]", "logits-multiplied"),
     Wrong("best_span-greedy-start-first", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             allowed = allowed.bool()
@@ -272,6 +277,15 @@ WRONG = [
         def span_loss(start_logits, end_logits, start, end):
             return (F.nll_loss(start_logits, start) + F.nll_loss(end_logits, end)) / 2
         """, mistake="nll-on-raw-logits"),
+    # Found by a simulated student (issue 27): a regression loss, and smoothed targets
+    Wrong("span_loss-mse-on-one-hot", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            n = start_logits.shape[-1]
+            return (F.mse_loss(start_logits, F.one_hot(start, n).float())
+                    + F.mse_loss(end_logits, F.one_hot(end, n).float())) / 2
+        """, mistake="mse-not-cross-entropy"),
+    Wrong.edit("span_loss-label-smoothing", "span_loss", "start) + F.cross_entropy(end_logits, end)",
+               "start, label_smoothing=0.1) + F.cross_entropy(end_logits, end, label_smoothing=0.1)", "label-smoothing"),
     # Equal to start-only's or end-only's value on each case: named only because the cases together refute both.
     Wrong("span_loss-larger-of-the-two", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
@@ -314,22 +328,7 @@ ALTERNATIVES = [
                 start, end = (H @ W.T + b).unbind(-1)
                 return start, end
         """),
-    Alternative("best_span-plain-logit-sum-loops", "best_span", """
-        def best_span(start_logits, end_logits, allowed, max_len):
-            allowed = allowed.bool()
-            B, n = start_logits.shape
-            out = torch.zeros(B, 2, dtype=torch.long)
-            for b in range(B):
-                best = None
-                for i in range(n):
-                    for j in range(i, min(i + max_len, n)):
-                        if allowed[b, i] and allowed[b, j]:
-                            score = float(start_logits[b, i] + end_logits[b, j])
-                            if best is None or score > best:
-                                best = score
-                                out[b, 0], out[b, 1] = i, j
-            return out
-        """),
+    Alternative("best_span-plain-logit-sum-loops", "best_span", LOGIT_SUM_LOOPS),
     Alternative("best_span-product-of-probabilities", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             allowed = allowed.bool()
@@ -358,3 +357,16 @@ ALTERNATIVES = [
 
 class TestGrading(LessonGrading):
     lesson, wrong, alternatives = "05_span_head", WRONG, ALTERNATIVES
+
+
+def test_the_hidden_cases_alone_name_the_probabilities_added():
+    """best_span's hidden test names the probabilities added even where the visible check would not have run first
+    (issue 27.10): its random cases did not tell a sum of the two probabilities from their product."""
+    lesson = lesson_named("05_span_head")
+    cell = next(c for c in lesson.read().cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_best_span")
+    hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+    namespace = {"torch": torch, "check": ch05}
+    exec(next(w for w in WRONG if w.name == "best_span-probabilities-added").answer(lesson.answers()), namespace)
+    with pytest.raises(CheckFailed) as caught:
+        exec(hidden, namespace)
+    assert caught.value.mistake == "probabilities-added", str(caught.value)

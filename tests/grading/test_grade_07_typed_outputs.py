@@ -2,6 +2,9 @@
 and correct alternatives."""
 from harness import Alternative, LessonGrading, Wrong
 
+SOFTMAX = "return chosen.softmax(dim=-1)"               # restrict_to_labels's last line
+TOP = "confidence, prediction = probs.max(dim=-1)"     # expected_calibration_error's first line
+
 WRONG = [
     # --- predict_or_reject ------------------------------------------------------------------------
     Wrong.edit("predict_or_reject-strict-greater", "predict_or_reject", "top >= threshold", "top > threshold",
@@ -34,6 +37,19 @@ WRONG = [
         """, mistake="first-over-threshold"),
     Wrong.edit("predict_or_reject-argmax-over-batch", "predict_or_reject", "probs.max(dim=-1)", "probs.max(dim=0)",
                "argmax-over-batch"),
+    # Found by a simulated student (issue 27): each got only the expected value before.
+    Wrong.edit("predict_or_reject-threshold-on-class-index", "predict_or_reject", "top >=", "prediction >=",
+               "threshold-on-class-index"),
+    Wrong.edit("ece-rms-of-gaps", "expected_calibration_error", "* gap\n    return float(ece)",
+               "* gap ** 2\n    return float(ece) ** 0.5", "rms-of-gaps"),
+    Wrong.edit("ece-max-over-whole-batch", "expected_calibration_error", TOP, "confidence, prediction = probs.max(), "
+               "probs.argmax()", "max-over-whole-batch"),
+    Wrong.edit("ece-argmax-over-whole-batch", "expected_calibration_error", TOP, "confidence = probs.max(dim=-1).values"
+               "\n    prediction = probs.argmax()", "max-over-whole-batch"),
+    Wrong.edit("restrict-one-hot", "restrict_to_labels", SOFTMAX,
+               "return F.one_hot(chosen.argmax(dim=-1), chosen.shape[-1]).float()", "one-hot-not-probabilities"),
+    Wrong.edit("restrict-logits-divided-by-sum", "restrict_to_labels", SOFTMAX, "return chosen / chosen.sum(-1, True)",
+               "logits-divided-by-sum"),
     Wrong("predict_or_reject-returns-top-probability", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             top = probs.max(dim=-1).values
@@ -87,7 +103,7 @@ WRONG = [
         def restrict_to_labels(next_token_logits, label_token_ids):
             return next_token_logits.softmax(dim=-1)[:, label_token_ids]
         """, mistake="softmax-before-selecting"),
-    Wrong.edit("restrict-returns-logits", "restrict_to_labels", "return chosen.softmax(dim=-1)", "return chosen",
+    Wrong.edit("restrict-returns-logits", "restrict_to_labels", SOFTMAX, "return chosen",
                "returns-logits"),
     Wrong("restrict-sorted-label-ids", "restrict_to_labels", """
         def restrict_to_labels(next_token_logits, label_token_ids):
@@ -114,10 +130,9 @@ WRONG = [
         def restrict_to_labels(next_token_logits, label_token_ids):
             return next_token_logits[:, label_token_ids].log_softmax(dim=-1)    # log-probabilities
         """, mistake="log-probabilities"),
-    Wrong.edit("restrict-sigmoid-per-label", "restrict_to_labels", "return chosen.softmax(dim=-1)",
-               "return chosen.sigmoid()", "sigmoid-not-softmax"),
-    Wrong.edit("ece-confidence-of-class-one", "expected_calibration_error",
-               "confidence, prediction = probs.max(dim=-1)",
+    Wrong.edit("restrict-sigmoid-per-label", "restrict_to_labels", SOFTMAX, "return chosen.sigmoid()",
+               "sigmoid-not-softmax"),
+    Wrong.edit("ece-confidence-of-class-one", "expected_calibration_error", TOP,
                "prediction = probs.argmax(dim=-1)\n    confidence = probs[:, 1]", "confidence-of-class-one"),
     Wrong("ece-max-without-values", "expected_calibration_error", """
         def expected_calibration_error(probs, labels, n_bins=10):

@@ -248,7 +248,7 @@ def test_best_span_tells_a_band_without_order_from_two_argmaxes():
 def test_nll_loss_on_raw_logits_is_named():
     with pytest.raises(CheckFailed) as caught:
         ch05.span_loss(lambda s, e, start, end: (F.nll_loss(s, start) + F.nll_loss(e, end)) / 2)
-    assert caught.value.mistake == "nll-on-raw-logits" and "log-probabilities" in str(caught.value)
+    assert caught.value.mistake == "nll-on-logits" and "log-probabilities" in str(caught.value)
     assert "cross_entropy" in caught.value.fix and "cross_entropy" not in str(caught.value)
 
 

@@ -9,7 +9,7 @@ import torch.nn as nn
 
 from ..kernel import drive_head
 from . import heads
-from .core import CheckFailed, drive, fail, layer_built_in_forward, passed, require_module_class
+from .core import CheckFailed, drive, fail, passed, require_module_class
 from .engine import Exercise, Mistake, clashing_sizes, inputs_as, judge_gradients, show
 
 T, F = True, False
@@ -50,10 +50,10 @@ cls_pool = Exercise(
                   f"{i}{{where}}; [CLS] sits at position 0 (counting starts at 0).",
                   fix="Index position 0, not 1 or 2.")
       for i in (1, 2)],
-        Mistake("mean-of-positions", lambda H: H.mean(1), "cls_pool averaged over the positions{where}: that is mean "
+        Mistake("mean-pooling", lambda H: H.mean(1), "cls_pool averaged over the positions{where}: that is mean "
                 "pooling (and it counts padding too). [CLS] pooling takes the vector at position 0 only.",
                 fix="Index position 0 of the position axis instead of taking a mean over it."),
-        Mistake("max-of-positions", lambda H: H.amax(1), "cls_pool took a maximum over the positions{where}; [CLS] "
+        Mistake("max-pooling", lambda H: H.amax(1), "cls_pool took a maximum over the positions{where}; [CLS] "
                 "pooling takes position 0 only.",
                 fix="Index position 0 of the position axis instead of a max over it."),
     ])
@@ -132,8 +132,8 @@ def _judge_pooler(cls, case) -> bool:
     # Random with every weight at zero, which a dropout on c or on the output is not: a layer made in forward
     zeroed = heads.built(drive(drive_head, cls, {**asked, "fill": "zeros", "passes": 2, "step": False}), "Pooler",
                          asked, "c")["outs"][0]
-    layer_built_in_forward(all(isinstance(o, torch.Tensor) for o in zeroed) and not torch.equal(*zeroed), "Pooler",
-                           f" for Pooler({d}) on c of shape {tuple(c.shape)}")
+    heads.layer_built_in_forward(all(isinstance(o, torch.Tensor) for o in zeroed) and not torch.equal(*zeroed),
+                                 "Pooler", f" for Pooler({d}) on c of shape {tuple(c.shape)}")
     _pooler.judge(ran["outs"][0][0], expected, (d, W, b, c))
     trained = heads.built(drive(drive_head, cls, {**asked, "train": True, "step": False}), "Pooler", asked, "c")
     heads.no_train_only_layer(not torch.allclose(trained["outs"][0][0], ran["outs"][0][0], atol=1e-6), "Pooler",

@@ -75,8 +75,8 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         ran = heads.run(cls, "SequenceClassifier", "pooled", (d, K), run_seed, [x], [W, b], {"dropout": 0.5},
                         passes=2, step=True)
         out, again = ran["outs"][0]
-        heads.dropout_at_eval(isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor)
-                              and not torch.equal(out, again), "SequenceClassifier", _eval.where(x, W, b))
+        differ = isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again)
+        heads.random_at_eval(differ, cls, ran, "SequenceClassifier", "pooled", _eval.where(x, W, b))
         _eval.judge(out, _logits(x, W, b), (x, W, b))
         judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, _logits, run_seed, [W, b])
     for d, K, p in TRAIN_CASES:

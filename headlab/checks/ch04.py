@@ -31,7 +31,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
                         step=True, crashes=_crashes(H))
         right = H @ W.T + b
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
-        heads.dropout_at_eval(same(out, right, math.inf) and not same(again, out, 0), "TokenClassifier", where)
+        heads.random_at_eval(same(out, right, math.inf) and not same(again, out, 0), cls, ran, "TokenClassifier", "H",
+                             where)
         moved = [i for i, (o, _) in enumerate(ran["outs"][1:]) if not same(o, out[:, i:i + 1], 1e-6)] \
             if isinstance(out, torch.Tensor) and out.shape == right.shape else []
         if moved:

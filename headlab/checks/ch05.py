@@ -10,7 +10,7 @@ import torch
 from ..codec import GraderError
 from ..kernel import drive_head
 from . import heads
-from .core import (CheckFailed, a_type, call_raw, drive, fail, layer_built_in_forward, passed, require_function,
+from .core import (CheckFailed, a_type, call_raw, drive, fail, passed, require_function,
                    require_module_class)
 from .engine import Exercise, Mistake, Unclear, backward_through, judge_gradients, same, show, twist
 
@@ -403,7 +403,7 @@ span_loss = Exercise(
             fix="Replace the maximum of the two losses with their sum divided by 2."),
         Mistake("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en), _loss(
             "you added the start and end losses without halving the sum."), fix="Divide the sum by 2."),
-        Mistake("nll-on-raw-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2, _loss(
+        Mistake("nll-on-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2, _loss(
             "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a cross-entropy "
             "needs log-probabilities, so the log-softmax over the positions is missing."),
             fix="Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
@@ -416,7 +416,7 @@ span_loss = Exercise(
         Mistake("summed-over-batch", lambda s, e, st, en: (_ce(s, st, "sum") + _ce(e, en, "sum")) / 2, _loss(
             "that is {B} × the expected value: you summed over the {B} examples; average them."),
             fix="Drop `reduction=\"sum\"` (the default is the mean), or divide by the batch size."),
-        Mistake("softmax-over-batch-axis", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2, _loss(
+        Mistake("softmax-over-batch", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2, _loss(
             "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's softmax runs over "
             "its own positions."),
             fix="`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
@@ -514,7 +514,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     zeroed = _drive(cls, H, d, seed, fill="zeros", passes=2)
     (start, end), again = own["outs"][0]
     # Random with every weight at zero, which a dropout on H or on the logits is not: a layer made in forward
-    layer_built_in_forward(not _close(*zeroed["outs"][0]), "SpanHead", f" for H of shape {tuple(H.shape)}")
+    heads.layer_built_in_forward(not _close(*zeroed["outs"][0]), "SpanHead", f" for H of shape {tuple(H.shape)}")
     # First: with dropout left on, every later pass (the grader's weights, the probes) is random too, and
     # would be called not linear.
     heads.dropout_at_eval(not _close(again, (start, end)), "SpanHead", f" for H of shape {tuple(H.shape)}")

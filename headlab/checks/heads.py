@@ -57,7 +57,34 @@ def built(facts: dict, name: str, spec: dict, given: str, crashes: Sequence[tupl
 def run(cls, name: str, given: str, *args, crashes: Sequence[tuple[str, str, str]] = (), **kwargs) -> dict:
     """The facts of `drive_head` on the learner's `cls` as `spec(*args, **kwargs)` asks, judged by `built`."""
     asked = spec(*args, **kwargs)
-    return built(drive(drive_head, cls, asked), name, asked, given, crashes)
+    return {**built(drive(drive_head, cls, asked), name, asked, given, crashes), "asked": asked}
+
+
+def layer_built_in_forward(differ: bool, name: str, where: str = "") -> None:
+    """Fail if two passes of `name` on one input, with every entry of its state_dict set to zero, `differ`: what it
+    computes is random and comes from no parameter (a dropout on its input or its output gives zeros there), so
+    forward makes a new layer, or new random numbers, on every call. Before dropout_at_eval, which it would
+    otherwise be taken for."""
+    if differ:
+        fail(f"two passes of {name} on the same input gave different outputs{where}, even with every entry of its "
+             "state_dict set to zero: forward builds a new layer (e.g. `nn.Linear(...)` inside forward), or draws new "
+             "random numbers, on every call. Such a layer is no parameter of the module: it ignores the weights "
+             "loaded into the head, starts from new random weights on every call, and the optimiser never trains it.",
+             "layer-built-in-forward",
+             "Create the layer once in __init__ (`self.dense = nn.Linear(...)`) and only call it in forward.")
+
+
+def random_at_eval(differ: bool, cls, facts: dict, name: str, given: str, where: str = "") -> None:
+    """Fail if two eval-mode passes on one input `differ`, with the cause: one more drive of the same spec with every
+    weight at zero tells a layer built in forward (still random) from dropout left on (zeros in, zeros out). The
+    drive is made whatever the passes gave: the grader replays the calls the solution made, so a check's calls
+    may not depend on the learner's outputs."""
+    asked = facts["asked"]
+    zeroed = run(cls, name, given, **{**asked, "inputs": asked["inputs"][:1], "fill": "zeros", "passes": 2,
+                                      "step": False})["outs"][0]
+    layer_built_in_forward(all(isinstance(o, torch.Tensor) for o in zeroed) and zeroed[0].shape == zeroed[1].shape
+                           and not torch.equal(*zeroed), name, where)
+    dropout_at_eval(differ, name, where)
 
 
 def dropout_at_eval(differ: bool, name: str, where: str = "") -> None:
@@ -98,4 +125,4 @@ def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, s
             raise
 
 
-__all__ = ["spec", "built", "run", "dropout_at_eval", "no_train_only_layer"]
+__all__ = ["spec", "built", "run", "layer_built_in_forward", "random_at_eval", "dropout_at_eval", "no_train_only_layer"]

@@ -8,7 +8,7 @@ MEAN = "return total / count"
 WRONG = [
     # --- cls_pool ---
     Wrong.edit("cls_pool-last-position", "cls_pool", "H[:, 0]", "H[:, -1]", "last-position"),
-    Wrong.edit("cls_pool-mean-of-positions", "cls_pool", "H[:, 0]", "H.mean(dim=1)", "mean-of-positions"),
+    Wrong.edit("cls_pool-mean-pooling", "cls_pool", "H[:, 0]", "H.mean(dim=1)", "mean-pooling"),
     Wrong.edit("cls_pool-first-sequence-not-first-position", "cls_pool", "H[:, 0]", "H[0]", "first-sequence"),
     Wrong.edit("cls_pool-keeps-position-axis", "cls_pool", "H[:, 0]", "H[:, :1]", "keeps-position-axis"),
     Wrong.edit("cls_pool-position-one", "cls_pool", "H[:, 0]", "H[:, 1]", "later-position"),

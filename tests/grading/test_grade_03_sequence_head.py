@@ -30,6 +30,9 @@ WRONG = [
     Wrong.edit("SequenceClassifier-no-dropout-for-regression", HEAD, LOGITS,
                "logits = self.linear(pooled if self.num_classes == 1 else self.dropout(pooled))",
                "no-dropout-in-training"),
+    # A layer made in forward is random on every pass, as dropout left on is: named by a pass with zero weights.
+    Wrong.edit("SequenceClassifier-linear-built-in-forward", HEAD, LOGITS,
+               "logits = nn.Linear(pooled.shape[-1], self.num_classes)(self.dropout(pooled))", "layer-built-in-forward"),
     Wrong.edit("SequenceClassifier-detached-logits", HEAD, LOGITS, "logits = self.linear(self.dropout(pooled)).detach()",
                "parameters-without-gradient"),
     # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so

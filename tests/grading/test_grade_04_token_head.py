@@ -26,6 +26,8 @@ WRONG = [
             def forward(self, H):
                 return self.classifier(F.dropout(H, p=self.p, training=True))
         """, mistake="dropout-at-eval"),
+    Wrong.edit("TokenClassifier-linear-built-in-forward", "TokenClassifier", HEAD,
+               "nn.Linear(H.shape[-1], self.classifier.out_features)(self.dropout(H))", "layer-built-in-forward"),
     Wrong.edit("TokenClassifier-dropout-after-linear", "TokenClassifier", HEAD, "self.dropout(self.classifier(H))",
                "dropout-after-linear"),
     Wrong.edit("TokenClassifier-dropout-argument-ignored", "TokenClassifier", "nn.Dropout(dropout)", "nn.Dropout(0.1)",

@@ -247,13 +247,13 @@ WRONG = [
         """, mistake="one-loss-per-example"),
     Wrong.edit("span_loss-detached", "span_loss", "F.cross_entropy(end_logits, end)) / 2",
                "F.cross_entropy(end_logits, end)).detach() / 2", "no-gradient"),
-    Wrong("span_loss-softmax-over-batch-axis", "span_loss", """
+    Wrong("span_loss-softmax-over-batch", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             rows = torch.arange(start_logits.shape[0])
             ce_start = -start_logits.log_softmax(dim=0)[rows, start].mean()
             ce_end = -end_logits.log_softmax(dim=0)[rows, end].mean()
             return (ce_start + ce_end) / 2
-        """, mistake="softmax-over-batch-axis"),
+        """, mistake="softmax-over-batch"),
     Wrong("span_loss-softmax-first", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             p_start, p_end = start_logits.softmax(-1), end_logits.softmax(-1)
@@ -276,7 +276,7 @@ WRONG = [
     Wrong("span_loss-nll-loss-on-raw-logits", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return (F.nll_loss(start_logits, start) + F.nll_loss(end_logits, end)) / 2
-        """, mistake="nll-on-raw-logits"),
+        """, mistake="nll-on-logits"),
     # Found by a simulated student (issue 27): a regression loss, and smoothed targets
     Wrong("span_loss-mse-on-one-hot", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):

@@ -312,9 +312,12 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
     cases = HEAD_CASES if cases is None else cases
     for V, d, seed in cases:
         E, W, v, b, h, E2 = _head_inputs(V, d, seed)
-        ran = heads.run(cls, "MLMHead", "h", (), seed, [h, h[0]], [W, v, b], step=True, embedding=[E, E2],
+        ran = heads.run(cls, "MLMHead", "h", (), seed, [h, h[0]], [W, v, b], passes=2, step=True, embedding=[E, E2],
                         crashes=_crashes(V, d))
-        (out,), (flat,) = ran["outs"]
+        (out, again), (flat, _) = ran["outs"]
+        # The head holds no dropout: two passes that differ come from a layer (or random numbers) made in forward
+        heads.layer_built_in_forward(not _close(again, out), "MLMHead", _head_where(h, W, v, E, b),
+                                     " (the head holds no dropout)")
 
         def right(x, W_, c, gain, shift, E_, b_):   # the right head, a weight and bias of its own per layer
             return F.layer_norm(F.gelu(F.linear(x, W_, c)), (d,), gain, shift) @ E_.T + b_

@@ -60,15 +60,15 @@ def run(cls, name: str, given: str, *args, crashes: Sequence[tuple[str, str, str
     return {**built(drive(drive_head, cls, asked), name, asked, given, crashes), "asked": asked}
 
 
-def layer_built_in_forward(differ: bool, name: str, where: str = "") -> None:
-    """Fail if two passes of `name` on one input, with every entry of its state_dict set to zero, `differ`: what it
-    computes is random and comes from no parameter (a dropout on its input or its output gives zeros there), so
-    forward makes a new layer, or new random numbers, on every call. Before dropout_at_eval, which it would
-    otherwise be taken for."""
+def layer_built_in_forward(differ: bool, name: str, where: str = "",
+                           zeroed: str = ", even with every entry of its state_dict set to zero") -> None:
+    """Fail if two passes of `name` on one input `differ` where nothing random may act: with every entry of its
+    state_dict set to zero (a dropout on its input or its output gives zeros there; `zeroed` says so), or in a head
+    that holds no dropout. Then forward makes a new layer, or new random numbers, on every call. Before
+    dropout_at_eval, which it would otherwise be taken for."""
     if differ:
-        fail(f"two passes of {name} on the same input gave different outputs{where}, even with every entry of its "
-             "state_dict set to zero: forward builds a new layer (e.g. `nn.Linear(...)` inside forward), or draws new "
-             "random numbers, on every call. Such a layer is no parameter of the module: it ignores the weights "
+        fail(f"two passes of {name} on the same input gave different outputs{where}{zeroed}: forward builds a new "
+             "layer (e.g. `nn.Linear(...)` inside forward), or draws new random numbers, on every call. Such a layer is no parameter of the module: it ignores the weights "
              "loaded into the head, starts from new random weights on every call, and the optimiser never trains it.",
              "layer-built-in-forward",
              "Create the layer once in __init__ (`self.dense = nn.Linear(...)`) and only call it in forward.")

@@ -122,6 +122,8 @@ WRONG = [
             def forward(self, h):
                 return self.decoder(self.norm(self.act(self.dense(h))))
         """, mistake="cloned-projection"),
+    Wrong.edit("MLMHead-dense-built-in-forward", "MLMHead", TRANSFORM,
+               "t = self.norm(self.act(nn.Linear(h.shape[-1], h.shape[-1])(h)))", "layer-built-in-forward"),
     Wrong.edit("MLMHead-layernorm-before-gelu", "MLMHead", "self.norm(self.act(self.dense(h)))",
                "self.act(self.norm(self.dense(h)))", "layernorm-before-gelu"),
     Wrong.edit("MLMHead-no-output-bias", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))", "self.bias = None",

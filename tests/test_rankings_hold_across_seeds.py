@@ -125,7 +125,10 @@ def lesson02(k: int) -> dict:
              "max": lambda b: encoder(b).masked_fill(~b.attention_mask[..., None], float("-inf")).amax(1),
              "mean": lambda b: mean_pooled(encoder(b), b.attention_mask),
              "input embeddings": lambda b: mean_pooled(encoder.tok_emb(b.ids), b.attention_mask),
-             "random word vectors": lambda b: mean_pooled(untrained.tok_emb(b.ids), b.attention_mask)}
+             "random word vectors": lambda b: mean_pooled(untrained.tok_emb(b.ids), b.attention_mask),
+             "[SEP]": lambda b: encoder(b)[torch.arange(len(b.ids)), b.lengths - 1],
+             "untrained [CLS]": lambda b: untrained(b)[:, 0],
+             "untrained mean": lambda b: mean_pooled(untrained(b), b.attention_mask)}
     out = {}
     for name, rule in rules.items():
         with torch.no_grad():
@@ -150,6 +153,17 @@ def test_02_retrieval_ranks_as_the_lesson_says(k):
         f"lesson 02, seed {k}: 'random word vectors retrieve worse than every pooled rule' flipped ({r})"
     assert abs(mrr["mean"] - mrr["input embeddings"]) < 0.1, \
         f"lesson 02, seed {k}: 'the contextual mean and the no-context input embeddings are near noise' ({mrr})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_02_cls_trails_as_the_controls_say(k):
+    mrr = {name: s["MRR"] for name, s in lesson02(k).items()}
+    assert mrr["[SEP]"] < mrr["mean"] - 0.15, f"lesson 02, seed {k}: '[SEP], never read by a loss either, trails the mean' flipped ({mrr})"
+    assert abs(mrr["untrained [CLS]"] - mrr["untrained mean"]) < 0.05, \
+        f"lesson 02, seed {k}: 'in an untrained encoder [CLS] and the mean retrieve about equally' failed ({mrr})"
+    assert mrr["mean"] - mrr["untrained mean"] > mrr["[CLS]"] - mrr["untrained [CLS]"] + 0.1, \
+        f"lesson 02, seed {k}: 'pre-training raised the mean more than [CLS]' flipped ({mrr})"
 
 
 @pytest.mark.slow

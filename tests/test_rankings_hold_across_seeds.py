@@ -465,6 +465,14 @@ def lesson06(k: int) -> dict:
         fit(mlp, lambda step: F.cross_entropy(mlp((Z - mu) / sd), y_train), steps=300, lr=1e-2, progress=False)
         with torch.no_grad():
             out["mlp"][r] = scores(mlp((Z_test - mu) / sd).argmax(-1), y_test)
+    def span_mean(H, start, stop):                 # the lesson's split of the mean at the sentiment word
+        i = torch.arange(H.shape[1])
+        return mean_pooled(H, (i >= start[:, None]) & (i < stop[:, None]))
+    cue_train, cue_test = (torch.tensor([e.cue_position for e in s]) for s in (train_set, test_set))
+    spans = {"before the word": ((0 * cue_train, cue_train), (0 * cue_test, cue_test)),
+             "from the word on": ((cue_train, train.lengths), (cue_test, test.lengths))}
+    out["span"] = {name: scores(newton_logistic(span_mean(H_train, *tr), y_train)(span_mean(H_test, *te)), y_test)
+                   for name, (tr, te) in spans.items()}
     out["untrained last_real"] = scores(newton_logistic(pool06("last_real", U_train, train.attention_mask), y_train)(
         pool06("last_real", U_test, test.attention_mask)), y_test)
 
@@ -527,6 +535,19 @@ def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
     assert all(f["mean"][i] < min(f["last_real"][i], f["last_tensor"][i]) for i in (0, 1)), \
         f"lesson 06, seed {k}: 'the mean is below both last positions on both scores' flipped ({f})"
     assert all(f["mean"][i] > base[i] + 0.1 for i in (0, 1)), f"lesson 06, seed {k}: 'the mean is well above the base rate'"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_06_the_mean_trails_because_of_the_positions_before_the_sentiment_word(k):
+    r = lesson06(k)
+    span, f = r["span"], r["frozen"]
+    assert span["before the word"][1] < 0.1, \
+        f"lesson 06, seed {k}: 'the positions before the sentiment word carry almost nothing of the label' ({span})"
+    assert all(span["from the word on"][i] > f["mean"][i] for i in (0, 1)), \
+        f"lesson 06, seed {k}: 'without the positions before the word, the mean scores higher' flipped ({span} vs {f['mean']})"
+    assert span["from the word on"][1] >= f["last_real"][1], \
+        f"lesson 06, seed {k}: 'the mean from the sentiment word on does at least as well as the last real token' ({span} vs {f})"
 
 
 @pytest.mark.slow

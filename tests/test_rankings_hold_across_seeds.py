@@ -699,10 +699,28 @@ def lesson07(k: int) -> dict:
         b = next(order)
         return F.cross_entropy(typed_out(at_sep(typed_lm, prompts["train"], b)), y_train[b])
 
-    history = fit([typed_lm, typed_out], typed_loss, STEPS_07, lr=3e-3, progress=False, eval_every=10,
-                  evaluate={"accuracy": lambda: accuracy(typed_out(at_sep(typed_lm, prompts["val"])).argmax(-1), y_val)})
+    typed_history = fit([typed_lm, typed_out], typed_loss, STEPS_07, lr=3e-3, progress=False, eval_every=10,
+                        evaluate={"accuracy": lambda: accuracy(typed_out(at_sep(typed_lm, prompts["val"])).argmax(-1), y_val)})
     with torch.no_grad():
-        out["typed"] = (accuracy(typed_out(at_sep(typed_lm, prompts["test"])).argmax(-1), y_test), first_check(history))
+        out["typed"] = (accuracy(typed_out(at_sep(typed_lm, prompts["test"])).argmax(-1), y_test), first_check(typed_history))
+
+    # The same typed head on the frozen decoder: the same initial weights (seed k), batches, steps and rate.
+    with torch.no_grad():
+        S = {split: at_sep(pretrained_decoder(), prompts[split]) for split in ("train", "val", "test")}
+    torch.manual_seed(k)
+    frozen_out = nn.Linear(typed_lm.d, 2)
+    order = minibatches(len(train_set), 32, seed=3 + k)
+
+    def frozen_loss(step):
+        b = next(order)
+        return F.cross_entropy(frozen_out(S["train"][b]), y_train[b])
+
+    history = fit(frozen_out, frozen_loss, STEPS_07, lr=3e-3, progress=False, eval_every=10,
+                  evaluate={"accuracy": lambda: accuracy(frozen_out(S["val"]).argmax(-1), y_val)})
+    with torch.no_grad():
+        out["frozen decoder"] = (accuracy(frozen_out(S["test"]).argmax(-1), y_test), first_check(history),
+                                 sum(history.losses[-10:]) / 10)
+    out["typed late loss"] = sum(typed_history.losses[-10:]) / 10
 
     # The control: the same LM and its tied vocabulary scores, trained at the label position alone, with
     # the softmax over the two label tokens only, and over all V tokens.
@@ -771,6 +789,19 @@ def test_07_same_budget_the_typed_head_is_as_accurate_and_gets_there_sooner(k):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("k", SEEDS)
+def test_07_under_one_budget_freezing_the_decoder_costs_accuracy(k):
+    r = lesson07(k)
+    (frozen_acc, frozen_first, frozen_loss), (typed_acc, typed_first) = r["frozen decoder"], r["typed"]
+    assert r["base rate"] + 0.1 < frozen_acc < typed_acc, \
+        f"lesson 07, seed {k}: 'under one budget the frozen decoder's head is above the base rate and below the fine-tuned one' ({r})"
+    assert typed_first is not None and (frozen_first is None or frozen_first > typed_first), \
+        f"lesson 07, seed {k}: 'the frozen head reaches 0.99 later, or not at all' flipped ({r})"
+    assert frozen_loss > 0.05 > r["typed late loss"], \
+        f"lesson 07, seed {k}: 'after 70 steps only the frozen head's loss is still well above zero' ({r})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
 def test_07_the_format_control_learns_as_fast_as_the_typed_head(k):
     r = lesson07(k)
     assert r["control at step 10, softmax over C"] >= 0.99 and r["typed"][1] == 10, \
@@ -785,8 +816,7 @@ def test_07_the_format_control_learns_as_fast_as_the_typed_head(k):
 @pytest.mark.parametrize("k", SEEDS)
 def test_07_frozen_head_temperature_and_sampling_rank_as_the_lesson_says(k):
     r = lesson07(k)
-    assert r["base rate"] + 0.1 < r["frozen head"] < r["typed"][0], \
-        f"lesson 07, seed {k}: 'the frozen-feature head is well above the base rate and below the fine-tuned typed head' ({r})"
+    assert r["base rate"] + 0.1 < r["frozen head"], f"lesson 07, seed {k}: 'the frozen-feature head is well above the base rate' ({r})"
     before, after = r["ECE before, after"]
     assert r["temperature"] > 1 and after < before, \
         f"lesson 07, seed {k}: 'the over-confident head needs T > 1, and scaling lowers its test ECE' flipped ({r})"

@@ -195,12 +195,16 @@ def lesson03(k: int) -> dict:
     out = {"probe, pre-trained": probe(encoder), "probe, untrained encoder": probe(untrained),
            "probe, random word vectors": probe(lambda b: untrained.tok_emb(b.ids)),
            "probe, input embeddings": probe(lambda b: encoder.tok_emb(b.ids))}
-    for regime in ["frozen", "top layer", "fine-tuned"]:
+    with torch.no_grad():
+        cls_train, cls_test = encoder(train)[:, 0], encoder(test)[:, 0]
+    out["probe, [CLS]"] = linear_probe(cls_train, y_train, cls_test, y_test).balanced_accuracy
+    for regime, pool in [("frozen", mean_pooled), ("top layer", mean_pooled), ("fine-tuned", mean_pooled),
+                         ("fine-tuned, [CLS]", lambda H, mask: H[:, 0])]:
         torch.manual_seed(k)
         backbone = copy.deepcopy(encoder)
         head = nn.Sequential(nn.Dropout(0.0), nn.Linear(encoder.d, 2))   # SequenceClassifier(d, 2, dropout=0)
         trained = {"frozen": [], "top layer": [backbone.blocks[-1], backbone.ln_f],
-                   "fine-tuned": [backbone]}[regime]
+                   "fine-tuned": [backbone], "fine-tuned, [CLS]": [backbone]}[regime]
         backbone.requires_grad_(False)
         for module in trained:
             module.requires_grad_(True)
@@ -209,11 +213,11 @@ def lesson03(k: int) -> dict:
         def loss_fn(step):
             i = next(batches)
             ids, mask = train.ids[i], train.attention_mask[i]
-            return F.cross_entropy(head(mean_pooled(backbone(ids, mask), mask)), y_train[i])
+            return F.cross_entropy(head(pool(backbone(ids, mask), mask)), y_train[i])
 
         fit([*trained, head], loss_fn, 40, lr=5e-3, progress=False)
         with torch.no_grad():
-            pred = head(mean_pooled(backbone(test), test.attention_mask)).argmax(-1)
+            pred = head(pool(backbone(test), test.attention_mask)).argmax(-1)
         out[regime] = balanced_accuracy(pred, y_test)
     return out
 
@@ -227,6 +231,16 @@ def test_03_same_budget_fine_tuned_beats_top_layer_beats_frozen(k):
     assert r["frozen"] < r["probe, pre-trained"] < r["fine-tuned"], \
         f"lesson 03, seed {k}: 'the converged probe reads more than the 40-step frozen head and less than " \
         f"fine-tuning' flipped ({r})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", SEEDS)
+def test_03_frozen_the_mean_beats_cls_and_fine_tuning_closes_the_gap(k):
+    r = lesson03(k)
+    assert r["probe, pre-trained"] > r["probe, [CLS]"] + 0.02, \
+        f"lesson 03, seed {k}: 'frozen, the mean reads more of the label than [CLS]' flipped ({r})"
+    assert min(r["fine-tuned"], r["fine-tuned, [CLS]"]) >= 0.99, \
+        f"lesson 03, seed {k}: 'fine-tuned, [CLS] does as well as the mean' failed ({r})"
 
 
 @pytest.mark.slow

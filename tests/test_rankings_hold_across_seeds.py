@@ -198,13 +198,15 @@ def lesson03(k: int) -> dict:
     with torch.no_grad():
         cls_train, cls_test = encoder(train)[:, 0], encoder(test)[:, 0]
     out["probe, [CLS]"] = linear_probe(cls_train, y_train, cls_test, y_test).balanced_accuracy
+    torch.manual_seed(k)
+    pooler = nn.Sequential(nn.Linear(encoder.d, encoder.d), nn.Tanh())    # lesson 02's Pooler, BERT's layout
     for regime, pool in [("frozen", mean_pooled), ("top layer", mean_pooled), ("fine-tuned", mean_pooled),
-                         ("fine-tuned, [CLS]", lambda H, mask: H[:, 0])]:
+                         ("fine-tuned, [CLS]", lambda H, mask: pooler(H[:, 0]))]:
         torch.manual_seed(k)
         backbone = copy.deepcopy(encoder)
         head = nn.Sequential(nn.Dropout(0.0), nn.Linear(encoder.d, 2))   # SequenceClassifier(d, 2, dropout=0)
         trained = {"frozen": [], "top layer": [backbone.blocks[-1], backbone.ln_f],
-                   "fine-tuned": [backbone], "fine-tuned, [CLS]": [backbone]}[regime]
+                   "fine-tuned": [backbone], "fine-tuned, [CLS]": [backbone, pooler]}[regime]
         backbone.requires_grad_(False)
         for module in trained:
             module.requires_grad_(True)

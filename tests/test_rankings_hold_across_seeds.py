@@ -31,6 +31,13 @@ from headlab.train import fit, minibatches
 
 SEEDS = range(5)
 tok = course_tokenizer()
+pytestmark = pytest.mark.slow   # every test trains models
+
+
+@pytest.fixture(params=SEEDS)
+def k(request) -> int:
+    """The seed a test measures on: each of SEEDS in turn."""
+    return request.param
 
 
 def mean_pooled(H, mask):
@@ -98,8 +105,6 @@ def lesson01(k: int) -> dict:
             "context-free": -(answers_freq * answers_freq.log()).sum().item(), "position and length": slot_guess}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_01_the_short_mlm_run_beats_word_frequencies_and_every_context_free_guess(k):
     r = lesson01(k)
     table = " · ".join(f"{name} {v:.3f}" for name, v in r.items())
@@ -138,8 +143,6 @@ def lesson02(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_02_retrieval_ranks_as_the_lesson_says(k):
     r = lesson02(k)
     mrr = {name: s["MRR"] for name, s in r.items()}
@@ -152,7 +155,6 @@ def test_02_retrieval_ranks_as_the_lesson_says(k):
         f"lesson 02, seed {k}: 'the contextual mean and the no-context input embeddings are near noise' ({mrr})"
 
 
-@pytest.mark.slow
 def test_02_mean_against_input_embeddings_is_near_noise_not_a_ranking():
     gaps = [lesson02(k)["mean"]["MRR"] - lesson02(k)["input embeddings"]["MRR"] for k in SEEDS]
     assert min(gaps) < 0 < max(gaps), \
@@ -204,8 +206,6 @@ def lesson03(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_03_same_budget_fine_tuned_beats_top_layer_beats_frozen(k):
     r = lesson03(k)
     assert r["fine-tuned"] > r["top layer"] > r["frozen"], \
@@ -215,8 +215,6 @@ def test_03_same_budget_fine_tuned_beats_top_layer_beats_frozen(k):
         f"fine-tuning' flipped ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_03_controls_rank_as_the_lesson_says(k):
     r = lesson03(k)
     assert r["probe, untrained encoder"] < r["probe, random word vectors"], \
@@ -318,8 +316,6 @@ def lesson04(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_04_the_head_beats_the_lookup_tagger(k):
     r = lesson04(k)
     assert r["jordan at position 2"] == ["B-PER", "B-LOC"], \
@@ -329,8 +325,6 @@ def test_04_the_head_beats_the_lookup_tagger(k):
     assert r["lookup"][1] < r["lookup"][0] < 1, f"lesson 04, seed {k}: 'the lookup tagger's entity F1 is below its token accuracy'"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_04_at_equal_steps_fine_tuning_is_level_or_ahead_from_20_steps_on(k):
     r = lesson04(k)
     for steps in (20, 40):
@@ -381,8 +375,6 @@ def lesson04_pieces(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_04_split_words_labellings_rank_as_the_lesson_says(k):
     r = lesson04_pieces(k)
     right, copied, slid = r["first piece"], r["every piece"], r["word index"]
@@ -500,8 +492,6 @@ def lesson06(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
     r = lesson06(k)
     f, base = r["frozen"], r["base"]
@@ -515,8 +505,6 @@ def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
     assert all(f["mean"][i] > base[i] + 0.1 for i in (0, 1)), f"lesson 06, seed {k}: 'the mean is well above the base rate'"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_a_deeper_head_does_not_make_up_for_the_pooling(k):
     r = lesson06(k)
     mlp, linear = r["mlp"], r["frozen"]
@@ -527,8 +515,6 @@ def test_06_a_deeper_head_does_not_make_up_for_the_pooling(k):
         f"lesson 06, seed {k}: 'the MLP on the mean stays below the linear head on the last real token' ({mlp} vs {linear})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_pre_training_not_the_architecture_puts_the_sentiment_at_the_last_real_token(k):
     r = lesson06(k)
     pre, untrained, base = r["frozen"]["last_real"], r["untrained last_real"], r["base"]
@@ -538,8 +524,6 @@ def test_06_pre_training_not_the_architecture_puts_the_sentiment_at_the_last_rea
         f"lesson 06, seed {k}: 'the untrained decoder's last real token scores about the base rate' ({untrained} vs {base})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_dynamic_padding_costs_the_last_tensor_head_and_not_the_last_real_head(k):
     served = lesson06(k)["served"]
     reference = served["fixed, as trained"]["last_real"][0]
@@ -554,16 +538,12 @@ def test_06_dynamic_padding_costs_the_last_tensor_head_and_not_the_last_real_hea
     assert trained - min(f1.values()) <= 0.15, f"lesson 06, seed {k}: 'a few points, not a collapse' ({f1})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_the_last_tensor_head_is_least_accurate_on_its_own_last_word(k):
     by_held = lesson06(k)["by held"]
     assert min(by_held, key=by_held.get) == "its last word", \
         f"lesson 06, seed {k}: 'least accurate where H[:, -1] is the text's own last word' flipped ({by_held})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_switching_the_padding_side_changes_a_few_answers(k):
     r = lesson06(k)
     for trained, answers in r["switch"].items():
@@ -573,8 +553,6 @@ def test_06_switching_the_padding_side_changes_a_few_answers(k):
         assert gap <= 0.015, f"lesson 06, seed {k}: 'the switch moves accuracy by a few reviews at most' (trained {trained}: {gap})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_the_truncation_side_that_cuts_the_word_loses_it(k):
     t = lesson06(k)["truncation"]
     for kind, keeps, cuts in [("start", "right", "left"), ("end", "left", "right")]:
@@ -723,8 +701,6 @@ def lesson07(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_same_budget_the_typed_head_is_as_accurate_and_gets_there_sooner(k):
     r = lesson07(k)
     (lm_acc, lm_first), (typed_acc, typed_first) = r["LM"], r["typed"]
@@ -734,8 +710,6 @@ def test_07_same_budget_the_typed_head_is_as_accurate_and_gets_there_sooner(k):
         f"lesson 07, seed {k}: 'with the same budget the typed head reaches 0.99 in fewer steps' flipped ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_the_format_control_learns_as_fast_as_the_typed_head(k):
     r = lesson07(k)
     assert r["control at step 10, softmax over C"] >= 0.99 and r["typed"][1] == 10, \
@@ -746,8 +720,6 @@ def test_07_the_format_control_learns_as_fast_as_the_typed_head(k):
         f"flipped ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_frozen_head_temperature_and_sampling_rank_as_the_lesson_says(k):
     r = lesson07(k)
     assert r["base rate"] + 0.1 < r["frozen head"] < r["typed"][0], \
@@ -760,8 +732,6 @@ def test_07_frozen_head_temperature_and_sampling_rank_as_the_lesson_says(k):
         f"(none at T = 1 counted as one) ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_the_over_confident_head_and_the_rejection_option_rank_as_the_lesson_says(k):
     r = lesson07(k)
     few_accuracy, few_confidence = r["few: accuracy, confidence"]

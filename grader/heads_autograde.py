@@ -34,9 +34,8 @@ from nbclient.util import ensure_async
 from nbformat.notebooknode import NotebookNode
 from nbgrader.nbgraderformat import SCHEMA_VERSION
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Integer
 
-from heads_files import problem
+from heads_files import problem, setting
 
 CELL_HOOKS = "heads_cell_hooks"
 
@@ -47,19 +46,14 @@ def error_output(ename: str, evalue: str) -> NotebookNode:
 
 
 class HeadsExecute(Execute):
-    notebook_timeout = Integer(
-        180, help="Seconds one notebook may run in total; cells after that are not run (score 0)."
-    ).tag(config=True)
-    max_output_chars = Integer(
-        20000, help="Characters of stream/text output kept per cell while executing (-1: no cap)."
-    ).tag(config=True)
-    max_output_bytes = Integer(
-        1024**2, help="Bytes of output of every mimetype (text, HTML, images, errors...) kept per "
-                      "cell while executing (-1: no cap)."
-    ).tag(config=True)
-    max_notebook_output_bytes = Integer(
-        8 * 1024**2, help="Bytes of output of every mimetype kept per notebook (-1: no cap)."
-    ).tag(config=True)
+    notebook_timeout = setting(180, "Seconds one notebook may run in total; "
+                                    "cells after that are not run (score 0).")
+    max_output_chars = setting(20000, "Characters of stream/text output kept per "
+                                      "cell while executing (-1: no cap).")
+    max_output_bytes = setting(1024**2, "Bytes of output of every mimetype (text, HTML, images, "
+                                        "errors...) kept per cell while executing (-1: no cap).")
+    max_notebook_output_bytes = setting(8 * 1024**2, "Bytes of output of every mimetype "
+                                                     "kept per notebook (-1: no cap).")
 
     _stop_reason: str | None = None
     _deadline: float = 0.0

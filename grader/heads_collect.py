@@ -48,8 +48,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import PurePath, PurePosixPath
 
 from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
-from traitlets import Integer, Unicode
 
+from heads_files import setting
 from heads_identity import Identities, identities, read_roster, refusal, student_id
 
 COPY_OF = re.compile(r"^(copy[\s_-]+of[\s_-]+)+", re.I)
@@ -178,11 +178,9 @@ def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset()) -> s
 class HeadsCollector(FileNameCollectorPlugin):
     """nbgrader collector plugin: `c.ZipCollectApp.collector_plugin = HeadsCollector`."""
 
-    roster = Unicode(
-        "", help="An LMS roster export that decides the id of every student it lists: a Canvas "
-                 "gradebook CSV, a Moodle participants CSV or a name,id CSV, recognised by its "
-                 "header (grader/heads_identity.py). Empty: ids come from the names."
-    ).tag(config=True)
+    roster = setting("", "An LMS roster export that decides the id of every student it lists: a Canvas "
+                         "gradebook CSV, a Moodle participants CSV or a name,id CSV, recognised by its "
+                         "header (grader/heads_identity.py). Empty: ids come from the names.")
 
     def _notebooks(self, every_lesson: bool = False) -> list[str]:
         coursedir = self.parent.coursedir
@@ -220,18 +218,13 @@ ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz")
 class HeadsExtractor(ExtractorPlugin):
     """nbgrader extractor plugin: `c.ZipCollectApp.extractor_plugin = HeadsExtractor`."""
 
-    max_depth = Integer(
-        2, help="Archives inside archives are unpacked down to this depth (1: only the archives "
-                "given; 2: an LMS zip of per-student zips); deeper ones are left packed, reported."
-    ).tag(config=True)
-    max_expanded_bytes = Integer(
-        1024**3, help="Bytes one archive given to collect, archives inside it included, may expand "
-                      "to; members beyond are not unpacked, reported."
-    ).tag(config=True)
-    max_ratio = Integer(
-        100, help="Largest expanded / compressed size of a member (notebooks compress ~5-20x); a "
-                  "member above it looks like a zip bomb and is not unpacked, reported."
-    ).tag(config=True)
+    max_depth = setting(2, "Archives inside archives are unpacked down to this depth "
+                           "(1: only the archives given; 2: an LMS zip of per-student "
+                           "zips); deeper ones are left packed, reported.")
+    max_expanded_bytes = setting(1024**3, "Bytes one archive given to collect, archives inside it included, "
+                                          "may expand to; members beyond are not unpacked, reported.")
+    max_ratio = setting(100, "Largest expanded / compressed size of a member (notebooks compress ~5-20x); a "
+                             "member above it looks like a zip bomb and is not unpacked, reported.")
 
     def extract(self, archive_path: str, extracted_path: str) -> None:
         self.refused: list[str] = []

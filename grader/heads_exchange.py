@@ -41,9 +41,8 @@ import tempfile
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.utils import ignore_patterns
-from traitlets import Integer
 
-from heads_files import KINDS, problem
+from heads_files import KINDS, problem, setting
 
 RELEASE_RECORDS = ("timestamp.txt", "submission_secret.txt")
 RECORD_MAX_BYTES = 4096  # nbgrader writes a timestamp and 128 hex digits
@@ -267,13 +266,10 @@ class Collect(ExchangeCollect):
     """nbgrader's `collect`, each hand-in copied by `copy_hand_in`: nothing is followed, what is left
     out is named, and a refused hand-in is not collected (the other students' are)."""
 
-    max_bytes = Integer(
-        64 * 1024**2,
-        help="Bytes of files a hand-in may hold; a larger one is not collected. nbgrader's "
-             "CourseDirectory.max_dir_size applies too, if smaller.",
-    ).tag(config=True)
-    max_entries = Integer(10000, help="Files and folders a hand-in may hold.").tag(config=True)
-    max_depth = Integer(20, help="Folders a hand-in may nest.").tag(config=True)
+    max_bytes = setting(64 * 1024**2, "Bytes of files a hand-in may hold; a larger one is not collected. "
+                                      "nbgrader's CourseDirectory.max_dir_size applies too, if smaller.")
+    max_entries = setting(10000, "Files and folders a hand-in may hold.")
+    max_depth = setting(20, "Folders a hand-in may nest.")
 
     def copy_files(self):
         """Copy every hand-in to a staging folder first; nbgrader's own `copy_files` then decides which

@@ -6,7 +6,8 @@ from latex2mathml.converter import convert as latex_to_mathml
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
-from traitlets import Bool, Integer
+
+from heads_files import setting
 
 
 class ShortenTracebacks(Preprocessor):
@@ -17,7 +18,7 @@ class ShortenTracebacks(Preprocessor):
     """
 
     # nbconvert's preprocessors are off unless enabled; this one must always run.
-    enabled = Bool(True).tag(config=True)
+    enabled = setting(True)
 
     def preprocess_cell(self, cell, resources, index):
         for output in cell.get("outputs", []):
@@ -50,8 +51,8 @@ class HideQuotedTests(Preprocessor):
     by its text: every line of a hidden-test region with at least `min_chars` characters.
     """
 
-    enabled = Bool(True).tag(config=True)
-    min_chars = Integer(12, help="Shorter lines of hidden tests are not looked for.").tag(config=True)
+    enabled = setting(True)
+    min_chars = setting(12, "Shorter lines of hidden tests are not looked for.")
 
     def preprocess(self, nb, resources):
         self._lines = {" ".join(line.split()) for line in hidden_test_lines(nb, self.min_chars)}

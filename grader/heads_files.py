@@ -16,6 +16,8 @@ get the solutions copied into their feedback. So:
 - `copy_release_records` (grader/heads_exchange.py) replaces `GenerateFeedback.init_assignment`:
   feedback gets the notebook's HTML and, of the student's files, only the two short records
   `nbgrader release_feedback` needs, read from `submitted/` without following links.
+
+`setting` declares a configurable trait of any grader plugin (`c.<Class>.<name>` in nbgrader_config.py).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import shutil
 import stat
 
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Integer
+from traitlets import Bool, Float, Integer, Unicode
 
 KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
@@ -33,6 +35,13 @@ KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK:
 def problem(log, student: str, lesson: str, text: str) -> None:
     """Log a line `grade.py` picks up and prints as `PROBLEM student/lesson: text`."""
     log.warning("HEADS-PROBLEM %s/%s: %s", student, lesson, text)
+
+
+def setting(default, help: str | None = None):
+    """A setting of a grader plugin, set as `c.<Class>.<name>` in nbgrader_config.py and listed with `help`
+    by --help-all: a traitlets Bool, Integer, Float or Unicode trait, after the type of `default`."""
+    kind = {bool: Bool, int: Integer, float: Float, str: Unicode}[type(default)]
+    return kind(default, help=help).tag(config=True)
 
 
 def _walk(folder: str):
@@ -103,11 +112,8 @@ class ScrubWorkdir(NbGraderPreprocessor):
     writes to or copies from the folder.
     """
 
-    max_folder_bytes = Integer(
-        64 * 1024**2,
-        help="Bytes of files a student's autograded folder may keep after grading (-1: no cap); "
-             "the largest files go first.",
-    ).tag(config=True)
+    max_folder_bytes = setting(64 * 1024**2, "Bytes of files a student's autograded folder may keep after "
+                                             "grading (-1: no cap); the largest files go first.")
 
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path")

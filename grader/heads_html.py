@@ -37,7 +37,9 @@ import bleach
 import nbformat
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
-from traitlets import Bool, Set
+from traitlets import Set
+
+from heads_files import setting
 
 TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h1", "h2",
         "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "span", "strong",
@@ -158,8 +160,7 @@ class SanitizeOutputs(Preprocessor):
              "cleaned); any other is dropped.",
     ).tag(config=True)
 
-    enabled = Bool(True, help="nbconvert's preprocessors are off unless enabled; this one must run.") \
-        .tag(config=True)
+    enabled = setting(True, "nbconvert's preprocessors are off unless enabled; this one must run.")
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)  # rendered inside a <script> tag of the page

@@ -19,8 +19,9 @@ import functools
 import json
 import os
 
-from traitlets import Integer
 from traitlets.config import Configurable
+
+from heads_files import setting
 
 TOO_LARGE = ".too-large"
 
@@ -34,17 +35,13 @@ def _mib(n: int) -> str:
 
 
 class HandInLimits(Configurable):
-    max_bytes = Integer(
-        16 * 1024**2, help="Bytes a hand-in (the .ipynb file) may have; a larger one is refused "
-                           "unread (a lesson with its outputs is under 0.5 MiB). -1: no cap."
-    ).tag(config=True)
-    max_cells = Integer(
-        1000, help="Cells a hand-in may have (a lesson has 30-60). -1: no cap."
-    ).tag(config=True)
-    max_output_bytes = Integer(
-        8 * 1024**2, help="Bytes of output a hand-in may have stored in its cells, every output "
-                          "counted as JSON (a lesson's, plots included, are under 0.5 MiB). -1: no cap."
-    ).tag(config=True)
+    max_bytes = setting(16 * 1024**2, "Bytes a hand-in (the .ipynb file) may have; a "
+                                      "larger one is refused unread (a lesson with its "
+                                      "outputs is under 0.5 MiB). -1: no cap.")
+    max_cells = setting(1000, "Cells a hand-in may have (a lesson has 30-60). -1: no cap.")
+    max_output_bytes = setting(8 * 1024**2, "Bytes of output a hand-in may have stored in its "
+                                            "cells, every output counted as JSON (a lesson's, "
+                                            "plots included, are under 0.5 MiB). -1: no cap.")
 
     def over(self, path: str) -> str | None:
         """Why the hand-in at `path` is over a cap, or None (also when it is not JSON: the

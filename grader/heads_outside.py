@@ -37,9 +37,9 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Integer, Unicode
 
 from heads_autograde import CELL_HOOKS
+from heads_files import setting
 
 if TYPE_CHECKING:
     from headlab.grading import Verdict
@@ -81,25 +81,18 @@ _RUN_SEED = secrets.randbelow(2**31)   # a grading process's own seed, when none
 
 
 class RunAnswersOnly(NbGraderPreprocessor):
-    recordings = Unicode(
-        os.path.join(os.path.expanduser("~"), ".cache", "heads", "recordings"),
-        help="Folder for the recordings of each lesson's checks on its solution, reused while the "
-             "solution notebook, headlab's checks and the hidden seed are unchanged."
-    ).tag(config=True)
-    record_timeout = Integer(
-        600, help="Seconds a solution notebook may take while its checks are recorded."
-    ).tag(config=True)
-    hidden_seed = Integer(
-        -1, help="Seed the hidden tests draw their inputs from (headlab.grading.hidden_seed). -1: a fresh "
-                 "one for every grading run (`grade.py autograde` picks one per run for the whole class; "
-                 "`nbgrader autograde` one per process). Give one to grade again with the same inputs."
-    ).tag(config=True)
-    max_answer_bytes = Integer(
-        16 * 1024**2, help="Largest answers file a test cell may leave; a larger one is not read (score 0)."
-    ).tag(config=True)
-    keep_recordings = Integer(
-        8, help="Recordings kept per lesson in `recordings` (the newest); older seeds' are removed."
-    ).tag(config=True)
+    recordings = setting(os.path.join(os.path.expanduser("~"), ".cache", "heads", "recordings"),
+                         "Folder for the recordings of each lesson's checks on its solution, reused while "
+                         "the solution notebook, headlab's checks and the hidden seed are unchanged.")
+    record_timeout = setting(600, "Seconds a solution notebook may take while its checks are recorded.")
+    hidden_seed = setting(-1, "Seed the hidden tests draw their inputs from "
+                              "(headlab.grading.hidden_seed). -1: a fresh one for every grading run "
+                              "(`grade.py autograde` picks one per run for the whole class; `nbgrader "
+                              "autograde` one per process). Give one to grade again with the same inputs.")
+    max_answer_bytes = setting(16 * 1024**2, "Largest answers file a test cell may leave; "
+                                             "a larger one is not read (score 0).")
+    keep_recordings = setting(8, "Recordings kept per lesson in `recordings` "
+                                 "(the newest); older seeds' are removed.")
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]

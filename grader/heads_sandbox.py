@@ -43,7 +43,9 @@ import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, CaselessStrEnum, Float, Integer
+from traitlets import CaselessStrEnum
+
+from heads_files import setting
 
 # What a kernel may read: the system and Python, never the course folder itself.
 SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -195,40 +197,27 @@ class SandboxKernelManager(AsyncKernelManager):
              "the recordings (every hidden case and expected value), the solutions and the gradebook. "
              "The environment variable HEADS_SANDBOX overrides it.",
     ).tag(config=True)
-    memory_limit = Integer(
-        2 * 1024**3, help="Address-space limit of the kernel in bytes (0: none), set with prlimit."
-    ).tag(config=True)
-    file_size_limit = Integer(
-        64 * 1024**2, help="Largest file the kernel may write, in bytes (0: none), set with prlimit."
-    ).tag(config=True)
-    scratch_size = Integer(
-        256 * 1024**2, help="Size of the kernel's private /scratch tmpfs (its HOME and TMPDIR) in "
-                            "bytes (0: unbounded); it lives in RAM, outside the memory limit."
-    ).tag(config=True)
-    process_limit = Integer(
-        64, help="Processes and threads the sandboxed kernel may run at once (0: no limit)."
-    ).tag(config=True)
-    niceness = Integer(
-        10, help="nice value of the kernel and every process it starts (0: unchanged)."
-    ).tag(config=True)
-    disk_limit = Integer(
-        128 * 1024**2, help="Bytes the kernel may have on disk in its working and socket folders "
-                            "while it runs (0: no limit); over it, the kernel is killed."
-    ).tag(config=True)
-    disk_poll_seconds = Float(
-        0.2, help="Seconds between two measurements of a running kernel's disk use."
-    ).tag(config=True)
-    kernel_uid_base = Integer(
-        1_000_000, help="When the grader runs as root, the sandboxed kernel runs as uid "
-                        "kernel_uid_base + the grader process's PID: unused by any real user, one "
-                        "per concurrent kernel (the process limit never applies to root)."
-    ).tag(config=True)
-    stop_stray_processes = Bool(
-        True, help="After every cell, kill the processes the cell started and left running."
-    ).tag(config=True)
-    stray_wait_seconds = Float(
-        5.0, help="How long, after a cell, to keep killing the processes it left until none is alive."
-    ).tag(config=True)
+    memory_limit = setting(2 * 1024**3, "Address-space limit of the kernel in "
+                                        "bytes (0: none), set with prlimit.")
+    file_size_limit = setting(64 * 1024**2, "Largest file the kernel may write, in "
+                                            "bytes (0: none), set with prlimit.")
+    scratch_size = setting(256 * 1024**2, "Size of the kernel's private /scratch tmpfs (its "
+                                          "HOME and TMPDIR) in bytes (0: unbounded); it "
+                                          "lives in RAM, outside the memory limit.")
+    process_limit = setting(64, "Processes and threads the sandboxed kernel may run at once (0: no limit).")
+    niceness = setting(10, "nice value of the kernel and every process it starts (0: unchanged).")
+    disk_limit = setting(128 * 1024**2, "Bytes the kernel may have on disk in its "
+                                        "working and socket folders while it runs (0: no "
+                                        "limit); over it, the kernel is killed.")
+    disk_poll_seconds = setting(0.2, "Seconds between two measurements of a running kernel's disk use.")
+    kernel_uid_base = setting(1_000_000, "When the grader runs as root, the sandboxed kernel "
+                                         "runs as uid kernel_uid_base + the grader process's "
+                                         "PID: unused by any real user, one per concurrent "
+                                         "kernel (the process limit never applies to root).")
+    stop_stray_processes = setting(True, "After every cell, kill the processes the "
+                                         "cell started and left running.")
+    stray_wait_seconds = setting(5.0, "How long, after a cell, to keep killing the "
+                                      "processes it left until none is alive.")
 
     limit_reason: str | None = None
 

@@ -18,89 +18,53 @@ from headlab.qa import lesson_span_head, load_span_scorers
 
 LESSON = Path(__file__).resolve().parents[1] / "solutions" / "05_span_head" / "05_span_head.ipynb"
 
+FRAME = """
+class SpanHead(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+LAYERS
+
+    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+FORWARD
+"""
+
+
+def span_head(layers: list[str], forward: list[str]) -> str:
+    """The source of a SpanHead: the lesson's class with these lines of `__init__` (after
+    `super().__init__()`) and of `forward`, so that what tells the heads apart is all a row shows."""
+    def body(lines):
+        return "\n".join(" " * 8 + line for line in lines)
+    return FRAME.replace("LAYERS", body(layers)).replace("FORWARD", body(forward))
+
+
 HEADS = {
-    "two nn.Linear(d, 1)": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.start = nn.Linear(d, 1)
-        self.end = nn.Linear(d, 1)
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
-''',
-    "two randn vectors": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.w_start = nn.Parameter(torch.randn(d))
-        self.w_end = nn.Parameter(torch.randn(d))
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return H @ self.w_start, H @ self.w_end
-''',
-    "two zero vectors": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.w_start = nn.Parameter(torch.zeros(d))
-        self.w_end = nn.Parameter(torch.zeros(d))
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return H @ self.w_start, H @ self.w_end
-''',
-    "nn.Linear(d, 2) without biases": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.qa_outputs = nn.Linear(d, 2, bias=False)   # a softmax over positions ignores a scorer's bias
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        start_logits, end_logits = self.qa_outputs(H).unbind(dim=-1)
-        return start_logits, end_logits
-''',
-    "nn.Linear(d, 2), the end scorer first": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.qa_outputs = nn.Linear(d, 2)
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        end_logits, start_logits = self.qa_outputs(H).unbind(dim=-1)
-        return start_logits, end_logits
-''',
-    "nn.Conv1d(d, 2, 1)": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.conv = nn.Conv1d(d, 2, kernel_size=1)      # a 1 x 1 convolution over positions is a linear map each
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        start_logits, end_logits = self.conv(H.transpose(1, 2)).unbind(dim=1)
-        return start_logits, end_logits
-''',
+    "two nn.Linear(d, 1)": span_head(
+        ["self.start = nn.Linear(d, 1)", "self.end = nn.Linear(d, 1)"],
+        ["return self.start(H).squeeze(-1), self.end(H).squeeze(-1)"]),
+    "two randn vectors": span_head(
+        ["self.w_start = nn.Parameter(torch.randn(d))", "self.w_end = nn.Parameter(torch.randn(d))"],
+        ["return H @ self.w_start, H @ self.w_end"]),
+    "two zero vectors": span_head(
+        ["self.w_start = nn.Parameter(torch.zeros(d))", "self.w_end = nn.Parameter(torch.zeros(d))"],
+        ["return H @ self.w_start, H @ self.w_end"]),
+    "nn.Linear(d, 2) without biases": span_head(
+        ["self.qa_outputs = nn.Linear(d, 2, bias=False)   # a softmax over positions ignores a scorer's bias"],
+        ["start_logits, end_logits = self.qa_outputs(H).unbind(dim=-1)", "return start_logits, end_logits"]),
+    "nn.Linear(d, 2), the end scorer first": span_head(
+        ["self.qa_outputs = nn.Linear(d, 2)"],
+        ["end_logits, start_logits = self.qa_outputs(H).unbind(dim=-1)", "return start_logits, end_logits"]),
+    "nn.Conv1d(d, 2, 1)": span_head(
+        ["self.conv = nn.Conv1d(d, 2, kernel_size=1)      # a 1 x 1 convolution over positions is a linear map each"],
+        ["start_logits, end_logits = self.conv(H.transpose(1, 2)).unbind(dim=1)", "return start_logits, end_logits"]),
 }
 
 MORE = {    # other layouts, checked without running the lesson
-    "end scorer defined first": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.end = nn.Linear(d, 1)
-        self.start = nn.Linear(d, 1)
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
-''',
-    "one (d, 2) parameter": '''
-class SpanHead(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.W = nn.Parameter(torch.randn(d, 2) / d ** 0.5)
-
-    def forward(self, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return (H @ self.W).unbind(-1)
-''',
+    "end scorer defined first": span_head(
+        ["self.end = nn.Linear(d, 1)", "self.start = nn.Linear(d, 1)"],
+        ["return self.start(H).squeeze(-1), self.end(H).squeeze(-1)"]),
+    "one (d, 2) parameter": span_head(
+        ["self.W = nn.Parameter(torch.randn(d, 2) / d ** 0.5)"],
+        ["return (H @ self.W).unbind(-1)"]),
 }
 
 

@@ -25,6 +25,14 @@ def first_piece(word_ids, word_labels):
     return out
 
 
+def failure(check, wrong, match: str | None = None) -> CheckFailed:
+    """The failure `check` gives `wrong` (saying `match`). The tests compare its `.mistake` themselves:
+    tests/mistakes.py finds the keys a test proves by that comparison."""
+    with pytest.raises(CheckFailed, match=match) as caught:
+        check(wrong)
+    return caught.value
+
+
 def test_right_answers_pass(capsys):
     ch08.sentence_embedding(embedding)
     ch08.sentence_embedding(lambda H, m: F.normalize((H * m[:, :, None]).sum(1), dim=-1))  # sum: same direction
@@ -52,35 +60,30 @@ def test_right_answers_pass(capsys):
     (lambda H, m: embedding(torch.tensor(H.tolist()), m), "no-gradient"),   # right values from a copy of H
 ])
 def test_wrong_embeddings_are_named(wrong, key):
-    with pytest.raises(CheckFailed) as caught:
-        ch08.sentence_embedding(wrong)
-    assert caught.value.mistake == key, str(caught.value)
+    got = failure(ch08.sentence_embedding, wrong)
+    assert got.mistake == key, str(got)
 
 
 def test_an_embedding_under_no_grad_is_told_that_fine_tuning_needs_its_gradient():
     def frozen(H, m):
         with torch.no_grad():
             return embedding(H, m)
-    with pytest.raises(CheckFailed, match="nothing below the embedding") as caught:
-        ch08.sentence_embedding(frozen)
-    assert caught.value.mistake == "no-gradient"
+    assert failure(ch08.sentence_embedding, frozen, match="nothing below the embedding").mistake == "no-gradient"
 
 
 def test_a_mask_the_answer_cannot_take_is_explained():
     def indexes(H, m):   # a float mask cannot index
         return F.normalize(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))]), dim=-1)
-    with pytest.raises(CheckFailed, match="convert it first") as caught:
-        ch08.sentence_embedding(lambda H, m: indexes(H, m if m.dtype != torch.long else m.bool()))
-    assert caught.value.mistake == "raised-IndexError"
+    got = failure(ch08.sentence_embedding, lambda H, m: indexes(H, m if m.dtype != torch.long else m.bool()),
+                  match="convert it first")
+    assert got.mistake == "raised-IndexError"
 
 
 def test_an_embedding_that_writes_into_H_is_named():
     def in_place(H, m):
         H *= m[:, :, None].to(H.dtype)
         return F.normalize(H.sum(1), dim=-1)
-    with pytest.raises(CheckFailed, match="changed the tensors") as caught:
-        ch08.sentence_embedding(in_place)
-    assert caught.value.mistake == "changed-input"
+    assert failure(ch08.sentence_embedding, in_place, match="changed the tensors").mistake == "changed-input"
 
 
 @pytest.mark.parametrize("wrong, key", [
@@ -91,9 +94,8 @@ def test_an_embedding_that_writes_into_H_is_named():
     (lambda w, l: [x if x == -100 else x + 1 for x in first_piece(w, l)], "wrong-values"),
 ])
 def test_wrong_alignments_are_named(wrong, key):
-    with pytest.raises(CheckFailed) as caught:
-        ch08.align_labels(wrong)
-    assert caught.value.mistake == key, str(caught.value)
+    got = failure(ch08.align_labels, wrong)
+    assert got.mistake == key, str(got)
 
 
 def test_an_alignment_that_changes_its_input_is_named():
@@ -101,9 +103,7 @@ def test_an_alignment_that_changes_its_input_is_named():
         out = first_piece(w, l)
         w.pop()
         return out
-    with pytest.raises(CheckFailed) as caught:
-        ch08.align_labels(pops)
-    assert caught.value.mistake == "changed-input"
+    assert failure(ch08.align_labels, pops).mistake == "changed-input"
 
 
 def test_an_alignment_that_pops_its_labels_is_told_about_lists():
@@ -113,9 +113,8 @@ def test_an_alignment_that_pops_its_labels_is_told_about_lists():
             out.append(-100 if x is None or x == previous else l.pop(0))
             previous = x
         return out
-    with pytest.raises(CheckFailed, match="changed the word_ids or word_labels list") as caught:
-        ch08.align_labels(pops)
-    assert caught.value.mistake == "changed-input" and "tensor" not in str(caught.value)
+    got = failure(ch08.align_labels, pops, match="changed the word_ids or word_labels list")
+    assert got.mistake == "changed-input" and "tensor" not in str(got)
 
 
 def test_spearman_by_hand():
@@ -142,9 +141,8 @@ def test_a_mean_over_no_position_says_that_specials_count():
         m[:, 0] = False
         m[torch.arange(len(m)), m.sum(1)] = False
         return embedding(H, m)
-    with pytest.raises(CheckFailed, match=r"\[CLS\] and \[SEP\] included") as caught:
-        ch08.sentence_embedding(without_specials)
-    assert caught.value.mistake == "wrong-values"
+    got = failure(ch08.sentence_embedding, without_specials, match=r"\[CLS\] and \[SEP\] included")
+    assert got.mistake == "wrong-values"
 
 
 def test_a_mask_on_the_feature_axis_is_told_apart_from_a_missing_keepdim():

@@ -31,6 +31,13 @@ from headlab.train import fit, minibatches
 
 SEEDS = range(5)
 tok = course_tokenizer()
+pytestmark = pytest.mark.slow   # every test trains models
+
+
+@pytest.fixture(params=SEEDS)
+def k(request) -> int:
+    """The seed a test measures on: each of SEEDS in turn."""
+    return request.param
 
 
 def mean_pooled(H, mask):
@@ -98,8 +105,6 @@ def lesson01(k: int) -> dict:
             "context-free": -(answers_freq * answers_freq.log()).sum().item(), "position and length": slot_guess}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_01_the_short_mlm_run_beats_word_frequencies_and_every_context_free_guess(k):
     r = lesson01(k)
     table = " · ".join(f"{name} {v:.3f}" for name, v in r.items())
@@ -141,8 +146,6 @@ def lesson02(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_02_retrieval_ranks_as_the_lesson_says(k):
     r = lesson02(k)
     mrr = {name: s["MRR"] for name, s in r.items()}
@@ -155,8 +158,6 @@ def test_02_retrieval_ranks_as_the_lesson_says(k):
         f"lesson 02, seed {k}: 'the contextual mean and the no-context input embeddings are near noise' ({mrr})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_02_cls_trails_as_the_controls_say(k):
     mrr = {name: s["MRR"] for name, s in lesson02(k).items()}
     assert mrr["[SEP]"] < mrr["mean"] - 0.15, f"lesson 02, seed {k}: '[SEP], never read by a loss either, trails the mean' flipped ({mrr})"
@@ -166,7 +167,6 @@ def test_02_cls_trails_as_the_controls_say(k):
         f"lesson 02, seed {k}: 'pre-training raised the mean more than [CLS]' flipped ({mrr})"
 
 
-@pytest.mark.slow
 def test_02_mean_against_input_embeddings_is_near_noise_not_a_ranking():
     gaps = [lesson02(k)["mean"]["MRR"] - lesson02(k)["input embeddings"]["MRR"] for k in SEEDS]
     assert min(gaps) < 0 < max(gaps), \
@@ -234,8 +234,6 @@ def balanced(r: dict) -> dict:
     return {name: round(v[1], 3) if isinstance(v, tuple) else [round(u[1], 3) for u in v] for name, v in r.items()}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_03_same_budget_fine_tuned_beats_top_layer_beats_the_plain_probe_beats_frozen(k):
     """Like with like: the heads and the 'plain' probe all fit the unweighted cross-entropy."""
     r = lesson03(k)
@@ -245,8 +243,6 @@ def test_03_same_budget_fine_tuned_beats_top_layer_beats_the_plain_probe_beats_f
             f"convergence between top layer and frozen, on {score}' flipped ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_03_weighting_the_classes_trades_the_probes_accuracy_for_balanced_accuracy_and_f1(k):
     r = lesson03(k)
     (acc_w, bal_w, f1_w), (acc, bal, f1) = r["probe, pre-trained"], r["probe, pre-trained, plain"]
@@ -255,7 +251,6 @@ def test_03_weighting_the_classes_trades_the_probes_accuracy_for_balanced_accura
         f"flipped (weighted {r['probe, pre-trained']}, plain {r['probe, pre-trained, plain']})"
 
 
-@pytest.mark.slow
 def test_03_the_weighted_probe_against_the_top_layer_is_not_a_ranking():
     """Why the lesson's table is not sorted by balanced accuracy: this pair changes sides between seeds."""
     gaps = [lesson03(k)["probe, pre-trained"][1] - lesson03(k)["top layer"][1] for k in SEEDS]
@@ -263,8 +258,6 @@ def test_03_the_weighted_probe_against_the_top_layer_is_not_a_ranking():
         f"lesson 03: the prose says the weighted probe and the top layer change sides between seeds; one side won on every seed ({gaps})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_03_cls_reads_less_than_the_mean_frozen_and_ties_it_fine_tuned(k):
     r = lesson03(k)
     assert r["probe, [CLS]"][1] < r["probe, pre-trained"][1], \
@@ -274,8 +267,6 @@ def test_03_cls_reads_less_than_the_mean_frozen_and_ties_it_fine_tuned(k):
         f"({r['[CLS] + pooler, fine-tuned']} and {r['fine-tuned']})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_03_controls_rank_as_the_lesson_says(k):
     r = {name: v[1] if isinstance(v, tuple) else v for name, v in lesson03(k).items()}
     assert r["probe, untrained encoder"] < r["probe, random word vectors"], \
@@ -287,8 +278,6 @@ def test_03_controls_rank_as_the_lesson_says(k):
     assert r["probe, untrained encoder"] > 0.6, f"lesson 03, seed {k}: 'an untrained encoder's probe is far above 0.5'"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_03_every_row_beats_the_base_rate_on_balanced_accuracy_and_minority_f1(k):
     """The base rate scores 0.5 and 0; the lesson asserts above 0.6 and 0.3, here on five seeds."""
     r = lesson03(k)
@@ -298,7 +287,6 @@ def test_03_every_row_beats_the_base_rate_on_balanced_accuracy_and_minority_f1(k
     assert not low, f"lesson 03, seed {k}: 'every row beats the base rate on balanced accuracy and minority F1' flipped ({low})"
 
 
-@pytest.mark.slow
 def test_03_pre_trained_beats_the_untrained_mean_on_every_draw_but_not_every_initialisation():
     """The prose: on each of five data draws the pre-trained probe is above the mean of five untrained
     initialisations, but on two of the five the best initialisation beats it (a gain of the size of the
@@ -405,8 +393,6 @@ def lesson04(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_04_the_head_beats_the_lookup_tagger(k):
     r = lesson04(k)
     assert r["jordan at position 2"] == ["B-PER", "B-LOC"], \
@@ -416,8 +402,6 @@ def test_04_the_head_beats_the_lookup_tagger(k):
     assert r["lookup"][1] < r["lookup"][0] < 1, f"lesson 04, seed {k}: 'the lookup tagger's entity F1 is below its token accuracy'"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_04_at_equal_steps_fine_tuning_is_level_or_ahead_from_20_steps_on(k):
     r = lesson04(k)
     for steps in (20, 40):
@@ -468,8 +452,6 @@ def lesson04_pieces(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_04_split_words_labellings_rank_as_the_lesson_says(k):
     r = lesson04_pieces(k)
     right, copied, slid = r["first piece"], r["every piece"], r["word index"]
@@ -595,8 +577,6 @@ def lesson06(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
     r = lesson06(k)
     f, base = r["frozen"], r["base"]
@@ -610,8 +590,6 @@ def test_06_frozen_pooling_rules_rank_as_the_lesson_says(k):
     assert all(f["mean"][i] > base[i] + 0.1 for i in (0, 1)), f"lesson 06, seed {k}: 'the mean is well above the base rate'"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_the_mean_trails_because_of_the_positions_before_the_sentiment_word(k):
     r = lesson06(k)
     span, f = r["span"], r["frozen"]
@@ -623,8 +601,6 @@ def test_06_the_mean_trails_because_of_the_positions_before_the_sentiment_word(k
         f"lesson 06, seed {k}: 'the mean from the sentiment word on does at least as well as the last real token' ({span} vs {f})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_a_deeper_head_does_not_make_up_for_the_pooling(k):
     r = lesson06(k)
     mlp, linear = r["mlp"], r["frozen"]
@@ -635,8 +611,6 @@ def test_06_a_deeper_head_does_not_make_up_for_the_pooling(k):
         f"lesson 06, seed {k}: 'the MLP on the mean stays below the linear head on the last real token' ({mlp} vs {linear})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_pre_training_not_the_architecture_puts_the_sentiment_at_the_last_real_token(k):
     r = lesson06(k)
     pre, untrained, base = r["frozen"]["last_real"], r["untrained last_real"], r["base"]
@@ -646,8 +620,6 @@ def test_06_pre_training_not_the_architecture_puts_the_sentiment_at_the_last_rea
         f"lesson 06, seed {k}: 'the untrained decoder's last real token scores about the base rate' ({untrained} vs {base})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_dynamic_padding_costs_the_last_tensor_head_and_not_the_last_real_head(k):
     served = lesson06(k)["served"]
     reference = served["fixed, as trained"]["last_real"][0]
@@ -662,16 +634,12 @@ def test_06_dynamic_padding_costs_the_last_tensor_head_and_not_the_last_real_hea
     assert trained - min(f1.values()) <= 0.15, f"lesson 06, seed {k}: 'a few points, not a collapse' ({f1})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_the_last_tensor_head_is_least_accurate_on_its_own_last_word(k):
     by_held = lesson06(k)["by held"]
     assert min(by_held, key=by_held.get) == "its last word", \
         f"lesson 06, seed {k}: 'least accurate where H[:, -1] is the text's own last word' flipped ({by_held})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_switching_the_padding_side_changes_a_few_answers(k):
     r = lesson06(k)
     for trained, answers in r["switch"].items():
@@ -681,8 +649,6 @@ def test_06_switching_the_padding_side_changes_a_few_answers(k):
         assert gap <= 0.015, f"lesson 06, seed {k}: 'the switch moves accuracy by a few reviews at most' (trained {trained}: {gap})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_06_the_truncation_side_that_cuts_the_word_loses_it(k):
     t = lesson06(k)["truncation"]
     for kind, keeps, cuts in [("start", "right", "left"), ("end", "left", "right")]:
@@ -849,8 +815,6 @@ def lesson07(k: int) -> dict:
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_same_budget_the_typed_head_is_as_accurate_and_gets_there_sooner(k):
     r = lesson07(k)
     (lm_acc, lm_first), (typed_acc, typed_first) = r["LM"], r["typed"]
@@ -860,8 +824,6 @@ def test_07_same_budget_the_typed_head_is_as_accurate_and_gets_there_sooner(k):
         f"lesson 07, seed {k}: 'with the same budget the typed head reaches 0.99 in fewer steps' flipped ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_under_one_budget_freezing_the_decoder_costs_accuracy(k):
     r = lesson07(k)
     (frozen_acc, frozen_first, frozen_loss), (typed_acc, typed_first) = r["frozen decoder"], r["typed"]
@@ -873,8 +835,6 @@ def test_07_under_one_budget_freezing_the_decoder_costs_accuracy(k):
         f"lesson 07, seed {k}: 'after 70 steps only the frozen head's loss is still well above zero' ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_the_format_control_learns_as_fast_as_the_typed_head(k):
     r = lesson07(k)
     assert r["control at step 10, softmax over C"] >= 0.99 and r["typed"][1] == 10, \
@@ -885,8 +845,6 @@ def test_07_the_format_control_learns_as_fast_as_the_typed_head(k):
         f"flipped ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_frozen_head_temperature_and_sampling_rank_as_the_lesson_says(k):
     r = lesson07(k)
     assert r["base rate"] + 0.1 < r["frozen head"], f"lesson 07, seed {k}: 'the frozen-feature head is well above the base rate' ({r})"
@@ -898,8 +856,6 @@ def test_07_frozen_head_temperature_and_sampling_rank_as_the_lesson_says(k):
         f"(none at T = 1 counted as one) ({r})"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("k", SEEDS)
 def test_07_the_over_confident_head_and_the_rejection_option_rank_as_the_lesson_says(k):
     r = lesson07(k)
     few_accuracy, few_confidence = r["few: accuracy, confidence"]

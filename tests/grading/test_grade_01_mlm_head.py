@@ -6,6 +6,11 @@ LOGITS = "F.linear(t, self.embedding.weight, self.bias)"
 TRANSFORM = "t = self.norm(self.act(self.dense(h)))"
 SEEDED = "special_mask = special_mask.bool()"   # the solution's first line, after which a seed goes
 LOSS = "F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)"
+PAIR = "return inputs, labels"
+CHOSEN = "< p)"
+RANDOM_IDS = "torch.randint(NUM_SPECIAL, vocab_size,"
+BIAS = "self.bias = nn.Parameter(torch.zeros(V))"
+SAVED = "int(V) * int(d)"
 WRONG = [
     Wrong("mask_tokens-ids-modified-in-place", "mask_tokens", """
         def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
@@ -32,23 +37,21 @@ WRONG = [
     Wrong.edit("mask_tokens-random-draws-specials", "mask_tokens", "torch.randint(NUM_SPECIAL,", "torch.randint(0,",
                "random-draws-specials"),
     # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them):
-    Wrong.edit("mask_tokens-returns-inputs-only", "mask_tokens", "return inputs, labels", "return inputs",
-               "not-a-pair"),
-    Wrong.edit("mask_tokens-random-ids-past-the-vocabulary", "mask_tokens", "torch.randint(NUM_SPECIAL, vocab_size,",
+    Wrong.edit("mask_tokens-returns-inputs-only", "mask_tokens", PAIR, "return inputs", "not-a-pair"),
+    Wrong.edit("mask_tokens-random-ids-past-the-vocabulary", "mask_tokens", RANDOM_IDS,
                "torch.randint(NUM_SPECIAL, vocab_size + 5,", "random-outside-vocabulary"),
     Wrong.edit("mask_tokens-labels-shifted-by-one", "mask_tokens", "torch.where(chosen, ids,",
                "torch.where(chosen, ids + 1,", "wrong-labels"),
-    Wrong.edit("mask_tokens-masks-the-specials-too", "mask_tokens", "return inputs, labels",
-               "inputs = torch.where(special_mask, torch.full_like(ids, mask_id), inputs)\n    return inputs, labels",
+    Wrong.edit("mask_tokens-masks-the-specials-too", "mask_tokens", PAIR,
+               f"inputs = torch.where(special_mask, torch.full_like(ids, mask_id), inputs)\n    {PAIR}",
                "special-corrupted"),
-    Wrong.edit("mask_tokens-chooses-too-many", "mask_tokens", "< p)", "< p * 1.5)", "wrong-fraction"),
-    Wrong.edit("mask_tokens-three-random-words", "mask_tokens", "torch.randint(NUM_SPECIAL, vocab_size,",
+    Wrong.edit("mask_tokens-chooses-too-many", "mask_tokens", CHOSEN, "< p * 1.5)", "wrong-fraction"),
+    Wrong.edit("mask_tokens-three-random-words", "mask_tokens", RANDOM_IDS,
                "torch.randint(NUM_SPECIAL, NUM_SPECIAL + 3,", "few-random-words"),
-    Wrong.edit("mask_tokens-p-ignored", "mask_tokens", "< p)", "< 0.15)", "p-ignored"),
-    Wrong.edit("mask_tokens-half-p", "mask_tokens", "< p)", "< p / 2)", "not-all-chosen"),
-    Wrong.edit("mask_tokens-labels-everywhere", "mask_tokens", "return inputs, labels", "return inputs, ids.clone()",
-               "labels-everywhere"),
-    Wrong.edit("mask_tokens-labels-hold-corrupted-inputs", "mask_tokens", "return inputs, labels",
+    Wrong.edit("mask_tokens-p-ignored", "mask_tokens", CHOSEN, "< 0.15)", "p-ignored"),
+    Wrong.edit("mask_tokens-half-p", "mask_tokens", CHOSEN, "< p / 2)", "not-all-chosen"),
+    Wrong.edit("mask_tokens-labels-everywhere", "mask_tokens", PAIR, "return inputs, ids.clone()", "labels-everywhere"),
+    Wrong.edit("mask_tokens-labels-hold-corrupted-inputs", "mask_tokens", PAIR,
                "return inputs, torch.where(chosen, inputs, -100)", "labels-hold-inputs"),
     Wrong("mask_tokens-split-over-all-positions", "mask_tokens", """
         def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
@@ -75,11 +78,10 @@ WRONG = [
     Wrong.edit("mask_tokens-none-left-unchanged", "mask_tokens", "(u < 0.9)", "(u <= 1.0)", "none-unchanged"),
     Wrong.edit("mask_tokens-no-random-words", "mask_tokens", "words, inputs)", "ids, inputs)", "no-random-words"),
     Wrong.edit("mask_tokens-half-masked", "mask_tokens", "(u < 0.8)", "(u < 0.5)", "wrong-split"),
-    Wrong.edit("mask_tokens-comparison-reversed", "mask_tokens", "< p)", "> p)", "comparison-reversed"),
-    Wrong.edit("mask_tokens-random-range-cut", "mask_tokens", "torch.randint(NUM_SPECIAL, vocab_size,",
+    Wrong.edit("mask_tokens-comparison-reversed", "mask_tokens", CHOSEN, "> p)", "comparison-reversed"),
+    Wrong.edit("mask_tokens-random-range-cut", "mask_tokens", RANDOM_IDS,
                "torch.randint(NUM_SPECIAL, vocab_size - 1,", "random-range-cut"),
-    Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", "return inputs, labels", "return labels, inputs",
-               "pair-swapped"),
+    Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", PAIR, "return labels, inputs", "pair-swapped"),
     # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
     # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".
     Wrong.edit("mask_tokens-mask-id-from-tokenizer", "mask_tokens", "torch.full_like(ids, mask_id)",
@@ -104,8 +106,7 @@ WRONG = [
             labels = torch.where(to_mask | to_rand, ids, -100)
             return inputs, labels
         """, mistake="unchanged-not-labelled"),
-    Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))",
-               "self.bias = torch.zeros(V)", "no-output-bias"),
+    Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", BIAS, "self.bias = torch.zeros(V)", "no-output-bias"),
     Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
                "projection-not-transposed"),
     Wrong("MLMHead-cloned-projection", "MLMHead", """
@@ -124,10 +125,9 @@ WRONG = [
         """, mistake="cloned-projection"),
     Wrong.edit("MLMHead-dense-built-in-forward", "MLMHead", TRANSFORM,
                "t = self.norm(self.act(nn.Linear(h.shape[-1], h.shape[-1])(h)))", "layer-built-in-forward"),
-    Wrong.edit("MLMHead-layernorm-before-gelu", "MLMHead", "self.norm(self.act(self.dense(h)))",
-               "self.act(self.norm(self.dense(h)))", "layernorm-before-gelu"),
-    Wrong.edit("MLMHead-no-output-bias", "MLMHead", "self.bias = nn.Parameter(torch.zeros(V))", "self.bias = None",
-               "no-output-bias"),
+    Wrong.edit("MLMHead-layernorm-before-gelu", "MLMHead", TRANSFORM, "t = self.act(self.norm(self.dense(h)))",
+               "layernorm-before-gelu"),
+    Wrong.edit("MLMHead-no-output-bias", "MLMHead", BIAS, "self.bias = None", "no-output-bias"),
     Wrong.edit("MLMHead-bias-never-added", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight)",
                "no-output-bias"),
     Wrong.edit("MLMHead-detached-weight", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight.detach(), self.bias)",
@@ -140,8 +140,7 @@ WRONG = [
     Wrong.edit("MLMHead-no-gelu", "MLMHead", "self.act(self.dense(h))", "self.dense(h)", "no-gelu"),
     Wrong.edit("MLMHead-log-probabilities", "MLMHead", LOGITS, f"{LOGITS}.log_softmax(-1)",
                "log-softmax-inside-head"),
-    Wrong.edit("MLMHead-no-layernorm", "MLMHead", "self.norm(self.act(self.dense(h)))", "self.act(self.dense(h))",
-               "no-layernorm"),
+    Wrong.edit("MLMHead-no-layernorm", "MLMHead", TRANSFORM, "t = self.act(self.dense(h))", "no-layernorm"),
     # Found by an audit: the check passed these while it left missing parts out of its expected logits, never
     # compared h after the call and never looked at the transform's gradients; the last crashed unexplained.
     Wrong.edit("MLMHead-dense-without-bias", "MLMHead", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)",
@@ -185,13 +184,13 @@ WRONG = [
     Wrong.edit("mlm_loss-nll-on-logits", "mlm_loss", "F.cross_entropy(", "F.nll_loss(", "nll-on-logits"),
     Wrong.edit("mlm_loss-classes-not-flattened", "mlm_loss", "logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)",
                "logits, labels", "raised-RuntimeError"),
-    Wrong.edit("tying_savings-both-matrices", "tying_savings", "int(V) * int(d)", "2 * V * d", "both-matrices"),
-    Wrong.edit("tying_savings-bias-counted", "tying_savings", "int(V) * int(d)", "V * d + V", "bias-counted"),
-    Wrong.edit("tying_savings-adds-the-sizes", "tying_savings", "int(V) * int(d)", "V + d", "adds-the-sizes"),
-    Wrong.edit("tying_savings-whole-untied-head", "tying_savings", "int(V) * int(d)", "d * d + d + 2 * d + V * d + V",
+    Wrong.edit("tying_savings-both-matrices", "tying_savings", SAVED, "2 * V * d", "both-matrices"),
+    Wrong.edit("tying_savings-bias-counted", "tying_savings", SAVED, "V * d + V", "bias-counted"),
+    Wrong.edit("tying_savings-adds-the-sizes", "tying_savings", SAVED, "V + d", "adds-the-sizes"),
+    Wrong.edit("tying_savings-whole-untied-head", "tying_savings", SAVED, "d * d + d + 2 * d + V * d + V",
                "whole-untied-head"),
-    Wrong.edit("tying_savings-only-the-bias", "tying_savings", "int(V) * int(d)", "V", "only-the-bias"),
-    Wrong.edit("tying_savings-float", "tying_savings", "int(V) * int(d)", "float(V * d)", "not-an-int"),
+    Wrong.edit("tying_savings-only-the-bias", "tying_savings", SAVED, "V", "only-the-bias"),
+    Wrong.edit("tying_savings-float", "tying_savings", SAVED, "float(V * d)", "not-an-int"),
 ]
 ALTERNATIVES = [
     Alternative("mask_tokens-bernoulli-steps", "mask_tokens", """

@@ -4,6 +4,9 @@ from harness import Alternative, LessonGrading, Wrong
 
 POOL = "H[rows, lengths - 1]"
 LAST = "torch.where(real, positions, torch.full_like(positions, -1)).amax(dim=1)"
+# the solution's three knowledge-check answers, each edited by many wrong answers below
+POSITIONS = "[6, 3, 8]"
+PARAMS = "512 * 5 + 5"
 LOSS = "round(math.log(5), 2)"
 
 
@@ -43,14 +46,14 @@ WRONG = [
     last("last-tensor-position", "torch.full((real.shape[0],), real.shape[1] - 1)", "last-tensor-position"),
     last("int32-indices", f"({LAST}).int()", "wrong-dtype"),
     last("bool-only-where", "real = attention_mask", "raised-RuntimeError", old="real = attention_mask.bool()"),
-    kc("positions-are-the-lengths", "[6, 3, 8]", "[7, 4, 9]", "one-too-many"),
-    kc("positions-at-the-last-tensor-position", "[6, 3, 8]", "[9, 9, 9]", "last-tensor-position"),
-    kc("positions-of-the-first-tokens", "[6, 3, 8]", "[0, 0, 0]", "first-token"),
-    kc("positions-where-left-padding-starts", "[6, 3, 8]", "[3, 6, 1]", "n-minus-length"),
-    kc("head-without-bias", "512 * 5 + 5", "512 * 5", "forgets-the-bias"),
-    kc("bias-per-input", "512 * 5 + 5", "512 * 5 + 512", "one-bias-per-feature"),
-    kc("head-of-d-plus-k", "512 * 5 + 5", "512 + 5", "adds-the-sizes"),
-    kc("head-of-d-by-d", "512 * 5 + 5", "512 * 512 + 512", "square-matrix"),
+    kc("positions-are-the-lengths", POSITIONS, "[7, 4, 9]", "one-too-many"),
+    kc("positions-at-the-last-tensor-position", POSITIONS, "[9, 9, 9]", "last-tensor-position"),
+    kc("positions-of-the-first-tokens", POSITIONS, "[0, 0, 0]", "first-token"),
+    kc("positions-where-left-padding-starts", POSITIONS, "[3, 6, 1]", "n-minus-length"),
+    kc("head-without-bias", PARAMS, "512 * 5", "forgets-the-bias"),
+    kc("bias-per-input", PARAMS, "512 * 5 + 512", "one-bias-per-feature"),
+    kc("head-of-d-plus-k", PARAMS, "512 + 5", "adds-the-sizes"),
+    kc("head-of-d-by-d", PARAMS, "512 * 512 + 512", "square-matrix"),
     kc("loss-of-two-classes", LOSS, "0.69", "ln-2-for-every-k"),
     kc("loss-in-log-base-10", LOSS, "round(math.log10(5), 2)", "log-base-10"),
     kc("loss-in-bits", LOSS, "round(math.log2(5), 2)", "log-base-2"),
@@ -58,18 +61,18 @@ WRONG = [
     kc("loss-is-another-number", LOSS, "1.60", "wrong-values"),
     # issue 11.6: the form check must refuse a tensor and an unrounded value
     kc("unrounded-loss", LOSS, "math.log(5)", "loss-not-rounded"),
-    kc("positions-as-a-tensor", "[6, 3, 8]", "torch.tensor([7, 4, 9]) - 1", "tensor-answer"),
+    kc("positions-as-a-tensor", POSITIONS, "torch.tensor([7, 4, 9]) - 1", "tensor-answer"),
     kc("loss-as-a-tensor", LOSS, "torch.tensor(5.0).log()", "tensor-answer"),
-    kc("positions-hold-tensors", "[6, 3, 8]", "list(torch.tensor([7, 4, 9]) - 1)", "tensor-answer"),
-    kc("two-positions", "[6, 3, 8]", "[6, 3]", "not-three-positions"),
-    kc("float-position", "[6, 3, 8]", "[6.0, 3, 8]", "position-not-int"),
-    kc("position-past-the-end", "[6, 3, 8]", "[6, 3, 10]", "position-outside"),
-    kc("parameter-count-as-a-tensor", "512 * 5 + 5", "torch.tensor(512 * 5 + 5)", "tensor-answer"),
-    kc("float-parameter-count", "512 * 5 + 5", "512 * 5 + 5.0", "params-not-int"),
-    kc("no-parameters", "512 * 5 + 5", "0", "params-not-positive"),
+    kc("positions-hold-tensors", POSITIONS, "list(torch.tensor([7, 4, 9]) - 1)", "tensor-answer"),
+    kc("two-positions", POSITIONS, "[6, 3]", "not-three-positions"),
+    kc("float-position", POSITIONS, "[6.0, 3, 8]", "position-not-int"),
+    kc("position-past-the-end", POSITIONS, "[6, 3, 10]", "position-outside"),
+    kc("parameter-count-as-a-tensor", PARAMS, "torch.tensor(512 * 5 + 5)", "tensor-answer"),
+    kc("float-parameter-count", PARAMS, "512 * 5 + 5.0", "params-not-int"),
+    kc("no-parameters", PARAMS, "0", "params-not-positive"),
     kc("loss-as-text", LOSS, "'1.61'", "loss-not-a-positive-number"),
     kc("negative-loss", LOSS, "-1.61", "loss-not-a-positive-number"),
-    kc("one-answer-missing", "kc_head_params = 512 * 5 + 5", "", "not-set"),
+    kc("one-answer-missing", f"kc_head_params = {PARAMS}", "", "not-set"),
     # an argmax of the flipped bool mask: torch ranks no bools (issue 27.4)
     last("argmax-of-a-bool-mask", "real.shape[1] - 1 - real.flip(1).argmax(dim=1)", "ranks-a-bool-tensor"),
 ]

@@ -16,9 +16,12 @@ import pytest
 
 from course import (LESSON, colab_saved, feedback, fill, grade_py, looping, make_course, release_nb,
                     scores, solution_answers, submit)
+from heads_lessons import REPO, lesson
 
 CELL_TIMEOUT = 15  # the setup cell imports torch: seconds on a loaded 2-core machine
 MAX_CELLS = 200    # size caps lowered here so that hand-ins over them stay small (course: test_course_limits)
+# The release's own cells: a hand-in over the cap holds these and the cells it added
+RELEASED_CELLS = len(nbformat.read(lesson(LESSON).path(REPO / "lessons"), as_version=4).cells)
 SIZE_CAPS = f"""
         c.HandInLimits.max_bytes = 2 * 1024**2
         c.HandInLimits.max_cells = {MAX_CELLS}
@@ -175,7 +178,7 @@ def test_unreadable_notebook_is_reported_and_kept(graded):
 
 @pytest.mark.parametrize("student, reason", [
     ("too-many-bytes", "3.0 MiB, more than the 2.0 MiB a hand-in may be (HandInLimits.max_bytes)"),
-    ("too-many-cells", f"{MAX_CELLS + 31} cells, more than the {MAX_CELLS} a hand-in may have"),
+    ("too-many-cells", f"{MAX_CELLS + RELEASED_CELLS} cells, more than the {MAX_CELLS} a hand-in may have"),
     ("too-much-output", "1.5 MiB of stored output, more than the 1.0 MiB a hand-in may keep"),
 ])
 def test_a_hand_in_over_a_size_cap_is_refused_with_its_reason_and_kept(graded, student, reason):
@@ -251,7 +254,7 @@ def test_a_huge_hand_in_never_holds_the_grader(tmp_path):
         sys.executable, str(GRADER / "grade.py"), "--course", str(root), "autograde"],
         capture_output=True, text=True, timeout=900)
     out = measured.stdout
-    assert f"PROBLEM huge/{LESSON}/{LESSON}.ipynb: refused before grading: 100031 cells" in out, out
+    assert f"PROBLEM huge/{LESSON}/{LESSON}.ipynb: refused before grading: {100_000 + RELEASED_CELLS} cells" in out, out
     peak_mib = int(out.split("PEAK")[1]) / 1024
     assert peak_mib < 400, f"the grader's processes peaked at {peak_mib:.0f} MiB"
 
@@ -290,7 +293,7 @@ def test_nbgrader_run_by_hand_refuses_a_hand_in_over_a_cap(tmp_path):
     nb.cells += [nbformat.v4.new_code_cell("") for _ in range(MAX_CELLS)]
     submit(root, "too-many-cells", nb)
     log = nbgrader(root, "autograde", LESSON, "--force", check=False)
-    assert f"HEADS-PROBLEM too-many-cells/{LESSON}: refused before grading: {MAX_CELLS + 31} cells" in log, log[-3000:]
+    assert f"HEADS-PROBLEM too-many-cells/{LESSON}: refused before grading: {MAX_CELLS + RELEASED_CELLS} cells" in log, log[-3000:]
     got = scores(root)
     assert got["honest"]["score"] == 4 and got["too-many-cells"]["score"] == 0, (got, log[-3000:])
     assert (root / "submitted" / "too-many-cells" / LESSON / f"{LESSON}.ipynb").exists()  # nothing lost

@@ -8,7 +8,7 @@ a verdict; `grade.py autograde` prints one `FLAG` line per flagged submission, t
 
 - code in an answer cell or in any cell the student inserted or changed that
   patches modules (assigns attributes of torch, IPython, headlab, the lesson's `check`, sys,
-  builtins; rebinds one of their names; defines `__torch_function__`), touches IPython's execution
+  builtins, or of the modules the kernel writes its results with: json, os, io, pathlib...; rebinds one of their names; defines `__torch_function__`), touches IPython's execution
   machinery (events, input/AST transformers, showtraceback, custom exceptions), inspects frames
   (`sys._getframe`, `inspect.currentframe/stack`, `tb_frame`, `f_locals`, tracers, `gc`),
   touches `sys.modules`, spawns processes (subprocess, `os.system`, `os.fork`, multiprocessing,
@@ -25,7 +25,9 @@ import json
 import os
 import re
 
-WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader"}
+WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
+           # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
+           "json", "os", "io", "pathlib", "pickle", "base64", "codecs", "shutil", "tempfile", "zmq", "jupyter_client"}
 SPAWN_MODULES = {"subprocess", "multiprocessing", "pty", "torch.multiprocessing",
                  "concurrent.futures.process", "asyncio.subprocess"}
 SPAWN_CALLS = re.compile(r"^(os\.(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*)|"

@@ -15,8 +15,8 @@ A name (`alice`, `Frank Li`, `王伟`, the folder an LMS made) becomes an id in 
    decides the id of every name it lists.
 
 Two different names that still give one id (`Frank Li/` and `Frank_Li/`, or two names a roster
-lists for one id) are both kept: the first keeps the id and the other gets `ID~2`, so neither
-replaces the other, and both are reported for the instructor to settle.
+lists for one id) are both kept: the one written as people type it keeps the id and the other gets
+`ID~2`, so neither replaces the other, and both are reported for the instructor to settle.
 """
 from __future__ import annotations
 
@@ -73,6 +73,11 @@ def student_id(name: str) -> str:
     text = unicodedata.normalize("NFKC", name)
     kept = "".join(ch if ch in KEPT or unicodedata.category(ch)[0] in "LMN" else "\0" for ch in text)
     return re.sub("\0+", "_", kept).strip("_.-")
+
+
+def _as_typed(name: str) -> bool:
+    """Whether `name` is already in the form NFKC and single spaces give it: how a name is usually typed."""
+    return name == " ".join(unicodedata.normalize("NFKC", name).split())
 
 
 def _key(text: str) -> str:
@@ -195,8 +200,10 @@ def identities(names, roster: Roster | None = None) -> Identities:
         else:
             claims.setdefault(sid, []).append(name)
     for sid, claimants in claims.items():
-        # The name that is its id already (`Frank_Li`), else the first in code-point order, keeps it.
-        claimants.sort(key=lambda n: (n != sid, n))
+        # Who keeps the id: the name that is its id already (`Frank_Li`), then a name written as people type it
+        # (`Frank Li` over `Frank  Li`, a composed `Zoë` over one with a combining accent, which a lookalike would
+        # use), then the first in code-point order. Never the newer or the odder of two spellings.
+        claimants.sort(key=lambda n: (n != sid, not _as_typed(n), n))
         n = 1
         for rank, name in enumerate(claimants):
             given = sid

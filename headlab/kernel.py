@@ -219,22 +219,30 @@ def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, 
     holds: a weight that is frozen, detached or hidden from `parameters()` does not move, and a `.grad` written
     by hand is not the gradient of the grader's weighted outputs, so either leaves other outputs after the step."""
     x = x.detach().clone().requires_grad_()
-    module.zero_grad(set_to_none=True)
+    trained = [p for p in module.parameters() if p.requires_grad]   # what an optimiser would train
     with torch.enable_grad():
-        weighted_backward(forward(x), seed)
+        total = weighted_sum(forward(x), seed)
+        grads = torch.autograd.grad(total, [x, *trained], allow_unused=True) if total is not None else [None]
+    # The step reads the gradients autograd returns, never `.grad`: a hook can write `.grad` of a frozen weight
     with torch.no_grad():
-        for p in module.parameters():
-            if p.grad is not None:
-                p -= STEP_LR * p.grad
+        for p, g in zip(trained, grads[1:]):
+            if g is not None:
+                p -= STEP_LR * g
         stepped = forward(x.detach().clone() if probe is None else probe.clone())
-    return {"input_grad": x.grad, "stepped": detached(stepped)}
+    return {"input_grad": grads[0], "stepped": detached(stepped)}
 
 
-def weighted_backward(out: Any, seed: int) -> None:
-    """Back-propagate the sum of the outputs that carry a graph, each weighted by seeded random numbers, so
-    that no gradient cancels out by symmetry."""
+def weighted_sum(out: Any, seed: int) -> torch.Tensor | None:
+    """The sum of the outputs that carry a graph, each weighted by seeded random numbers, so that no gradient
+    cancels out by symmetry; None when no output carries a graph."""
     outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
             if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
     g = torch.Generator().manual_seed(seed)
-    if outs:
-        sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs).backward()
+    return sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in outs) if outs else None
+
+
+def weighted_backward(out: Any, seed: int) -> None:
+    """Back-propagate `weighted_sum`, the grader-side reference gradients' way (checks.engine)."""
+    total = weighted_sum(out, seed)
+    if total is not None:
+        total.backward()

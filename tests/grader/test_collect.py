@@ -9,7 +9,7 @@ import pytest
 
 from course import LESSON, fill, grade_py, make_course, release_nb, scores, solution_answers
 from heads_collect import match
-from heads_identity import Roster, RosterError, identities
+from heads_identity import Roster, RosterError, identities, student_id
 
 LESSON_03 = "03_sequence_head"
 NOTEBOOKS = [LESSON_03]
@@ -230,10 +230,21 @@ def test_names_in_every_script_are_kept(name, student):
 
 def test_two_names_that_give_one_id_are_both_kept_and_reported():
     found = identities(["Frank_Li", "Frank Li", "Frank  Li", "Zoë Li", "Zoé Li"])
-    assert found.ids == {"Frank_Li": "Frank_Li", "Frank  Li": "Frank_Li~2", "Frank Li": "Frank_Li~3",
+    assert found.ids == {"Frank_Li": "Frank_Li", "Frank Li": "Frank_Li~2", "Frank  Li": "Frank_Li~3",
                          "Zoë Li": "Zoë_Li", "Zoé Li": "Zoé_Li"}
     assert sorted(found.shared) == ["Frank  Li", "Frank Li", "Frank_Li"]
-    assert "'Frank Li' and" in found.shared["Frank Li"] and "Frank_Li~3" in found.shared["Frank Li"]
+    assert "'Frank Li' and" in found.shared["Frank Li"] and "Frank_Li~2" in found.shared["Frank Li"]
+
+
+@pytest.mark.parametrize("typed, lookalike", [
+    ("Frank Li", "Frank  Li"),                  # a red team's N3: two spaces sort first in code-point order
+    ("Zo\u00eb Li", "Zoe\u0308 Li"),            # M3: a combining diaeresis, one id with the composed name
+])
+def test_a_lookalike_spelling_never_takes_the_id_from_the_name_as_typed(typed, lookalike):
+    for names in ([typed, lookalike], [lookalike, typed]):
+        found = identities(names)
+        assert found.ids[typed] == student_id(typed) and found.ids[lookalike] == student_id(typed) + "~2"
+        assert set(found.shared) == {typed, lookalike}
 
 
 CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section,Lesson 03 (101)

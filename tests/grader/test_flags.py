@@ -73,6 +73,8 @@ FORGERIES = {
     "path-symlink": "from pathlib import Path\nPath('leak').symlink_to('/')",
     "exec-string": "exec('torch.equal = lambda a, b: True')",
     "patch-builtins": "import builtins\nbuiltins.print = lambda *a, **k: None",
+    # A red team's results rewritten on their way out of the kernel (json.dumps replaced), with the answer edited
+    "patch-json": "import json as _json\n_real = _json.dumps\n_json.dumps = lambda obj, *a, **k: _real(obj)",
     "globals-assign": "globals()['check'] = None",
     "module-dict-update": "import headlab.checks.ch00 as _c\n_c.__dict__.update(padding_mask=lambda *a, **k: None)",
     "vars-update": "import headlab.checks.ch00 as _c\nvars(_c).update(padding_mask=lambda *a, **k: None)",

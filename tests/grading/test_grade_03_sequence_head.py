@@ -40,6 +40,12 @@ WRONG = [
     Wrong.edit("SequenceClassifier-frozen-bias-grad-written-by-hand", HEAD, LOGITS,
                f"self.linear.bias.requires_grad_(False)\n        self.linear.bias.grad = torch.ones_like(self.linear.bias)"
                f"\n        {LOGITS}", "parameters-without-gradient"),
+    # The next red team's K1b: the frozen bias's `.grad` written by a hook on the logits, with the very gradient
+    # the bias would get; the grader's step reads autograd's gradients of the trainable weights, not `.grad`.
+    Wrong.edit("SequenceClassifier-frozen-bias-grad-written-by-a-hook", HEAD, LOGITS,
+               f"self.linear.bias.requires_grad_(False)\n        {LOGITS}\n        if logits.requires_grad:\n"
+               "            logits.register_hook(lambda g: setattr(self.linear.bias, 'grad', "
+               "g.reshape(-1, self.num_classes).sum(0)) or g)", "parameters-without-gradient"),
     # A red team's forgery (issue 25, K2): an extra nn.Linear(K, K) hidden from modules() and parameters(); with
     # the grader's weights loaded into the head's state_dict, it changes the outputs.
     Wrong("SequenceClassifier-extra-linear-hidden-from-modules", "SequenceClassifier", """

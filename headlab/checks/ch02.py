@@ -10,7 +10,7 @@ import torch.nn as nn
 from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, drive, fail, passed, require_module_class
-from .engine import Exercise, Mistake, clashing_sizes, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, clashing_sizes, inputs_as, judge_gradients, show, twist
 
 T, F = True, False
 
@@ -66,6 +66,8 @@ POOLER_CASES = [
      [[0.6351, 0.6351], [-0.6351, 0.2449], [0.9780, 0.8483]]),
     (3, [[2.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 0.5]], [0.0, 1.0, -1.0], [[0.5, 1.0, 2.0], [-1.0, 0.0, 4.0]],
      [[0.7616, 0.0, 0.0], [-0.9640, 0.7616, 0.7616]]),
+    # A batch of one: tanh([1.75, 0.25]); `.squeeze()` would drop the batch axis here
+    (2, [[0.5, 1.0], [1.0, -0.5]], [0.25, -0.25], [[1.0, 1.0]], [[0.9414, 0.2449]]),
 ]
 # nn.Linear fixes the layout: its weight is (out, in), used as c @ weight.T. A pooler built on one must get
 # tanh([1, 0]), tanh([2, 1]) and tanh([3, 1]) from this W, not their transposed map.
@@ -101,11 +103,23 @@ _pooler = Exercise(
                 fix="Call the layer itself on c, as a function, instead of multiplying c by its weight."),
         Mistake("no-dense-layer", lambda d, W, b, c: torch.tanh(c), "Pooler.forward returns tanh(c){where}: the dense "
                 "layer W c + b is missing.", fix="Apply the d → d linear layer made in __init__ to c before the tanh."),
+        twist("squeeze-drops-batch-axis", lambda E, d, W, b, c: E.squeeze() if len(c) == 1 else None,
+              "Pooler.forward returned shape (d,) for a batch of one{where}: `.squeeze()` without an axis drops the "
+              "batch axis too when B = 1. The pooler keeps (B, d) for every B.", fix="Remove the `.squeeze()`."),
         Mistake("tanh-twice", lambda *a: _dense(*a, lambda x: torch.tanh(torch.tanh(x))), "Pooler.forward applies "
                 "tanh twice{where}: tanh(tanh(W c + b)) squashes the values a second time (tanh(0.76) = 0.64), so "
                 "every output is closer to 0 than the pooler's tanh(W c + b).",
                 fix="Keep one tanh: an `nn.Tanh()` in a Sequential or `torch.tanh` in forward, not both."),
     ])
+
+
+def _pooler_named(out, expected, inputs) -> bool:
+    """Whether the table of Pooler.forward's mistakes (or the right answer) explains `out`."""
+    try:
+        _pooler.judge(out, expected, inputs)
+        return True
+    except CheckFailed as err:
+        return err.mistake not in ("wrong-values", "")
 
 
 def Pooler(cls, cases=None) -> None:
@@ -134,7 +148,16 @@ def _judge_pooler(cls, case) -> bool:
                          asked, "c")["outs"][0]
     heads.layer_built_in_forward(all(isinstance(o, torch.Tensor) for o in zeroed) and not torch.equal(*zeroed),
                                  "Pooler", f" for Pooler({d}) on c of shape {tuple(c.shape)}")
-    _pooler.judge(ran["outs"][0][0], expected, (d, W, b, c))
+    out = ran["outs"][0][0]
+    # The grader's weights or zeros loaded, the same output: forward reads no entry of the state_dict
+    unmoved = isinstance(out, torch.Tensor) and isinstance(zeroed[0], torch.Tensor) and \
+        out.shape == zeroed[0].shape and torch.equal(out, zeroed[0])
+    if unmoved and not _pooler_named(out, expected, (d, W, b, c)):
+        fail(f"Pooler's output is the same whether the check loads its weights or zeros into its state_dict, for c "
+             f"of shape {tuple(c.shape)}: forward uses no parameter. Tensors kept as plain attributes "
+             "(`self.W = torch.randn(d, d)`) are not parameters: nothing loads or trains them.", "no-parameters",
+             "Wrap them in `nn.Parameter(...)`, or use `nn.Linear(d, d)`.")
+    _pooler.judge(out, expected, (d, W, b, c))
     trained = heads.built(drive(drive_head, cls, {**asked, "train": True, "step": False}), "Pooler", asked, "c")
     heads.no_train_only_layer(not torch.allclose(trained["outs"][0][0], ran["outs"][0][0], atol=1e-6), "Pooler",
                               "The pooler computes tanh(W c + b)", f" for Pooler({d}) on c of shape {tuple(c.shape)}")

@@ -181,6 +181,11 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} used what `.max(dim=...)` returns as if it were one tensor: with a dim, max (like min, sort and topk) "
      "returns a pair (values, indices), which cannot be compared or computed with.",
      "Take its `.values` (the maxima) or `.indices` (their positions), or unpack it into two names."),
+    (("Tanh.__init__() takes 1 positional argument", "Sigmoid.__init__() takes 1 positional argument"),
+     "module-class-called-on-a-tensor",
+     "{name} called a module class on a tensor, e.g. `nn.Tanh(x)`: that builds a new module and hands x to its "
+     "constructor, which takes no tensor.",
+     "Build the module once (`self.act = nn.Tanh()` in __init__) and call it on x, or use the function, `torch.tanh(x)`."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",

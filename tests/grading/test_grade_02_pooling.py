@@ -37,6 +37,13 @@ WRONG = [
     Wrong.edit("Pooler-linear-built-in-forward", "Pooler", TANH, "torch.tanh(nn.Linear(c.shape[-1], c.shape[-1])(c))",
                "layer-built-in-forward"),
     Wrong.edit("Pooler-tanh-twice", "Pooler", TANH, f"torch.tanh({TANH})", "tanh-twice"),
+    # Found by the fourth simulated student: each got only "expected X, got Y", or passed
+    Wrong.edit("Pooler-squeeze-without-axis", "Pooler", TANH, f"{TANH}.squeeze()", "squeeze-drops-batch-axis"),
+    Wrong.edit("Pooler-plain-tensors-not-parameters", "Pooler", "self.dense = nn.Linear(d, d)",
+               "self.W, self.b = torch.randn(d, d) / d ** 0.5, torch.zeros(d)\n        "
+               "self.dense = lambda c: c @ self.W.T + self.b", "no-parameters"),
+    Wrong.edit("Pooler-tanh-module-called-on-a-tensor", "Pooler", TANH, "nn.Tanh(self.dense(c))",
+               "module-class-called-on-a-tensor"),
     Wrong.edit("max_pool-whole-batch", "max_pool", MAX, "H[mask.bool()].amax(dim=0)", "pools-whole-batch"),
     # --- mean_pool ---
     Wrong.edit("mean_pool-over-every-position", "mean_pool", MEAN, "return H.mean(dim=1)", "padding-included"),

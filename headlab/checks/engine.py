@@ -27,6 +27,11 @@ from ..kernel import STEP_LR, weighted_backward
 from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
 
+# Shown on a repeat of changed-input (core.shown), after the exercise's own words on what it changed
+IN_PLACE_FIX = ("Use the operation's out-of-place form (`masked_fill`, not `masked_fill_`; `x = x * m`, not `x *= m`), "
+                "or work on a copy, `x.clone()`.")
+
+
 class Unclear(CheckFailed):
     """A wrong output that two mistakes of the table explain equally well: the check says what was
     expected, names neither, and looks at the next case for one that tells them apart."""
@@ -149,7 +154,7 @@ class Exercise:
         out = self._call(fn, inputs)
         if any(b is not None and (x != b if isinstance(b, list) else not (x.shape == b.shape and torch.equal(x, b)))
                for x, b in zip(inputs, before)):
-            fail(self.unchanged.format(name=self.name), "changed-input")
+            fail(self.unchanged.format(name=self.name), "changed-input", IN_PLACE_FIX)
         return out
 
     def _call(self, fn: Callable, inputs: tuple) -> Any:
@@ -182,7 +187,8 @@ class Exercise:
         unclear = self._name_mistake(out, inputs, where, expected)   # fails if a mistake names the output
         if not tensor:
             _fail(f"{self.name} returned {a_type(out)}{where}; it must return a torch.Tensor{self.meaning}.",
-                  "not-a-tensor", unclear)
+                  "not-a-tensor", unclear, "Compute the result with torch operations and return that tensor, not "
+                  "`.item()`, `.tolist()` or a NumPy array of it.")
         if tuple(out.shape) != want:
             _fail(f"{self.name} returned shape {tuple(out.shape)}{where}; expected {want}{self.meaning}.",
                   "wrong-shape", unclear)
@@ -190,7 +196,8 @@ class Exercise:
             wanted = self.dtype if self.dtype is not None else "a floating-point dtype"
             hint = " Your values are right; convert the result." if same(out, expected, self.atol, kind=False) else ""
             _fail(self.dtype_message.format(name=self.name, got=out.dtype, where=where, wanted=wanted) + hint,
-                  "wrong-dtype", unclear)
+                  "wrong-dtype", unclear, f"Convert the result before returning it: `.to({self.dtype})`."
+                  if self.dtype is not None else "Convert the result before returning it: `.float()`.")
         self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}."
                            + first_difference(out, expected, self.atol), unclear)
 
@@ -202,7 +209,9 @@ class Exercise:
             right, tensor = self._agrees(out, expected), isinstance(out, torch.Tensor)
             fail(f"{self.name} returned {a_type(out)}{where}; it must return a Python {kind}." +
                  (f" Your number is right: convert it with {kind}(...)" + (" or .item()." if tensor else ".")) * right,
-                 "returned-a-tensor" if tensor else "not-an-int" if self.returns is int else "not-a-float")
+                 "returned-a-tensor" if tensor else "not-an-int" if self.returns is int else "not-a-float",
+                 f"Wrap the number you return in {kind}(...)" + (", or call .item() on the 0-d tensor." if tensor
+                                                                  else "."))
         if abs(float(out) - float(expected)) <= self.atol:
             return
         unclear = self._converted()._name_mistake(self._as_tensor(out), inputs, where, self._as_tensor(expected))

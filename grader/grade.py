@@ -42,6 +42,7 @@ import contextlib
 import csv
 import hashlib
 import itertools
+import json
 import os
 import secrets
 import shutil
@@ -138,6 +139,7 @@ def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None 
     "misnamed": {...}, "shared": {...}, "unlisted": [...], "not_extracted": [...], "failed": {...}}.
     `roster`: an LMS roster export that decides the ids of the students it lists."""
     from heads_collect import match, name_conflict, survey
+    from heads_flags import SHARED_IDS
     from heads_identity import read_roster
 
     lessons = course.lessons()
@@ -199,6 +201,9 @@ def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None 
                 if (extracted / rel).read_bytes() != kept_bytes:
                     not_collected[rel] = f"an older copy of {student}'s {notebook}; the newer one is graded"
                     del collected[rel]
+    # Ids two spellings shared, for `export`'s flags column: the instructor settles them where scores are read
+    shared = {ids.ids[name]: said for name, said in ids.shared.items()}
+    (downloaded / SHARED_IDS).write_text(json.dumps(shared, ensure_ascii=False), encoding="utf-8")
     report = downloaded / lessons[0] / "not_extracted.txt"
     not_extracted = report.read_text().splitlines() if report.exists() else []
     return {"collected": collected, "not_collected": not_collected, "misnamed": misnamed,

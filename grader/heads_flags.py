@@ -293,9 +293,24 @@ def result_flags(autograded: dict, release: dict, cell_scores: dict[str, float])
     return flags
 
 
+SHARED_IDS = "shared_ids.json"   # in the course's downloaded/: {id: why}, written by `grade.py collect`
+
+
 def submission_flags(coursedir, lesson: str, notebook: str, student: str,
                      cell_scores: dict[str, float] | None) -> list[str]:
-    """Every flag of one student's notebook, from the course folders (None scores: code only)."""
+    """Every flag of one student's notebook, from the course folders (None scores: code only), and an id two
+    names shared at collect: not the notebook's doing, but to settle before the row is trusted."""
+    try:
+        with open(os.path.join(coursedir.root, "downloaded", SHARED_IDS), encoding="utf-8") as fh:
+            shared = json.load(fh).get(student)
+    except (OSError, ValueError, AttributeError):
+        shared = None
+    return [f"id shared by two names at collect: {shared}"] * bool(shared) + \
+        _notebook_flags(coursedir, lesson, notebook, student, cell_scores)
+
+
+def _notebook_flags(coursedir, lesson: str, notebook: str, student: str,
+                    cell_scores: dict[str, float] | None) -> list[str]:
     def load(folder, who):
         path = os.path.join(coursedir.format_path(folder, who, lesson), f"{notebook}.ipynb")
         try:

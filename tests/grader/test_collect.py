@@ -351,18 +351,22 @@ def test_collect_with_a_roster(tmp_path):
 
 
 def test_unicode_ids_are_graded_fed_back_and_exported(tmp_path):
-    """nbgrader takes a student id in any script end to end: autograde, feedback, export."""
+    """nbgrader takes a student id in any script end to end: autograde, feedback, export. A lookalike spelling
+    (a combining accent, newer) beside the name as typed gets `~2`, and the export flags both ids."""
     root = make_course(tmp_path / "course")
     rel = release_nb(root)
     lms = tmp_path / "lms.zip"
     with zipfile.ZipFile(lms, "w") as z:
         z.writestr(f"王伟/{LESSON}.ipynb", nbformat.writes(fill(rel, solution_answers())))
-        z.writestr(f"Zoé Li/{LESSON}.ipynb", nbformat.writes(rel))
+        z.writestr(f"Zo\u00e9 Li/{LESSON}.ipynb", nbformat.writes(fill(rel, solution_answers())))
+        z.writestr(f"Zoe\u0301 Li/{LESSON}.ipynb", nbformat.writes(rel))
     for step in (["collect", str(lms)], ["--jobs", "2", "autograde"], ["feedback"],
                  ["export", "--to", str(tmp_path / "grades.csv")]):
         proc = grade_py("--course", str(root), *step)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert {s: v["score"] for s, v in scores(root).items()} == {"王伟": 4, "Zoé_Li": 0}
+    assert {s: v["score"] for s, v in scores(root).items()} == {"王伟": 4, "Zoé_Li": 4, "Zoé_Li~2": 0}
     assert (root / "feedback" / "王伟" / LESSON / f"{LESSON}.html").exists()
     rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "grades.csv").open(encoding="utf-8"))}
-    assert sorted(rows) == ["Zoé_Li", "王伟"] and float(rows["王伟"]["total"]) == 4
+    assert sorted(rows) == ["Zoé_Li", "Zoé_Li~2", "王伟"] and float(rows["王伟"]["total"]) == 4
+    assert all("id shared by two names" in rows[s]["flags"] for s in ("Zoé_Li", "Zoé_Li~2")), rows
+    assert "shared" not in rows["王伟"]["flags"], rows

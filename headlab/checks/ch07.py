@@ -118,11 +118,15 @@ def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False,
     return share, torch.stack([(accuracy[b] - conf[k == b].mean()).abs() for b in range(n_bins)])
 
 
-def _weighted(probs, labels, n_bins, weight=lambda share: share, of=lambda gap: gap, **bins) -> float:
+def _weighted(probs, labels, n_bins, *, weight, of, **bins) -> float:
     """Σ weight(share_bin) · of(gap_bin) over the non-empty bins, the bins and gaps as `_bins(**bins)` makes them:
-    a wrong weight or a wrong gap in an ECE otherwise written as it should be."""
+    a wrong weight or a wrong gap in an ECE otherwise written as it should be (no default, so that the function
+    called with a learner's arguments alone gives no ECE)."""
     share, gap = _bins(probs, labels, n_bins, **bins)
     return float((weight(share) * of(gap)).nansum())
+
+
+_SAME = lambda x: x   # noqa: E731  a weight or gap as it is
 
 
 def _global_gap(probs, labels) -> float:
@@ -217,18 +221,20 @@ expected_calibration_error = Exercise(
                 "Σ (count_bin / N) · |accuracy_bin − confidence_bin|.",
                 fix="Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
         # Found by a simulated student: each got only the recipe before.
-        Mistake("squared-gaps", lambda p, y, n: _weighted(p, y, n, of=lambda gap: gap ** 2),
+        Mistake("squared-gaps", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=lambda gap: gap ** 2),
                 SAID + "That is Σ (count_bin / N) · gap², the per-bin gaps squared: a gap of 0.1 then counts 0.01, "
                 "and every ECE shrinks. The ECE weighs each bin's absolute gap |accuracy_bin − confidence_bin| as "
                 "it is.", fix="Take `.abs()` of each bin's gap instead of `** 2`."),
-        Mistake("global-accuracy-per-bin", lambda p, y, n: _weighted(p, y, n, global_accuracy=True),
+        Mistake("global-accuracy-per-bin",
+                lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, global_accuracy=True),
                 SAID + "That is the ECE with the accuracy of all N predictions in every bin: each bin compares its "
                 "mean confidence with the accuracy of its own predictions, the rows whose confidence falls in it.",
-                fix="Take the accuracy over the bin's rows, `correct[inside].mean()`, not `correct.mean()`."),
-        Mistake("integer-division-weights", lambda p, y, n: _weighted(p, y, n, weight=torch.floor),
+                fix="Average the correctness over the bin's own rows, as you average their confidence, not over "
+                    "all N rows."),
+        Mistake("integer-division-weights", lambda p, y, n: _weighted(p, y, n, weight=torch.floor, of=_SAME),
                 SAID + "Each bin's weight count_bin // N is an integer division: 0 for every bin that holds fewer "
                 "than all N predictions, so every gap is multiplied by 0. The weight is the fraction count_bin / N.",
-                fix="Divide with `/`, not `//`: `count / len(labels)`."),
+                fix="Divide with /, not // (an integer division): the weight count_bin / N is a fraction."),
         # (confidence, prediction) over the batch, and N where one confidence, a 0-d mask, counts as one prediction
         *[Mistake("max-over-whole-batch", lambda p, y, n, c=c, k=k, per=per: float(torch.mul(*_bins(
             p, y, n, batch=(c, k))).nansum()) / (len(y) if per else 1), WHOLE_BATCH, fix=WHOLE_BATCH_FIX)

@@ -11,10 +11,12 @@ from headlab.checks import ch07
 
 
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
-              zero_binned=False, rms=False, batch=(False, False)):
+              zero_binned=False, rms=False, batch=(False, False), squared=False, global_accuracy=False,
+              integer_weights=False):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
-    bin 0."""
+    bin 0. `squared` squares each gap, `global_accuracy` compares each bin with the accuracy of all rows, and
+    `integer_weights` weighs a bin by count // N."""
     rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
@@ -28,11 +30,14 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
             if closed == "right" else min(int(conf * n_bins), n_bins - 1)
         if k is not None:
             bins.setdefault(k, []).append((conf, ok))
-    gaps = {k: abs(Fraction(sum(o for _, o in v), len(v)) - sum(c for c, _ in v) / len(v)) for k, v in bins.items()}
+    accuracy = {k: Fraction(sum(o for _, o in (rows if global_accuracy else v)), len(rows if global_accuracy else v))
+                for k, v in bins.items()}
+    gaps = {k: abs(accuracy[k] - sum(c for c, _ in v) / len(v)) ** (2 if squared else 1) for k, v in bins.items()}
     if rms:
         return math.sqrt(sum(Fraction(len(bins[k]), len(rows)) * g ** 2 for k, g in gaps.items()))
     if weighted:
-        return float(sum(Fraction(len(bins[k]), len(rows)) * g for k, g in gaps.items()))
+        share = {k: (len(v) // len(rows) if integer_weights else Fraction(len(v), len(rows))) for k, v in bins.items()}
+        return float(sum(share[k] * g for k, g in gaps.items()))
     return float(sum(gaps.values()) / (n_bins if over_all_bins else len(gaps)))
 
 
@@ -66,6 +71,9 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("counts-not-shares", len(labels) * exact_ece(probs, labels, n_bins)),
             ("fixed-ten-bins", exact_ece(probs, labels, 10)),
             ("rms-of-gaps", exact_ece(probs, labels, n_bins, rms=True)),
+            ("squared-gaps", exact_ece(probs, labels, n_bins, squared=True)),
+            ("global-accuracy-per-bin", exact_ece(probs, labels, n_bins, global_accuracy=True)),
+            ("integer-division-weights", exact_ece(probs, labels, n_bins, integer_weights=True)),
             *[("max-over-whole-batch", exact_ece(probs, labels, n_bins, batch=(c, k)) / (len(labels) if per else 1))
               for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]]]
     assert [k for k, _ in got] == [k for k, _ in want]

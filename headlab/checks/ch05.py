@@ -67,26 +67,30 @@ def _block(allowed: torch.Tensor) -> torch.Tensor:
 
 
 # A mistake's rule: the logits it scores and the positions it lets a span start and end at (from start, end,
-# allowed), how far its band reaches past the right one (j − i ≤ max_len − 1 + reach), and whether it keeps i ≤ j.
-# Each is wrong in one thing, so that the check holds no search that gives the right spans (a rule that would, on
-# some input, gives None there).
+# allowed), and its band: max_len → the lowest and the highest j − i it searches, (0, max_len − 1) for the right
+# one. Each is wrong in one thing, so that the check holds no search that gives the right spans (a rule that would,
+# on some input, gives None there).
 _ALL = torch.ones_like
+_SAME = lambda s, e, a: (s, e, a, a)   # noqa: E731  the logits as given, spans from and to allowed positions
+_RIGHT = lambda m: (0, m - 1)          # noqa: E731
 _RULES = {
-    "one-too-long": (lambda s, e, a: (s, e, a, a), 1, True),
-    "one-too-short": (lambda s, e, a: (s, e, a, a), -1, True),
-    "backward-spans": (lambda s, e, a: (s, e, a, a), 0, False),
-    "outside-the-passage": (lambda s, e, a: (s, e, _ALL(a), _ALL(a)), 0, True),
-    "end-not-restricted": (lambda s, e, a: (s, e, a, _ALL(a)), 0, True),
-    "start-not-restricted": (lambda s, e, a: (s, e, _ALL(a), a), 0, True),
-    "mask-multiplied": (lambda s, e, a: (s * a, e * a, _ALL(a), _ALL(a)), 0, True),
-    "searches-between-allowed": (lambda s, e, a: (s, e, _block(a), _block(a)), 0, True),
+    "one-too-long": (_SAME, lambda m: (0, m)),
+    "one-too-short": (_SAME, lambda m: (0, m - 2)),
+    "backward-spans": (_SAME, lambda m: (-(m - 1), m - 1)),          # |j − i| < max_len
+    "one-token-spans-excluded": (_SAME, lambda m: (1, m - 1)),       # i < j
+    "outside-the-passage": (lambda s, e, a: (s, e, _ALL(a), _ALL(a)), _RIGHT),
+    "end-not-restricted": (lambda s, e, a: (s, e, a, _ALL(a)), _RIGHT),
+    "start-not-restricted": (lambda s, e, a: (s, e, _ALL(a), a), _RIGHT),
+    "mask-multiplied": (lambda s, e, a: (s * a, e * a, _ALL(a), _ALL(a)), _RIGHT),
+    "searches-between-allowed": (lambda s, e, a: (s, e, _block(a), _block(a)), _RIGHT),
 }
+TRANSPOSED_BAND = lambda m: (-(m - 1), 0)   # noqa: E731  j ≤ i: `tril` where `triu` belongs
 
 
-def _band(n: int, max_len: int, reach: int = 0, ordered: bool = True) -> torch.Tensor:
-    """(n, n): True where a span (i, j) is short enough, and with `ordered` where it does not end before it starts."""
-    gap = torch.arange(n)[None, :] - torch.arange(n)[:, None]
-    return (gap >= (0 if ordered else -(max_len - 1))) & (gap <= max_len - 1 + reach)
+def _band(n: int, max_len: int, band: Callable[[int], tuple[int, int]] = _RIGHT) -> torch.Tensor:
+    """(n, n): True where a span (i, j) has lo ≤ j − i ≤ hi, (lo, hi) = band(max_len)."""
+    gap, (lo, hi) = torch.arange(n)[None, :] - torch.arange(n)[:, None], band(max_len)
+    return (gap >= lo) & (gap <= hi)
 
 
 def _argmax_pairs(scores: torch.Tensor) -> torch.Tensor:
@@ -96,15 +100,15 @@ def _argmax_pairs(scores: torch.Tensor) -> torch.Tensor:
     return torch.stack([flat // n, flat % n], dim=-1)
 
 
-def _wrong_spans(rule: str, start, end, allowed, max_len: int) -> torch.Tensor | None:
-    """The best (i, j) under the mistake `rule`, or None where it has no span to compare or searches exactly
-    the spans the right rule does."""
-    where, reach, ordered = _RULES[rule]
+def _wrong_spans(rule: tuple, start, end, allowed, max_len: int) -> torch.Tensor | None:
+    """The best (i, j) under a mistake's `rule` (where, band), or None where it has no span to compare or searches
+    exactly the spans the right rule does."""
+    where, band = rule
     allowed = allowed.bool()
     start, end, starts, ends = where(start, end, allowed)
-    if reach == 0 and ordered and torch.equal(starts, allowed) and torch.equal(ends, allowed):
+    if band(max_len) == _RIGHT(max_len) and torch.equal(starts, allowed) and torch.equal(ends, allowed):
         return None
-    ok = _band(start.shape[1], max_len, reach, ordered) & starts[:, :, None] & ends[:, None, :]
+    ok = _band(start.shape[1], max_len, band) & starts[:, :, None] & ends[:, None, :]
     if not ok.flatten(1).any(-1).all():   # a row without candidates: this rule gives no span to compare
         return None
     return _argmax_pairs((start[:, :, None] + end[:, None, :]).masked_fill(~ok, float("-inf")))
@@ -174,9 +178,11 @@ def _not_allowed(which: str) -> Callable[..., str]:
     return said
 
 
-def _rule(key: str, message: str | Callable[..., str], fix: str = "") -> Mistake:
-    """The mistake whose spans are the best ones under its rule in _RULES."""
-    return Mistake(key, lambda s, e, allowed, m: _wrong_spans(key, s, e, allowed, m), message, fix=fix)
+def _rule(key: str, message: str | Callable[..., str], fix: str = "", band: Callable | None = None) -> Mistake:
+    """The mistake whose spans are the best ones under its rule in _RULES, or that rule's positions in `band`."""
+    where, its_band = _RULES[key]
+    rule = (where, band or its_band)
+    return Mistake(key, lambda s, e, allowed, m: _wrong_spans(rule, s, e, allowed, m), message, fix=fix)
 
 
 def _spans(text: str) -> Callable[..., str]:
@@ -214,6 +220,18 @@ BEST_SPAN = Exercise(
             "the start, or make the span too long."),
             fix=BAND_FIX),
         _rule("backward-spans", _backward, "Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
+        # Found by a simulated student: both got only "returned X; expected Y" before.
+        _rule("backward-spans", _spans(
+            "every span here ends at or before its start (j ≤ i): your band holds the pairs i − max_len < j ≤ i, "
+            "the transpose of the right one (`tril` where `triu` belongs, or i and j swapped). A span runs forward "
+            "from its start: i ≤ j ≤ i + max_len − 1."),
+            "Keep the upper triangle: `.triu()` keeps j ≥ i, then `.tril(max_len - 1)` keeps j ≤ i + max_len "
+            "− 1.",
+            band=TRANSPOSED_BAND),
+        _rule("one-token-spans-excluded", _spans(
+            "no span here is one token long, yet a one-token span (i = j) is the best in a row: your band keeps only "
+            "i < j. A span may start and end on the same token."),
+            "Compare i and j with ≤, not <, in the band: the pair (i, i) is a span."),
         _rule("end-not-restricted", _not_allowed("end"), "Set the end logits to −inf where allowed is False too."),
         _rule("start-not-restricted", _not_allowed("start"), "Set the start logits to −inf where allowed is False too."),
         Mistake("nan-from-softmax-over-batch", _nan_spans, _spans(
@@ -475,14 +493,26 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
     for name, t in zip(("start_logits", "end_logits"), out):
         shape = tuple(t.shape)
         if shape != (B, n):
-            key = ("keeps-last-axis" if shape == (B, n, 1) else
-                   "squeeze-drops-batch-axis" if B == 1 and shape == (n,) else "wrong-shape")
-            fix = {"keeps-last-axis": ": drop the last axis (`.squeeze(-1)`).",
-                   "squeeze-drops-batch-axis": ": `.squeeze()` without an axis drops the batch axis too when B = 1; "
-                                               "squeeze only the last one, `.squeeze(-1)`."}.get(key, ".")
+            key, why, fix = next((row[0], *row[2:]) for row in [*_shapes(B, n), ("wrong-shape", shape, ".", "")]
+                                 if row[1] == shape)
             fail(f"SpanHead's {name} has shape {shape} for H of shape ({B}, {n}, {d}); expected (B, n) = ({B}, {n})"
-                 + fix, key)
+                 + why, key, fix)
     return out[0], out[1]
+
+
+def _shapes(B: int, n: int) -> list[tuple[str, tuple | None, str, str]]:
+    """(key, a wrong shape of start_logits or end_logits for H (B, n, d), what it says, the fix), the first that
+    fits named; None where the shape would not tell the mistake (B = n)."""
+    return [("keeps-last-axis", (B, n, 1), ": drop the last axis (`.squeeze(-1)`).", ""),
+            ("squeeze-drops-batch-axis", (n,) if B == 1 else None, ": `.squeeze()` without an axis drops the batch "
+             "axis too when B = 1; squeeze only the last one, `.squeeze(-1)`.", ""),
+            # Found by a simulated student: both got only the expected shape before.
+            ("logits-transposed", (n, B) if n != B else None, ": (n, B), the transpose. `.T` reverses every axis of "
+             "a 3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives two (n, B) tensors.",
+             "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."),
+            ("scores-one-position", (B,) if B != n else None, ": one logit per example, as if the head scored one "
+             "vector per example (`H[:, 0]`, the [CLS] position, or a pooled mean). Any position may start or end the "
+             "answer: score every position.", "Apply the linear layer to the whole H, (B, n, d), not to `H[:, 0]`.")]
 
 
 def _close(got: tuple, want: tuple) -> bool:

@@ -80,7 +80,13 @@ predict_or_reject = Exercise(
                 "the rejection is the wrong way round{where}: you rejected the confident rows and kept the unsure "
                 "ones. Reject a row when its top probability is below the threshold.",
                 fix="Swap the two branches of your `torch.where` (or compare with >= instead of <)."),
-        # Found by a simulated student: only "expected 0, you returned -1" before.
+        # Found by simulated students: each got only "expected 0, you returned -1" before.
+        Mistake("confidence-of-class-one", lambda p, t, r: torch.where(p[:, 1] >= t, p.argmax(-1), r),
+                "predict_or_reject compared the threshold {t} with every row's probability of class 1{where}: a row "
+                "predicting another class is then kept or rejected by a probability it does not predict. A row's "
+                "confidence is its top probability, that of the class it predicts.",
+                fix="`top, prediction = probs.max(dim=-1)`, then compare `top`, not `probs[:, 1]`, with the "
+                    "threshold."),
         Mistake("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r),
                 "predict_or_reject compared the threshold {t} with each row's predicted class index{where}, not with "
                 "its top probability: with a threshold in (0, 1], a prediction of class 0 is then always rejected "
@@ -92,13 +98,15 @@ predict_or_reject = Exercise(
 
 
 # --- expected_calibration_error(probs, labels, n_bins) → float ---------------------------------------
-def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False)):
+def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False),
+          global_accuracy=False):
     """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
     (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
     probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
     0, the top one never is) lies in no right-closed bin, or with `zero_binned` in the first, as a clamp puts it.
     With `batch` (confidence, prediction), every row's confidence is the largest probability of the batch, or its
-    prediction the flat index of that entry, as `probs.max()` and `probs.argmax()` without a dim give."""
+    prediction the flat index of that entry, as `probs.max()` and `probs.argmax()` without a dim give. With
+    `global_accuracy`, every bin's accuracy is that of all N predictions."""
     conf, pred = probs.double().max(-1)
     conf = conf if column is None else probs.double()[:, column]
     conf, pred = conf * 0 + probs.double().max() if batch[0] else conf, pred * 0 + probs.argmax() if batch[1] else pred
@@ -106,7 +114,19 @@ def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False,
     k = torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins).clamp(max=n_bins - 1)
     k = k.clamp(min=0) if zero_binned else k
     share = torch.stack([(k == b).double().mean() for b in range(n_bins)])
-    return share, torch.stack([(ok[k == b].mean() - conf[k == b].mean()).abs() for b in range(n_bins)])
+    accuracy = [ok.mean() if global_accuracy else ok[k == b].mean() for b in range(n_bins)]
+    return share, torch.stack([(accuracy[b] - conf[k == b].mean()).abs() for b in range(n_bins)])
+
+
+def _weighted(probs, labels, n_bins, *, weight, of, **bins) -> float:
+    """Σ weight(share_bin) · of(gap_bin) over the non-empty bins, the bins and gaps as `_bins(**bins)` makes them:
+    a wrong weight or a wrong gap in an ECE otherwise written as it should be (no default, so that the function
+    called with a learner's arguments alone gives no ECE)."""
+    share, gap = _bins(probs, labels, n_bins, **bins)
+    return float((weight(share) * of(gap)).nansum())
+
+
+_SAME = lambda x: x   # noqa: E731  a weight or gap as it is
 
 
 def _global_gap(probs, labels) -> float:
@@ -200,6 +220,21 @@ expected_calibration_error = Exercise(
                 "which weighs large gaps more. The ECE is the weighted mean of the absolute gaps themselves, "
                 "Σ (count_bin / N) · |accuracy_bin − confidence_bin|.",
                 fix="Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
+        # Found by a simulated student: each got only the recipe before.
+        Mistake("squared-gaps", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=lambda gap: gap ** 2),
+                SAID + "That is Σ (count_bin / N) · gap², the per-bin gaps squared: a gap of 0.1 then counts 0.01, "
+                "and every ECE shrinks. The ECE weighs each bin's absolute gap |accuracy_bin − confidence_bin| as "
+                "it is.", fix="Take `.abs()` of each bin's gap instead of `** 2`."),
+        Mistake("global-accuracy-per-bin",
+                lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, global_accuracy=True),
+                SAID + "That is the ECE with the accuracy of all N predictions in every bin: each bin compares its "
+                "mean confidence with the accuracy of its own predictions, the rows whose confidence falls in it.",
+                fix="Average the correctness over the bin's own rows, as you average their confidence, not over "
+                    "all N rows."),
+        Mistake("integer-division-weights", lambda p, y, n: _weighted(p, y, n, weight=torch.floor, of=_SAME),
+                SAID + "Each bin's weight count_bin // N is an integer division: 0 for every bin that holds fewer "
+                "than all N predictions, so every gap is multiplied by 0. The weight is the fraction count_bin / N.",
+                fix="Divide with /, not // (an integer division): the weight count_bin / N is a fraction."),
         # (confidence, prediction) over the batch, and N where one confidence, a 0-d mask, counts as one prediction
         *[Mistake("max-over-whole-batch", lambda p, y, n, c=c, k=k, per=per: float(torch.mul(*_bins(
             p, y, n, batch=(c, k))).nansum()) / (len(y) if per else 1), WHOLE_BATCH, fix=WHOLE_BATCH_FIX)

@@ -211,6 +211,12 @@ WRONG = [
                "integer-mask"),
     Wrong.edit("best_span-band-without-order", "best_span", "band = (i <= j) & (j <= i + max_len - 1)",
                "band = (j - i).abs() < max_len", "backward-spans"),
+    # Found by a simulated student: each got only "returned X; expected Y" or the expected shape before.
+    Wrong.edit("best_span-band-transposed", "best_span", "band = (i <= j) & (j <= i + max_len - 1)",
+               "band = torch.ones(n, n, dtype=torch.bool).tril().triu(-(max_len - 1))", "backward-spans"),
+    Wrong.edit("best_span-strict-band", "best_span", "band = (i <= j)", "band = (i < j)", "one-token-spans-excluded"),
+    Wrong.edit("SpanHead-pair-from-T", "SpanHead", "logits.unbind(dim=-1)", "logits.T", "logits-transposed"),
+    on_logits("SpanHead-scores-the-first-position-only", "self.qa_outputs(H[:, 0])", "scores-one-position"),
     Wrong.edit("best_span-end-not-masked", "best_span",
                'log_p_end = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1)',
                "log_p_end = end_logits.log_softmax(dim=-1)", "end-not-restricted"),

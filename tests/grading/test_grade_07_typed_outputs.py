@@ -4,6 +4,7 @@ from harness import Alternative, LessonGrading, Wrong
 
 SOFTMAX = "return chosen.softmax(dim=-1)"               # restrict_to_labels's last line
 TOP = "confidence, prediction = probs.max(dim=-1)"     # expected_calibration_error's first line
+GAP = "gap = (correct[inside].mean() - confidence[inside].mean()).abs()"   # and its one bin's gap
 
 WRONG = [
     # --- predict_or_reject ------------------------------------------------------------------------
@@ -40,6 +41,14 @@ WRONG = [
     # Found by a simulated student (issue 27): each got only the expected value before.
     Wrong.edit("predict_or_reject-threshold-on-class-index", "predict_or_reject", "top >=", "prediction >=",
                "threshold-on-class-index"),
+    Wrong.edit("predict_or_reject-threshold-on-class-one", "predict_or_reject", "top >=", "probs[:, 1] >=",
+               "confidence-of-class-one"),
+    Wrong.edit("ece-squared-gaps", "expected_calibration_error", GAP, "gap = ((correct[inside].mean() - "
+               "confidence[inside].mean()) ** 2)", "squared-gaps"),
+    Wrong.edit("ece-global-accuracy-in-every-bin", "expected_calibration_error", GAP,
+               "gap = (correct.mean() - confidence[inside].mean()).abs()", "global-accuracy-per-bin"),
+    Wrong.edit("ece-integer-division-weights", "expected_calibration_error", "count / len(labels)",
+               "count // len(labels)", "integer-division-weights"),
     Wrong.edit("ece-rms-of-gaps", "expected_calibration_error", "* gap\n    return float(ece)",
                "* gap ** 2\n    return float(ece) ** 0.5", "rms-of-gaps"),
     Wrong.edit("ece-max-over-whole-batch", "expected_calibration_error", TOP, "confidence, prediction = probs.max(), "

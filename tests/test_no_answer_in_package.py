@@ -349,7 +349,8 @@ def _composed() -> dict[str, Callable]:
     argument, arithmetic on an argument or a lambda, which the search above does not try."""
     from headlab.checks import ch05, ch07
     return {
-        "best_span": lambda s, e, allowed, max_len: ch05._wrong_spans("one-too-long", s, e, allowed, max_len - 1),
+        "best_span": lambda s, e, allowed, max_len: ch05._wrong_spans(ch05._RULES["one-too-long"], s, e, allowed,
+                                                                      max_len - 1),
         "expected_calibration_error":
             lambda p, y, n_bins=10: float(torch.mul(*ch07._bins(p, y, n_bins, zero_binned=True)).nansum()),
         "predict_or_reject": lambda p, t, reject=-1: ch07._decide(p, lambda top: top >= t, reject),

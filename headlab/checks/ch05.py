@@ -489,7 +489,9 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
         got = f"one tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else a_type(out)
         fail(f"SpanHead returned {got}; it must return a pair of tensors (start_logits, end_logits), each (B, n) = "
              f"({B}, {n})" + (": split the last axis, e.g. `.unbind(-1)`." if got.endswith(", 2)") else "."),
-             "one-tensor" if isinstance(out, torch.Tensor) else "not-a-pair")
+             "one-tensor" if isinstance(out, torch.Tensor) else "not-a-pair",
+             "Split the (B, n, 2) scores on the last axis and return the two halves: "
+             "`start_logits, end_logits = logits.unbind(-1)`.")
     for name, t in zip(("start_logits", "end_logits"), out):
         shape = tuple(t.shape)
         if shape != (B, n):
@@ -503,9 +505,11 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
 def _shapes(B: int, n: int) -> list[tuple[str, tuple | None, str, str]]:
     """(key, a wrong shape of start_logits or end_logits for H (B, n, d), what it says, the fix), the first that
     fits named; None where the shape would not tell the mistake (B = n)."""
-    return [("keeps-last-axis", (B, n, 1), ": drop the last axis (`.squeeze(-1)`).", ""),
+    return [("keeps-last-axis", (B, n, 1), ": drop the last axis (`.squeeze(-1)`).",
+             "Squeeze only the last axis of each scorer's output, `.squeeze(-1)`, or unbind a (B, n, 2) output."),
             ("squeeze-drops-batch-axis", (n,) if B == 1 else None, ": `.squeeze()` without an axis drops the batch "
-             "axis too when B = 1; squeeze only the last one, `.squeeze(-1)`.", ""),
+             "axis too when B = 1; squeeze only the last one, `.squeeze(-1)`.",
+             "Replace `.squeeze()` by `.squeeze(-1)`."),
             # Found by a simulated student: both got only the expected shape before.
             ("logits-transposed", (n, B) if n != B else None, ": (n, B), the transpose. `.T` reverses every axis of "
              "a 3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives two (n, B) tensors.",
@@ -554,7 +558,8 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
         for dim, axis in ((-1, "the positions"), (0, "the batch axis")):
             if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):
                 fail(f"SpanHead's {name} are probabilities (a softmax over {axis}); the head returns raw logits. "
-                     "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head")
+                     "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head",
+                     "Return the linear layer's two outputs as they are; remove the softmax from forward.")
     on_H, scorers = loaded["outs"][0][0], _scorers(loaded["outs"][1][0])
     if _sigmoid_of_linear(H, on_H, loaded["outs"][1][0]):
         fail("SpanHead's start_logits and end_logits all lie between 0 and 1: with the grader's weights loaded they "
@@ -566,21 +571,36 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
         fail("SpanHead's logits stay the same whatever values the check loads into its state_dict (its parameters "
              "and buffers): its scorers are plain tensors, which neither load nor train. Create them as parameters "
              "in __init__, e.g. `nn.Linear(d, 2)` or `nn.Parameter(...)`, and compute the logits from them.",
-             "no-parameters")
+             "no-parameters", "In __init__, `self.qa_outputs = nn.Linear(d, 2)`; in forward, score H with it. A layer "
+             "kept in a Python list is not registered either: use `nn.ModuleList`.")
     grad, stepped = loaded["gradients"]["input_grad"], _scorers(loaded["gradients"]["stepped"])
     if (grad is None or not bool(grad.abs().sum() > 0)) and all(map(_close, scorers, stepped)):
         fail("SpanHead's logits are connected to no trainable parameter and not to H: one step of gradient descent "
              "on them moves no weight and no gradient reaches H, so training cannot learn them. Compute the logits "
              "from the head's parameters with torch operations, without .detach() or `torch.no_grad()`.",
-             "not-connected")
+             "not-connected", "Remove the `.detach()` (or the `torch.no_grad()` block) from forward.")
     if torch.allclose(*on_H):
         fail("With the grader's weights in its parameters, SpanHead's start_logits and end_logits are equal: it "
              "scores the start and the end with the same parameters (one shared vector or layer used twice), so they "
              "can never differ. Learn two scorers: one Linear(d, 2) whose two outputs you split, or two vectors.",
-             "same-scorer")
+             "same-scorer", "`self.qa_outputs = nn.Linear(d, 2)` in __init__; in forward, "
+             "`start_logits, end_logits = self.qa_outputs(H).unbind(-1)`.")
     # Probe 0 gives each scorer's bias b, probe e_k its k-th weight plus b: whatever the layout of its
     # parameters, a linear head then gives H·w + b on H.
-    if not _close(on_H, [H @ w + b for w, b in scorers]):
+    linear = [H @ w + b for w, b in scorers]
+    # A log_softmax over the positions shifts each probe row by a constant, which the scorers absorb: it shows as
+    # the log_softmax of the linear map. A ReLU shows as no negative logit and exact zeros (which raw scores
+    # under the grader's weights do not hit).
+    if not _close(on_H, linear) and _close(on_H, [x.log_softmax(-1) for x in linear]):
+        fail("SpanHead returned log-probabilities: with the grader's weights loaded, each row of its logits is a "
+             "log_softmax over the positions of the linear scores. A span head returns the raw scores; best_span "
+             "and the loss normalise over the allowed positions themselves.", "log-softmax-inside-head",
+             "Remove the log_softmax from forward and return the linear layer's two outputs.")
+    if not _close(on_H, linear) and all(bool((t >= 0).all()) for t in on_H) and sum(int((t == 0).sum()) for t in on_H) > 1:
+        fail("SpanHead's logits are never negative and many are exactly 0, with the grader's weights loaded: a ReLU "
+             "on the scores. A span head returns raw logits, negative ones too: a ReLU makes every position with a "
+             "negative score tie at 0.", "relu-on-logits", "Remove the ReLU: return the linear layer's outputs.")
+    if not _close(on_H, linear):
         fail("With the grader's weights in its parameters, SpanHead's logits are not a linear map of each "
              "position's own vector: scoring the vectors 0, e_1, …, e_d gives w_s, b_s, w_e, b_e, but its logits "
              "for H are not H·w_s + b_s and H·w_e + b_e. A span head computes s_i = w_s·h_i + b_s, e_i = w_e·h_i + "
@@ -588,7 +608,8 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     if not _close(zeroed["outs"][0][0], [torch.zeros_like(t) for t in on_H]):
         fail("With every entry of its state_dict set to zero, SpanHead's logits are not zero: part of them comes "
              "from something that is not one of its parameters (a fixed tensor, a constant, a copy made in "
-             "__init__). Compute the logits from the head's own parameters alone.", "fixed-tensor")
+             "__init__). Compute the logits from the head's own parameters alone.", "fixed-tensor",
+             "Remove the constant or fixed tensor from forward; make anything the head learns an nn.Parameter.")
     # A step of gradient descent must move both scorers' weights and biases, whatever their layout (a layout
     # changes how far they move, so the step is not compared with a reference's): the probes after the step say.
     # A head with no bias at all (its logit of the zero vector is 0) is right: a softmax over positions ignores it.
@@ -599,7 +620,8 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
         fail(f"one step of gradient descent on SpanHead's logits leaves {' and '.join(still)} unchanged: training "
              "would never change them. Keep every parameter trainable (requires_grad=True) and compute the logits "
              "from them with torch operations, outside `torch.no_grad()` and without `.detach()`.",
-             "parameters-without-gradient")
+             "parameters-without-gradient", "Do not set requires_grad_(False) on the head's parameters, and do not "
+             "detach them or the logits.")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
     judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed,

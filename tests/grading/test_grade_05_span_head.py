@@ -62,6 +62,9 @@ WRONG = [
     on_logits("SpanHead-detached-logits", "self.qa_outputs(H).detach()", "not-connected"),
     # Found by a simulated student (issue 27): a sigmoid was "not linear", a layer made in forward "dropout at eval".
     on_logits("SpanHead-sigmoid-on-the-logits", "torch.sigmoid(self.qa_outputs(H))", "sigmoid-output"),
+    # The fifth simulated student's: both got only "not a linear map" before
+    on_logits("SpanHead-log-softmax-over-positions", "self.qa_outputs(H).log_softmax(dim=1)", "log-softmax-inside-head"),
+    on_logits("SpanHead-relu-on-the-logits", "torch.relu(self.qa_outputs(H))", "relu-on-logits"),
     on_logits("SpanHead-linear-built-in-forward", "nn.Linear(H.shape[-1], 2)(H)", "layer-built-in-forward"),
     Wrong("SpanHead-plain-tensors-not-parameters", "SpanHead", """
         class SpanHead(nn.Module):

@@ -211,6 +211,8 @@ def lesson03(k: int) -> dict:
         untrained.append(TinyTransformer(encoder.cfg).eval())
     out = {"probe, pre-trained": probe(encoder), "probe, pre-trained, plain": probe(encoder, class_weight=None),
            "probe, [CLS]": probe(encoder, pool=lambda H, mask: H[:, 0]),
+           "probe, first word": probe(encoder, pool=lambda H, mask: H[:, 1]),
+           "probe, [SEP]": probe(encoder, pool=lambda H, mask: H[torch.arange(len(H)), mask.sum(1) - 1]),
            "probe, untrained encoders": [probe(u) for u in untrained],
            "probe, random word vectors": probe(lambda b: untrained[k].tok_emb(b.ids)),
            "probe, input embeddings": probe(lambda b: encoder.tok_emb(b.ids))}
@@ -273,11 +275,18 @@ def test_03_the_weighted_probe_against_the_top_layer_is_not_a_ranking():
 
 def test_03_cls_reads_less_than_the_mean_frozen_and_ties_it_fine_tuned(k):
     r = lesson03(k)
-    assert r["probe, [CLS]"][1] < r["probe, pre-trained"][1], \
-        f"lesson 03, seed {k}: 'on the frozen encoder the probe reads less from [CLS] than from the mean' flipped ({balanced(r)})"
+    assert max(r["probe, [CLS]"][1], r["probe, [SEP]"][1]) < r["probe, pre-trained"][1] < r["probe, first word"][1], \
+        f"lesson 03, seed {k}: 'on the frozen encoder [CLS] and [SEP] read less than the mean, and the first word more' " \
+        f"flipped ({balanced(r)})"
     assert min(r["[CLS] + pooler, fine-tuned"] + r["fine-tuned"]) > 0.99, \
         f"lesson 03, seed {k}: 'fine-tuned, BERT's [CLS] head and the mean head both score about 1' " \
         f"({r['[CLS] + pooler, fine-tuned']} and {r['fine-tuned']})"
+
+
+def test_03_cls_against_sep_is_not_a_ranking():
+    gaps = [lesson03(k)["probe, [CLS]"][1] - lesson03(k)["probe, [SEP]"][1] for k in SEEDS]
+    assert min(gaps) < 0 < max(gaps), \
+        f"lesson 03: the prose says [CLS] and [SEP] change sides between seeds; one side won on every seed ({gaps})"
 
 
 def test_03_controls_rank_as_the_lesson_says(k):

@@ -3,7 +3,8 @@ fine-tuned with the head at lr 2e-4 above a linear probe on the frozen features 
 and above the same 30 steps at lr 5e-5, whose training loss is still higher. Its control, an untrained
 MiniLM (the same config, random weights), gives the probe the plain reviews' verdict almost as well as
 MiniLM, the negated ones far less well, and a far weaker sentiment direction from two class means, along
-which every flipped pair of sentences moves less. This re-runs the lesson's recipe on five seeds (the
+which every flipped pair of sentences moves less (the
+lesson's pairs, those whose verdict words no review uses included). This re-runs the lesson's recipe on five seeds (the
 reviews, where "not" goes, the untrained weights, the head's initialisation and the batch order; seed 0
 is the notebook's own run) and fails, naming the claim, if a ranking flips."""
 import copy
@@ -19,7 +20,9 @@ from headlab.metrics import balanced_accuracy, f1_score
 pytestmark = pytest.mark.slow
 SEEDS, TOP, STEPS, BATCH = range(5), 2, 30, 16
 FLIPPED = [("The soup was great.", "The soup was awful."), ("I loved this hotel.", "I hated this hotel."),
-           ("the pizza was brilliant", "the pizza was dreadful")]   # the lesson's pairs
+           ("the pizza was brilliant", "the pizza was dreadful"),   # the lesson's pairs, then its four whose verdict words no review uses
+           ("I adored this film.", "I detested this film."), ("The concert was fantastic.", "The concert was horrible."),
+           ("The room was perfect.", "The room was disgusting."), ("What a delightful evening.", "What a miserable evening.")]
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +109,7 @@ def _run(real, seed):
         head = nn.Sequential(nn.Dropout(0.1), nn.Linear(model.config.hidden_size, 2))
         weight = len(y) / (2 * torch.bincount(y, minlength=2).float())
         optimiser = torch.optim.AdamW([{"params": [p for layer in layers for p in layer.parameters()], "lr": lr},
-                                       {"params": head.parameters(), "lr": 1e-2}])
+                                       {"params": head.parameters(), "lr": 1e-2}], fused=True)
         order, losses = torch.Generator().manual_seed(seed), []
         for _ in range(STEPS):
             rows = torch.randint(0, len(y), (BATCH,), generator=order)

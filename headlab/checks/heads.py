@@ -68,8 +68,9 @@ def layer_built_in_forward(differ: bool, name: str, where: str = "",
     dropout_at_eval, which it would otherwise be taken for."""
     if differ:
         fail(f"two passes of {name} on the same input gave different outputs{where}{zeroed}: forward builds a new "
-             "layer (e.g. `nn.Linear(...)` inside forward), or draws new random numbers, on every call. Such a layer is no parameter of the module: it ignores the weights "
-             "loaded into the head, starts from new random weights on every call, and the optimiser never trains it.",
+             "layer (e.g. `nn.Linear(...)` inside forward), or draws new random numbers, on every call. Such a layer "
+             "is no parameter of the module: it ignores the weights loaded into the head, starts from new random "
+             "weights on every call, and the optimiser never trains it.",
              "layer-built-in-forward",
              "Create the layer once in __init__ (`self.dense = nn.Linear(...)`) and only call it in forward.")
 
@@ -125,4 +126,5 @@ def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, s
             raise
 
 
-__all__ = ["spec", "built", "run", "layer_built_in_forward", "random_at_eval", "dropout_at_eval", "no_train_only_layer"]
+__all__ = ["spec", "built", "run", "layer_built_in_forward", "random_at_eval", "dropout_at_eval",
+           "no_train_only_layer"]

@@ -291,7 +291,13 @@ def autograded(root, student) -> "nbformat.NotebookNode":
 
 
 def outputs_text(nb) -> str:
-    return "\n".join(str(o) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    """Every output of every code cell, each cell's printed text joined first: the kernel may send one print
+    in two stream messages ("scratch full after", " 255 MiB: ..."), which a search across them must see whole."""
+    parts = []
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        parts.append("".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream"))
+        parts += [str(o) for o in cell.outputs if o.get("output_type") != "stream"]
+    return "\n".join(parts)
 
 
 @pytest.mark.parametrize("student", EXPECTED)

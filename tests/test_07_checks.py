@@ -72,6 +72,7 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, zero_binned=True)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, binary=True)),
+            ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, binary=True, zero_binned=True)),
             ("counts-not-shares", len(labels) * exact_ece(probs, labels, n_bins)),
             ("fixed-ten-bins", exact_ece(probs, labels, 10)),
             ("rms-of-gaps", exact_ece(probs, labels, n_bins, rms=True)),

@@ -226,9 +226,9 @@ expected_calibration_error = Exercise(
                 lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=True)).nansum()), CLASS_ONE,
                 fix=CLASS_ONE_FIX),
         # Found by a simulated student: got only the recipe before.
-        Mistake("confidence-of-class-one",
-                lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, binary=True)).nansum()), CLASS_ONE_BINARY,
-                fix=CLASS_ONE_BINARY_FIX),
+        *[Mistake("confidence-of-class-one", lambda p, y, n, z=z: float(torch.mul(*_bins(
+            p, y, n, column=1, zero_binned=z, binary=True)).nansum()), CLASS_ONE_BINARY, fix=CLASS_ONE_BINARY_FIX)
+          for z in (False, True)],
         Mistake("counts-not-shares", lambda p, y, n: float(len(y) * torch.mul(*_bins(p, y, n)).nansum()),
                 SAID + "That is N × the ECE: each bin's gap was weighted by its count of predictions. Weight it by "
                 "the bin's share of them, count_bin / N, so that the ECE stays between 0 and 1.",

@@ -280,8 +280,8 @@ def _fill_won(fill: float) -> Callable:
         b, j = next((b, j) for b in range(len(H)) for j in range(H.shape[2])
                     if not bool(real[b].all()) and bool((H[b][real[b], j] < fill).all()))
         return (f"max_pool filled the padding with {fill:g}{_where(H, mask)}: in row {b} every real value of feature "
-                f"{j} is below {fill:g}, so the fill value won the max there. A real value can lie below any fill "
-                "you pick (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
+                f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below a fill like "
+                "this (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
     return said
 
 

@@ -15,6 +15,8 @@ fatal, and never stops the batch:
   Around every cell it calls the hooks an earlier step left in `resources["heads_cell_hooks"]`
   (`before(cell)`, `after(cell)`: heads_outside's AnswerCapture hands a test cell its inputs and takes
   its answers when it ends), after the cell whether it passed, failed, timed out or killed the kernel.
+  A message whose signature does not verify (a forked child writing to the kernel's sockets, a kernel
+  killed mid-message) stops that kernel like a death, instead of nbgrader's whole notebook.
 - `DropEmptyNbgraderMetadata` runs after nbgrader's `DeduplicateIds`, which leaves `nbgrader: {}` on a
   student's copy of a graded cell; without this, `CheckCellMetadata` rejects the whole notebook
   ("old version of the metadata", nbgrader issue 1083).
@@ -103,6 +105,19 @@ class HeadsExecute(Execute):
             cell.outputs.append(error_output(
                 "CellTimeoutError", f"this cell ran longer than the grader allows ({self.timeout} s) "
                 "and could not be interrupted; the cells after it were not run"))
+            await ensure_async(self.km.shutdown_kernel(now=True))
+        except ValueError as err:
+            # jupyter_client refuses a message whose HMAC does not verify; nbgrader would then stop the whole
+            # notebook and score it 0. Frames interleaved by a forked child, or cut off by a kill, do this: the
+            # kernel is treated as dead, so the cells that already ran keep their results.
+            if not str(err).startswith(("Invalid Signature", "Duplicate Signature")):
+                raise
+            self._problem(f"cell {cell_index}: the kernel sent a message with a bad signature; kernel stopped")
+            self._stop_reason = "the kernel sent a message the grader could not verify in an earlier cell"
+            cell.outputs.append(error_output(
+                "KernelUnverified", "the kernel sent a message whose signature was wrong (a forked process "
+                "writing to the kernel's sockets, or a kernel killed mid-message); it was stopped, and the "
+                "cells after this one were not run"))
             await ensure_async(self.km.shutdown_kernel(now=True))
         finally:
             if hooks is not None:

@@ -134,13 +134,19 @@ SPAWN = textwrap.dedent("""\
     for _ in range(3):  # daemons, re-parented away from the kernel (if the limit leaves room)
         try:
             if os.fork() == 0:
-                os.setsid()
-                if os.fork() == 0:
-                    time.sleep(10**6)
-                os._exit(0)
+                try:  # the child never returns into the kernel's loop, even when its own fork fails
+                    os.setsid()
+                    if os.fork() == 0:
+                        time.sleep(10**6)
+                finally:
+                    os._exit(0)
         except OSError as err:
             print('no room for a daemon:', err)
     """)
+# A kernel that signs its messages with a wrong key (what a forked copy of the kernel, still running its loop
+# on the same sockets, did to the spawner above once the process limit made its inner fork fail): jupyter_client
+# refuses the message, and the cells that ran before it keep their results.
+BAD_SIGNATURE = "get_ipython().kernel.session.key = b'not the key'\nprint('signed with the wrong key')"
 COUNT_PROCESSES = ("import os\nalive = [p for p in os.listdir('/proc') if p.isdigit() and\n"
                    "         open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z']\n"
                    "print('processes alive:', len(alive))")
@@ -215,8 +221,9 @@ IMPORTS = "as check"  # the release cell that imports the lesson's checks
 EXPECTED = {
     "honest": (4, False), "partial": (2, "refused"),
     "link-gradebook": (4, True), "link-classmate": (4, True),
-    "xss-and-scratch": (4, False), "flood": (4, False), "spawner-disk-frames": (4, True),
+    "xss-and-scratch": (4, False), "flood": (4, False), "disk-frames": (4, True), "spawner": (4, True),
     "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, False),
+    "bad-signature": (2, False),
 }
 
 
@@ -232,11 +239,14 @@ def build(root):
     xss = with_cells(fill(rel, SOL), (IMPORTS, XSS), (IMPORTS, FILL_SCRATCH))
     submit(root, "xss-and-scratch", with_cells(xss, (IMPORTS, XSS_MARKDOWN), kind="markdown"))
     submit(root, "flood", with_cells(fill(rel, SOL), *(("END", c) for c in FLOOD)))
-    submit(root, "spawner-disk-frames", with_cells(
-        fill(rel, {**SOL, "padding_mask": FRAMES}), ("test_padding_mask", SPAWN),
-        ("processes started", COUNT_PROCESSES), ("END", FILL_ONE_FILE), ("END", FILL_DISK)))
+    submit(root, "disk-frames", with_cells(fill(rel, {**SOL, "padding_mask": FRAMES}), ("END", FILL_ONE_FILE),
+                                           ("END", FILL_DISK)))
+    # After the last test cell: a kernel at its process limit may break its own messages later (KernelUnverified),
+    # which costs only the cells after it; placed here, what is measured is the limit, not that timing.
+    submit(root, "spawner", with_cells(fill(rel, SOL), ("END", SPAWN), ("END", COUNT_PROCESSES)))
     submit(root, "forgery-and-leak", with_cells(rel, (IMPORTS, FORGE), (IMPORTS, LEAK)))
     submit(root, "forgery-kit", with_cells(rel, (IMPORTS, FORGE_MORE)))
+    submit(root, "bad-signature", with_cells(fill(rel, SOL), ("test_padding_mask", BAD_SIGNATURE)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
 
@@ -381,22 +391,22 @@ def test_tmpfs_and_disk_are_bounded(graded):
     written = int(filled.group(1))
     assert 0 < written <= 256, text[-500:]
     assert "no /dev/shm" in text
-    disk = autograded(root, "spawner-disk-frames")
+    disk = autograded(root, "disk-frames")
     assert "one file stopped at 64 MiB" in outputs_text(disk)
     assert "wrote" in outputs_text(disk) and "KernelDied" in outputs_text(disk)
-    folder = root / "autograded" / "spawner-disk-frames" / LESSON
+    folder = root / "autograded" / "disk-frames" / LESSON
     assert sum(p.stat().st_size for p in folder.iterdir() if p.name != NB) <= 64 * 2**20
-    assert [p.name for p in (root / "feedback" / "spawner-disk-frames" / LESSON).iterdir()] == [f"{LESSON}.html"]
-    assert "kernel killed" in " ".join(lines(graded["out"], "PROBLEM", "spawner-disk-frames"))
+    assert [p.name for p in (root / "feedback" / "disk-frames" / LESSON).iterdir()] == [f"{LESSON}.html"]
+    assert "kernel killed" in " ".join(lines(graded["out"], "PROBLEM", "disk-frames"))
 
 
 def test_spawned_processes_are_limited_and_stopped(graded):
-    text = outputs_text(autograded(graded["root"], "spawner-disk-frames"))
+    text = outputs_text(autograded(graded["root"], "spawner"))
     started = int(re.search(r"processes started: (\d+)", text).group(1))
     assert started < 64, started  # the process limit (threads of the kernel count too)
     assert "processes alive: 2" in text  # bwrap's init and the kernel: the others were stopped
-    assert "left" in " ".join(lines(graded["out"], "PROBLEM", "spawner-disk-frames"))
-    assert "spawns processes" in " ".join(lines(graded["out"], "FLAG", "spawner-disk-frames"))
+    assert "left" in " ".join(lines(graded["out"], "PROBLEM", "spawner"))
+    assert "spawns processes" in " ".join(lines(graded["out"], "FLAG", "spawner"))
     # Leftover processes live for one cell at most, so classmates graded beside them keep their CPU. (The
     # batch's wall time is printed, not asserted: this machine may be shared.)
     print(f"autograde of {len(EXPECTED)} submissions, --jobs 2: {graded['seconds']:.0f} s")
@@ -432,7 +442,7 @@ def test_hidden_tests_never_reach_the_feedback(graded):
     assert not [line for line in hidden if line.strip() in printed]
     assert "touches IPython's execution machinery: events" in " ".join(
         lines(graded["out"], "FLAG", "forgery-and-leak"))
-    assert "inspects frames" in " ".join(lines(graded["out"], "FLAG", "spawner-disk-frames"))
+    assert "inspects frames" in " ".join(lines(graded["out"], "FLAG", "disk-frames"))
 
 
 def test_export_refuses_a_score_above_the_maximum(graded):
@@ -507,3 +517,11 @@ def test_a_later_cell_cannot_change_a_result_already_given(graded):
     assert "forged answers written: True" in outputs_text(nb), outputs_text(nb)[-2000:]
     cells = graded["scores"]["answers-after"]["cells"]
     assert (cells["test_padding_mask"], cells["test_causal_mask"]) == (0, 2), cells
+
+
+def test_a_message_with_a_bad_signature_stops_only_that_kernel(graded):
+    """nbgrader stopped on the whole notebook (score 0) at the first message jupyter_client could not verify; now
+    the kernel is stopped as if it had died, and the exercise graded before it keeps its score (EXPECTED: 2)."""
+    text = outputs_text(autograded(graded["root"], "bad-signature"))
+    assert "KernelUnverified" in text and "signed with the wrong key" not in text, text[-800:]
+    assert "bad signature" in " ".join(lines(graded["out"], "PROBLEM", "bad-signature"))

@@ -25,25 +25,36 @@ CLS_CASES = [
     ([[[3., 1.], [0., 0.], [5., 5.], [-1., 2.]], [[-4., 4.], [9., 9.], [0., 1.], [2., 2.]],
       [[6., -6.], [1., 1.], [1., 1.], [7., 7.]]], [[3., 1.], [-4., 4.], [6., -6.]]),
 ]
-# The gradient the right [CLS] vectors' sum gives H (B, n, d) = (2, 3, 4), stored as data: 1 at position 0 of every
-# row, 0 elsewhere. Found by a simulated student: `H[:, 0].detach()` passed, a head the encoder cannot learn through.
-CLS_GRADIENT = torch.tensor([[[1.0] * 4, [0.0] * 4, [0.0] * 4]] * 2)
+# A pooled vector must carry the graph back to H, or a classifier on it trains the head alone (a simulated student's
+# `H[:, 0].detach()` passed, then `mean_pool(...).detach()` and `max_pool(...).detach()`). The gradient the right
+# vectors' sum gives one fixed H, stored as data: 1 at [CLS]; 1/length at every real position; 1 where each real
+# feature's max is (row 0's padding holds the largest values, which must get nothing).
+GRADIENT_H = [[[1., 4.], [3., 2.], [9., 9.]], [[5., -1.], [2., 6.], [7., 0.]]]
+GRADIENT_MASK = [[True, True, False], [True, True, True]]
+POOLED_GRADIENTS = {
+    "cls_pool": [[[1., 1.], [0., 0.], [0., 0.]], [[1., 1.], [0., 0.], [0., 0.]]],
+    "mean_pool": [[[.5, .5], [.5, .5], [0., 0.]], [[1 / 3] * 2, [1 / 3] * 2, [1 / 3] * 2]],
+    "max_pool": [[[0., 1.], [1., 0.], [0., 0.]], [[0., 0.], [0., 1.], [1., 0.]]],
+}
 
 
-def _cls_carries_the_graph(fn) -> None:
-    """Once the values are right, the same call whatever the answer: a gradient must reach H through cls_pool."""
-    H = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(2)).requires_grad_()
-    backward_through(fn, "cls_pool", H, want=[CLS_GRADIENT], said=(
-        "cls_pool passes no gradient back to H: its output is computed with `.detach()`, under `torch.no_grad()`, "
-        "or from a new tensor made of H's values. A classifier trained on the [CLS] vector then trains the head "
-        "alone, never the encoder below it: take position 0 of H itself.",
-        "cls_pool returns the right vectors, but the gradient that reaches H is not theirs: part of the output is "
-        "computed outside autograd (`.detach()`, `.data`, `.item()`), so training would follow another function "
-        "than the one it returns."))
+def _carries_the_graph(name: str) -> Callable:
+    """Once the values are right, the same call whatever the answer: a gradient must reach H through `name`."""
+    def then(fn) -> None:
+        H = torch.tensor(GRADIENT_H).requires_grad_()
+        inputs = (H,) if name == "cls_pool" else (H, torch.tensor(GRADIENT_MASK))
+        backward_through(fn, name, *inputs, want=[torch.tensor(POOLED_GRADIENTS[name])], said=(
+            "{name} passes no gradient back to H: its output is computed with `.detach()`, under `torch.no_grad()`, "
+            "or from a new tensor made of H's values. A classifier trained on the pooled vector then trains the "
+            "head alone, never the encoder below it: compute it from H itself.",
+            "{name} returns the right vectors, but the gradient that reaches H is not theirs: part of the output is "
+            "computed outside autograd (`.detach()`, `.data`, `.item()`), so training would follow another function "
+            "than the one it returns."))
+    return then
 
 
 cls_pool = Exercise(
-    "cls_pool", CLS_CASES, then=_cls_carries_the_graph, read=inputs_as(torch.float32, torch.float32), shape=lambda H: (H.shape[0], H.shape[2]),
+    "cls_pool", CLS_CASES, then=_carries_the_graph("cls_pool"), read=inputs_as(torch.float32, torch.float32), shape=lambda H: (H.shape[0], H.shape[2]),
     meaning=" (one vector per sequence)", where=lambda H: f" for H of shape {tuple(H.shape)}",
     fields=lambda H: dict(zip("Bnd", H.shape)),
     unchanged="cls_pool changed the H it was given; pooling must only read H.",
@@ -254,6 +265,7 @@ def _pool(kind: type, name: str, cases, what: str, mistakes):
                 f"{show(expected[b])}{_where(H, mask)}.")
     exercise = kind(
         name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), mistakes=mistakes, where=_where,
+        then=_carries_the_graph(name),
         dtype=torch.float32,   # H's dtype in every case, visible and hidden: a pooled vector keeps it
         meaning=" (one vector per sequence)", fields=lambda H, mask: dict(zip("Bnd", H.shape)),
         hints=[(Exception, partial(_raised, name))], explain=explain,

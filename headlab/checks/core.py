@@ -170,6 +170,11 @@ _TORCH_LACKS = re.compile(r"not implemented for '")
 # Crashes that name an operation the learner used where it cannot work: (torch's words, key, diagnosis, fix).
 # The first line of the failure says which operation; the fix comes when the same crash comes again.
 _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
+    # found by a simulated student: `argmax()` with no dim, then an axis of its one number, was told "past the end"
+    (("Dimension out of range", "but tensor has no dimensions"), "axis-not-there",
+     "{name} named an axis (a `dim`) that a tensor does not have. Often an earlier reduction with no `dim`, such "
+     "as `argmax()`, `max()` or `sum()`, reduced every axis, the batch's too, to one number: print the shapes.",
+     "Give each reduction the axis it reduces, e.g. `.argmax(dim=-1)` for one answer per row."),
     (("does not support bool",), "ranks-a-bool-tensor",
      "{name} took an argmax (or topk) of a bool tensor: torch ranks numbers, not True/False.",
      "Turn it into numbers first, e.g. with `.long()`, then take the argmax."),
@@ -246,6 +251,11 @@ def signature_hint(err: Exception, name: str) -> str:
 _HINTS: list[tuple[type, str, str]] = [
     (IndexError, "", "An index went past the end of an axis: print the shape of what you index, and "
                      "remember that positions count from 0 to n − 1."),
+    (ValueError, "Expected input batch_size", "cross_entropy takes its input as (N, C), one row of C scores per "
+                 "example, and its target as (N,): both start with the N examples. Print both shapes; a transposed "
+                 "input, (C, N), does not fit."),
+    (RuntimeError, "expected target dtype", "cross_entropy's target holds class indices, which must be a long "
+                   "tensor: convert it with `.long()`, not `.float()`."),
     (RuntimeError, "must match the size", "Two tensors' shapes do not line up: print their .shape. "
                    "A per-row value of shape (B,) needs [:, None] (or keepdim=True) to line up with (B, n) "
                    "or (B, d)."),

@@ -121,6 +121,9 @@ WRONG = [
     Wrong.edit("cls_pool-detached", "cls_pool", "H[:, 0]", "H[:, 0].detach()", "no-gradient"),
     Wrong.edit("mean_pool-float64-count", "mean_pool", MEAN, "return total / count.double()", "wrong-dtype"),
     Wrong.edit("max_pool-fill-minus-one", "max_pool", MAX, "H.masked_fill(padding, -1.0).amax(dim=1)", "zero-fill"),
+    # The sixth simulated student's wrong passes: cls_pool's gradient check did not yet cover the other two.
+    Wrong.edit("mean_pool-detached", "mean_pool", MEAN, "return (total / count).detach()", "no-gradient"),
+    Wrong.edit("max_pool-detached", "max_pool", MAX, f"{MAX}.detach()", "no-gradient"),
 ]
 
 ALTERNATIVES = [

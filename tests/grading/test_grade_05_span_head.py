@@ -119,6 +119,18 @@ WRONG = [
             j = end_logits.masked_fill(~allowed, float("-inf")).argmax(-1)
             return torch.stack([i, j], dim=-1)
         """, mistake="independent-argmax"),
+    # The sixth simulated student's: an argmax over the whole batch was told "an index went past the end"
+    Wrong("best_span-argmax-without-dim", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            n = start_logits.shape[-1]
+            allowed = allowed.bool()
+            s = start_logits.masked_fill(~allowed, float("-inf"))
+            e = end_logits.masked_fill(~allowed, float("-inf"))
+            i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+            table = (s[:, :, None] + e[:, None, :]).masked_fill((j < i) | (j > i + max_len - 1), float("-inf"))
+            flat = table.flatten(1).argmax()
+            return torch.stack([flat // n, flat % n], dim=1)
+        """, mistake="axis-not-there"),
     Wrong("best_span-answer-inside-the-question", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             n = start_logits.shape[1]

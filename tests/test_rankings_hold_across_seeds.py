@@ -328,6 +328,36 @@ def test_03_pre_trained_beats_the_untrained_mean_on_every_draw_but_not_every_ini
                         f"on two of five draws; it did on {beaten} ({rows})"
 
 
+@lru_cache(maxsize=None)
+def lesson03_identity(k: int) -> dict:
+    """Optional A's control: at the sentiment word, per depth, the probe's balanced accuracy for the label and for
+    the lesson's arbitrary split of the sentiment words (four positive and three negative words on one side)."""
+    from headlab.data import NEGATIVE_WORDS, POSITIVE_WORDS
+
+    encoder = pretrained_encoder()
+    train_set, test_set = classification_set(960, seed=2 * k), classification_set(400, seed=2 * k + 1)
+    (train, y_train), (test, y_test) = (tok.batch_with_labels(s, add_special_tokens=True) for s in (train_set, test_set))
+    with torch.no_grad():
+        (H_train, hidden_train), (H_test, hidden_test) = (encoder(b, output_hidden_states=True) for b in (train, test))
+    at_cue = lambda A, s: A[torch.arange(len(s)), torch.tensor([e.cue_position + 1 for e in s])]
+    side = set(POSITIVE_WORDS[:4] + NEGATIVE_WORDS[:3])
+    arbitrary = lambda s: torch.tensor([int(e.text.split()[e.cue_position] in side) for e in s])
+    out = {}
+    for depth, (A, B) in {"input": (hidden_train[0], hidden_test[0]), "output": (H_train, H_test)}.items():
+        out[depth] = {name: linear_probe(at_cue(A, train_set), y, at_cue(B, test_set), y_t).balanced_accuracy
+                      for name, (y, y_t) in {"label": (y_train, y_test),
+                                             "arbitrary": (arbitrary(train_set), arbitrary(test_set))}.items()}
+    return out
+
+
+def test_03_at_the_sentiment_word_an_arbitrary_split_is_read_at_the_input_not_at_the_output(k):
+    r = lesson03_identity(k)
+    assert r["input"]["arbitrary"] > 0.95, \
+        f"lesson 03, seed {k}: 'at the input the arbitrary split is read as well as the label' ({r})"
+    assert 0.55 < r["output"]["arbitrary"] < r["output"]["label"] - 0.2, \
+        f"lesson 03, seed {k}: 'at the output the arbitrary split is read far less well than the label, above 0.5' ({r})"
+
+
 # ---------------------------------------------------------------------------------------------------
 # Lesson 04: the frozen encoder with a token head against fine-tuning, at equal steps (same data, same
 # head initialisation, same batches). Seed k: training set seed 1 + 10k, test set seed 2 + 10k (copies of
@@ -685,8 +715,9 @@ def test_06_switching_the_padding_side_changes_a_few_answers(k):
 
 def test_06_the_switch_moves_the_margin_like_a_random_move_of_that_length(k):
     m = lesson06(k)["margin"]
-    assert 0.5 < m["switch"] / m["random"] < 2, \
-        f"lesson 06, seed {k}: 'the switch moves the margin about as much as a random move of the same length' ({m})"
+    assert 1 < m["switch"] / m["random"] < 2, \
+        f"lesson 06, seed {k}: 'the switch moves the margin more than a random move of the same length, by less " \
+        f"than a factor of two' ({m})"
     assert max(m["switch"], m["random"]) < m["width"] / 3, \
         f"lesson 06, seed {k}: 'the margins are wide next to such a move, so few answers cross zero' ({m})"
 

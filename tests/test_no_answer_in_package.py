@@ -116,18 +116,16 @@ def _namespace(lesson) -> dict:
     """The names the lesson's answer cells and hidden tests use: its import lines (the setup cell's install
     line left out), and lesson 08's tokenizer."""
     ns = {}
-    exec("\n".join(_imports(lesson.name)), ns)
+    exec(_imports(lesson.name), ns)
     if lesson.number == "08":
         ns.update(tokenizer=_tokenizer(), TAGS=importlib.import_module("headlab.data").TAGS)
     return ns
 
 
 @lru_cache(maxsize=None)
-def _imports(name: str) -> tuple[str, ...]:
+def _imports(name: str) -> str:
     from heads_lessons import lesson
-    return tuple(line for cell in lesson(name).read().cells if cell.cell_type == "code"
-                 and not cell.metadata.get("nbgrader", {}).get("solution")
-                 for line in cell.source.splitlines() if re.match(r"(import|from) \S+|[A-Z][A-Z_0-9]* = \d+\b", line))
+    return lesson(name).imports()
 
 
 @lru_cache(maxsize=None)

@@ -1,8 +1,8 @@
 """One check engine: an exercise is declared as data, and the engine runs it.
 
 An `Exercise` holds the visible cases, how to read a case into (inputs, expected), the shape and dtype
-a right answer has, and a table of `Mistake`s: what each usual wrong answer returns on the same
-inputs, with the words that name it. The engine does the rest once for every exercise: it calls the
+a right answer has, and a table of `Mistake`s: the words that name each usual wrong answer (what it
+returns on the same inputs is the grader's: `mistake_output`). The engine does the rest once for every exercise: it calls the
 learner's function through `core.call` (so the grader can record and replay it), checks the type,
 shape and dtype, compares with the expected value, names a mistake only when the output equals what
 that mistake gives on that input (otherwise it shows the input, the expected value and the output),
@@ -10,19 +10,23 @@ and refuses an answer that wrote into its inputs.
 
     padding_mask = Exercise(
         "padding_mask", CASES, read=lambda case: ((lengths, n), expected), ...,
-        mistakes=[Mistake("inverted", lambda lengths, n: ..., "padding_mask is inverted{where}: ...")])
+        mistakes=[Mistake("inverted", "padding_mask is inverted{where}: ...")])
+    # and in grader/heads_mistakes/ch00.py: register("padding_mask", [twist("inverted", lambda E, lengths, n: ~E)])
     padding_mask(fn)                 # the visible check
     padding_mask(fn, cases=hidden)   # a hidden test brings its own cases
 """
 from __future__ import annotations
 
+import importlib
+import json
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 
-from ..codec import GraderError
+from ..codec import GraderError, decode, digest, encode
 from ..kernel import STEP_LR, weighted_backward
 from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
@@ -39,29 +43,23 @@ class Unclear(CheckFailed):
 
 @dataclass(frozen=True)
 class Mistake:
-    """A usual wrong answer: `output(*inputs)` is what it returns, `message` the words that name it.
+    """A usual wrong answer as the learner reads it: `key` names it, `message` says what is wrong.
 
     `message` is a format string over `where` (the case, in words), `out` and `expected` (a number as it
-    is, a tensor shown short) and the exercise's `fields`, or a function `(out, *inputs) -> str`. `output`
-    may raise or return None where the mistake does not apply to a case.
+    is, a tensor shown short) and the exercise's `fields`, or a function `(out, *inputs) -> str`. It is the
+    diagnosis (what is wrong, on which input, which concept); `fix`, written like it, is the code that mends it,
+    shown only when the learner makes the same mistake again (core.shown).
 
-    With `twist`, `output(expected, *inputs)` is given the right answer and returns it with the mistake's twist
-    (the mask transposed, one position too many): the check then holds no function that computes the answer,
-    which a student could call instead of writing one.
-
-    `message` is the diagnosis (what is wrong, on which input, which concept); `fix`, written like it, is the
-    code that mends it, shown only when the learner makes the same mistake again (core.shown)."""
+    What the mistake returns is not here: a function general enough to compute a wrong answer is one argument
+    away from the right one, which a student could call instead of writing it. The outputs live on the grader's
+    side (heads_mistakes, not installed with headlab): the i-th output registered for an exercise is what its
+    i-th mistake returns. In the student's kernel, where that module is not, a mistake's outputs on the inputs
+    the visible checks judge are data (`RECORDING`); on any other input it does not apply."""
 
     key: str
-    output: Callable[..., Any]
     message: str | Callable[..., str]
-    twist: bool = False
     fix: str | Callable[..., str] = ""
-
-
-def twist(key: str, output: Callable[..., Any], message: str | Callable[..., str], fix: str = "") -> Mistake:
-    """A mistake given as a twist of the right answer: `output(expected, *inputs)`."""
-    return Mistake(key, output, message, twist=True, fix=fix)
+    index: int = -1   # its place in its exercise's table, set by the exercise: its outputs are found by it
 
 
 @dataclass
@@ -87,6 +85,10 @@ class Exercise:
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
+    convert: type | None = None                # set by _converted: the mistakes' outputs are of this kind, as written
+
+    def __post_init__(self):
+        self.mistakes = [m if m.index >= 0 else replace(m, index=i) for i, m in enumerate(self.mistakes)]
 
     def __call__(self, fn: Callable, cases: Sequence | None = None) -> None:
         require_function(fn, self.name)
@@ -124,7 +126,7 @@ class Exercise:
         except CheckFailed:   # judged again below, by the mistakes that the other cases do not refute
             pass
         table = [m for m in self.mistakes if all(self._agrees(got, wrong) for given, right, got in others
-                                                 if (wrong := _output(m, given, right)) is not None)]
+                                                 if (wrong := self.output(m, given, right)) is not None)]
         replace(self, mistakes=table).judge(out, expected, inputs)
 
     def _agrees(self, out: Any, wrong: Any) -> bool:
@@ -133,18 +135,22 @@ class Exercise:
         except Exception:   # not a value of the exercise's kind
             return False
 
-    def _as_tensor(self, x: Any) -> Any:
+    def _as_tensor(self, x: Any, kind: type | None = None) -> Any:
         """A value as the engine compares it: a Python number as a 0-d float64, a list of ints as a long tensor
         (None, a mistake that does not apply, stays None)."""
-        if x is None or self.returns is torch.Tensor:
+        kind = kind or self.returns
+        if x is None or kind is torch.Tensor:
             return x
-        return torch.tensor(list(x) if self.returns is list else float(x),
-                            dtype=torch.long if self.returns is list else torch.float64)
+        return torch.tensor(list(x) if kind is list else float(x), dtype=torch.long if kind is list else torch.float64)
 
     def _converted(self, **changes: Any) -> Exercise:
         """This exercise with its mistakes' outputs converted by `_as_tensor`, as the learner's output is."""
-        table = [replace(m, output=lambda *a, f=m.output: self._as_tensor(f(*a))) for m in self.mistakes]
-        return replace(self, mistakes=table, **changes)
+        return replace(self, convert=self.returns, **changes)
+
+    def output(self, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
+        """What `mistake` gives on `inputs` (None where it does not apply), as the engine compares it."""
+        wrong = mistake_output(self.name, mistake, inputs, expected)
+        return self._as_tensor(wrong, self.convert) if self.convert is not None else wrong
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:
         """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
@@ -176,6 +182,8 @@ class Exercise:
     # --- judging one output ------------------------------------------------------------------------
     def judge(self, out: Any, expected: Any, inputs: tuple) -> None:
         """Pass silently if `out` is right; otherwise fail with the message that fits it best."""
+        if _recording is not None:   # dev/record_mistakes.py: every mistake's output on what this check judges
+            _record(self, inputs, expected)
         if self.returns is list:
             return self._judge_list(out, expected, inputs)
         if self.returns is not torch.Tensor:
@@ -245,7 +253,7 @@ class Exercise:
         mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
         found = []
         for mistake in self.mistakes:
-            wrong = _output(mistake, inputs, expected)   # None: the mistake does not apply to this case
+            wrong = self.output(mistake, inputs, expected)   # None: the mistake does not apply to this case
             # a mistake that gives the right answer on this input is no mistake here
             if wrong is not None and same(out, wrong, self.atol) and not same(wrong, expected, self.atol):
                 found.append(mistake)
@@ -265,14 +273,65 @@ class Exercise:
         return False
 
 
-def _output(mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
-    """What `mistake` gives on `inputs` (on copies of them, and of `expected` for a twist), or None where it does
-    not apply."""
+# --- what a mistake returns -------------------------------------------------------------------------
+# The recording of the mistakes' outputs on the inputs the visible checks judge: exercise → digest of the inputs →
+# {mistake index: output}. Written by `python -m dev.record_mistakes` (tests/test_no_answer_in_package.py says when
+# it is out of date); read in a kernel without the grader's side.
+RECORDING = Path(__file__).resolve().parent.parent / "resources" / "mistakes.json"
+_UNSET = object()
+_grader_side: Any = _UNSET   # the module heads_mistakes, or None where it is not importable (a student's kernel)
+_recorded: dict | None = None
+_recording: dict | None = None   # while dev/record_mistakes.py runs: the recording it writes
+
+
+def grader_side() -> Any:
+    """The grader's module of mistake outputs, heads_mistakes, or None (the student's kernel: not installed there,
+    and hidden by the sandbox when grading)."""
+    global _grader_side
+    if _grader_side is _UNSET:
+        try:
+            _grader_side = importlib.import_module("heads_mistakes")
+        except ImportError:
+            _grader_side = None
+    return _grader_side
+
+
+def _key(name: str, inputs: tuple) -> str:
+    """The recording's key for an exercise's inputs. Only the inputs: a visible check's expected value is a
+    function of them (a case's, or the right head's under the grader's weights)."""
+    return digest(name, inputs, {})
+
+
+def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
+    """Every mistake's output on `inputs`, into the recording, once the exercise's table is seen to match the
+    grader's row for row."""
+    keys, outputs = [m.key for m in exercise.mistakes], [w.key for w in grader_side().outputs(exercise.name)]
+    if keys != outputs:
+        raise GraderError(f"{exercise.name}: headlab's mistakes {keys} and heads_mistakes' outputs {outputs} differ")
+    for mistake in exercise.mistakes:
+        exercise.output(mistake, inputs, expected)
+
+
+def mistake_output(name: str, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
+    """What `mistake` of exercise `name` gives on `inputs`, or None where it does not apply (its output raises, or
+    in the kernel no output was recorded for these inputs). On the grader's side, its function run on copies of the
+    inputs (and of `expected` for a twist); in the kernel, the recording."""
+    grader = grader_side()
+    if grader is None:
+        global _recorded
+        if _recorded is None:
+            _recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
+        found = _recorded.get(name, {}).get(_key(name, inputs), {}).get(str(mistake.index))
+        return None if found is None else decode(found)
+    wrong = grader.output(name, mistake.index, mistake.key)
     copy = lambda x: x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else x  # noqa: E731
     try:
-        return mistake.output(*([copy(expected)] if mistake.twist else []), *[copy(x) for x in inputs])
+        out = wrong.output(*([copy(expected)] if wrong.twist else []), *[copy(x) for x in inputs])
     except Exception:
-        return None
+        out = None
+    if _recording is not None and out is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})[str(mistake.index)] = encode(out)
+    return out
 
 
 def _fail(message: str, key: str, unclear: bool, fix: str = "") -> None:

@@ -1,0 +1,74 @@
+"""What each mistake of the checks returns is the grader's (grader/heads_mistakes, issue 25 N1); a student's kernel,
+where that module is not, names a mistake on a visible case from a recording, headlab/resources/mistakes.json.
+
+- The recording is what `python -m dev.record_mistakes` writes today, and every table of the grader's is used.
+- A self-learner's kernel (heads_mistakes not importable) names the mistakes of named wrong implementations on the
+  visible checks (tests/test_engine.py names every mistake of every table both ways; this runs the real thing).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import heads_mistakes
+from dev.record_mistakes import recording, text
+from headlab.checks import engine
+
+
+def test_the_recording_is_up_to_date():
+    book = recording()
+    assert text(book) == engine.RECORDING.read_text(), \
+        "headlab/resources/mistakes.json is out of date: run `python -m dev.record_mistakes`"
+    assert set(heads_mistakes._OUTPUTS) == set(book), "a table of heads_mistakes that no visible check judges with"
+
+
+# Named wrong implementations, run in a process where `import heads_mistakes` fails, as in a Colab kernel.
+SELF_LEARNER = textwrap.dedent('''
+    import json, sys
+    sys.modules["heads_mistakes"] = None          # not importable: the student's environment has no grader
+    import torch
+    from headlab.checks import ch00, ch05, ch07, engine
+    from headlab.checks.core import CheckFailed
+    assert engine.grader_side() is None
+
+    def inverted_padding_mask(lengths, n):
+        return torch.arange(n)[None, :] >= lengths[:, None]
+
+    def independent_argmax(start_logits, end_logits, allowed, max_len):
+        allowed = allowed.bool()
+        return torch.stack([x.masked_fill(~allowed, float("-inf")).argmax(-1) for x in (start_logits, end_logits)],
+                           dim=-1)
+
+    def unweighted_ece(probs, labels, n_bins=10):
+        conf, pred = probs.max(-1)
+        gaps = []
+        for k in range(n_bins):
+            inside = (conf > k / n_bins) & (conf <= (k + 1) / n_bins)
+            if inside.any():
+                gaps.append(abs((pred[inside] == labels[inside]).float().mean() - conf[inside].mean()))
+        return float(sum(gaps) / len(gaps))
+
+    def strict_greater(probs, threshold, reject=-1):
+        top, pred = probs.max(-1)
+        return torch.where(top > threshold, pred, torch.full_like(pred, reject))
+
+    named = {}
+    for check, answer in [(ch00.padding_mask, inverted_padding_mask), (ch05.best_span, independent_argmax),
+                          (ch07.expected_calibration_error, unweighted_ece), (ch07.predict_or_reject, strict_greater)]:
+        try:
+            check(answer)
+            named[answer.__name__] = "passed"
+        except CheckFailed as err:
+            named[answer.__name__] = err.mistake
+    print(json.dumps(named))
+''')
+
+
+def test_a_kernel_without_the_grader_names_mistakes_on_the_visible_cases():
+    proc = subprocess.run([sys.executable, "-c", SELF_LEARNER], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {
+        "inverted_padding_mask": "inverted", "independent_argmax": "independent-argmax",
+        "unweighted_ece": "unweighted-bins", "strict_greater": "strict-greater"}

@@ -2,6 +2,7 @@
 where that module is not, names a mistake on a visible case from a recording, headlab/resources/mistakes.json.
 
 - The recording is what `python -m dev.record_mistakes` writes today, and every table of the grader's is used.
+- The grading process refuses to judge without heads_mistakes.
 - A self-learner's kernel (heads_mistakes not importable) names the mistakes of named wrong implementations on the
   visible checks (tests/test_engine.py names every mistake of every table both ways; this runs the real thing).
 """
@@ -13,8 +14,11 @@ import sys
 import textwrap
 
 import heads_mistakes
+import nbformat
+import pytest
 from dev.record_mistakes import recording, text
 from headlab.checks import engine
+from heads_outside import _STATE, JudgeOutsideKernel
 
 
 def test_the_recording_is_up_to_date():
@@ -72,3 +76,10 @@ def test_a_kernel_without_the_grader_names_mistakes_on_the_visible_cases():
     assert json.loads(proc.stdout.splitlines()[-1]) == {
         "inverted_padding_mask": "inverted", "independent_argmax": "independent-argmax",
         "unweighted_ece": "unweighted-bins", "strict_greater": "strict-greater"}
+
+
+def test_the_grader_refuses_to_judge_without_the_mistakes_outputs(monkeypatch):
+    """Without heads_mistakes the grading process would name no mistake on a hidden case: it stops and says why."""
+    monkeypatch.setattr(engine, "_grader_side", None)
+    with pytest.raises(ImportError, match=r"pip install -e \./grader"):
+        JudgeOutsideKernel().preprocess(nbformat.v4.new_notebook(), {_STATE: {}})

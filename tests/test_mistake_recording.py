@@ -4,7 +4,8 @@ where that module is not, names a mistake on a visible case from a recording, he
 - The recording is what `python -m dev.record_mistakes` writes today, and every table of the grader's is used.
 - The grading process refuses to judge without heads_mistakes.
 - A self-learner's kernel (heads_mistakes not importable) names the mistakes of named wrong implementations on the
-  visible checks (tests/test_engine.py names every mistake of every table both ways; this runs the real thing).
+  visible checks, and compares a loss's gradient with the right one's, recorded too (tests/test_engine.py names every
+  mistake of every table both ways; this runs the real thing).
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ SELF_LEARNER = textwrap.dedent('''
     import json, sys
     sys.modules["heads_mistakes"] = None          # not importable: the student's environment has no grader
     import torch
-    from headlab.checks import ch00, ch05, ch07, engine
+    import torch.nn.functional as F
+    from headlab.checks import ch00, ch01, ch05, ch07, engine
     from headlab.checks.core import CheckFailed
     assert engine.grader_side() is None
 
@@ -58,9 +60,14 @@ SELF_LEARNER = textwrap.dedent('''
         top, pred = probs.max(-1)
         return torch.where(top > threshold, pred, torch.full_like(pred, reject))
 
+    def half_detached_mlm_loss(logits, labels):   # the right value, half the right gradient
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        return (loss + loss.detach()) / 2
+
     named = {}
     for check, answer in [(ch00.padding_mask, inverted_padding_mask), (ch05.best_span, independent_argmax),
-                          (ch07.expected_calibration_error, unweighted_ece), (ch07.predict_or_reject, strict_greater)]:
+                          (ch07.expected_calibration_error, unweighted_ece), (ch07.predict_or_reject, strict_greater),
+                          (ch01.mlm_loss, half_detached_mlm_loss)]:
         try:
             check(answer)
             named[answer.__name__] = "passed"
@@ -75,7 +82,8 @@ def test_a_kernel_without_the_grader_names_mistakes_on_the_visible_cases():
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == {
         "inverted_padding_mask": "inverted", "independent_argmax": "independent-argmax",
-        "unweighted_ece": "unweighted-bins", "strict_greater": "strict-greater"}
+        "unweighted_ece": "unweighted-bins", "strict_greater": "strict-greater",
+        "half_detached_mlm_loss": "wrong-gradient"}   # the right gradient, recorded too
 
 
 def test_the_grader_refuses_to_judge_without_the_mistakes_outputs(monkeypatch):

@@ -41,22 +41,36 @@ def twist(key: str, output: Callable[..., Any]) -> Wrong:
 
 
 _OUTPUTS: dict[str, list[Wrong]] = {}
+_RIGHT: dict[str, Callable[..., Any]] = {}
 _loaded = False
 
 
-def register(name: str, outputs: list[Wrong]) -> None:
-    """The outputs of exercise `name`'s mistakes, in the order of its table."""
+def register(name: str, outputs: list[Wrong], right: Callable[..., Any] | None = None) -> None:
+    """The outputs of exercise `name`'s mistakes, in the order of its table; and, for a loss whose check compares
+    the gradient it gives (engine.backward_through), the right loss."""
     _OUTPUTS[name] = list(outputs)
+    if right is not None:
+        _RIGHT[name] = right
 
 
-def outputs(name: str) -> list[Wrong]:
-    """Exercise `name`'s outputs (every lesson's module registered on first use)."""
+def _load() -> None:
+    """Every lesson's module, registered on first use."""
     global _loaded
     if not _loaded:
         for info in pkgutil.iter_modules(__path__):
             importlib.import_module(f"{__name__}.{info.name}")
         _loaded = True
+
+
+def outputs(name: str) -> list[Wrong]:
+    _load()
     return _OUTPUTS.get(name, [])
+
+
+def right(name: str) -> Callable[..., Any]:
+    """The right loss of exercise `name`, whose gradient the check compares with the learner's."""
+    _load()
+    return _RIGHT[name]
 
 
 def output(name: str, index: int, key: str) -> Wrong:

@@ -50,7 +50,7 @@ register("mlm_loss", [
     _flat("sum-not-mean", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum")),
     _flat("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep])),
     _flat("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep])),
-])
+], right=lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)))
 
 register("tying_savings", [
     wrong("both-matrices", lambda V, d: 2 * V * d),

@@ -46,7 +46,7 @@ register("token_loss", [
     wrong("softmax-first", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la)),
     wrong("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la)),
     wrong("nll-on-logits", lambda lo, la: F.nll_loss(lo.flatten(0, 1), la.flatten())),
-])
+], right=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1)))
 
 
 # --- bio_to_spans: each a twist of the right spans, from (tags, spans) ----------------------------

@@ -180,4 +180,4 @@ register("span_loss", [
         _squared, lambda x, t: _squared(x.softmax(-1), t), lambda x, t: ((x.argmax(-1) - t).double() ** 2).mean()]],
     *[wrong("label-smoothing", lambda s, e, st, en, eps=eps: (_smoothed(s, st, eps) + _smoothed(e, en, eps)) / 2)
       for eps in SMOOTHING],
-])
+], right=lambda s, e, st, en: (_ce(s, st) + _ce(e, en)) / 2)

@@ -302,6 +302,28 @@ def _key(name: str, inputs: tuple) -> str:
     return digest(name, inputs, {})
 
 
+def right_gradients(name: str, inputs: tuple) -> tuple[torch.Tensor, ...] | None:
+    """The gradients the right answer of exercise `name` gives those of `inputs` that require grad: on the grader's
+    side from its function (heads_mistakes.right), in the kernel from the recording (None for inputs it does not
+    hold, which no visible check uses: the right answer is no more in the package than a mistake's function)."""
+    grader = grader_side()
+    if grader is None:
+        found = _recorded_entry(name, inputs, "right")
+        return None if found is None else decode(found)
+    right = gradient_of(grader.right(name), *inputs)
+    if _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["right"] = encode(right)
+    return right
+
+
+def _recorded_entry(name: str, inputs: tuple, entry: str) -> Any:
+    """What the recording holds for exercise `name` on `inputs` under `entry` (a mistake's index, or "right")."""
+    global _recorded
+    if _recorded is None:
+        _recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
+    return _recorded.get(name, {}).get(_key(name, inputs), {}).get(entry)
+
+
 def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
     """Every mistake's output on `inputs`, into the recording, once the exercise's table is seen to match the
     grader's row for row."""
@@ -318,10 +340,7 @@ def mistake_output(name: str, mistake: Mistake, inputs: tuple, expected: Any = N
     inputs (and of `expected` for a twist); in the kernel, the recording."""
     grader = grader_side()
     if grader is None:
-        global _recorded
-        if _recorded is None:
-            _recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
-        found = _recorded.get(name, {}).get(_key(name, inputs), {}).get(str(mistake.index))
+        found = _recorded_entry(name, inputs, str(mistake.index))
         return None if found is None else decode(found)
     wrong = grader.output(name, mistake.index, mistake.key)
     copy = lambda x: x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else x  # noqa: E731
@@ -387,12 +406,13 @@ WRONG_GRADIENT = ("{name} returns the right loss, but `loss.backward()` does not
                   "values), so training would follow another loss than the one printed.")
 
 
-def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable | Sequence[torch.Tensor],
+def backward_through(fn: Callable, name: str, *inputs: Any, want: Sequence[torch.Tensor] | None = None,
                      rules: Callable | None = None, said: tuple[str, str] = (NO_GRADIENT, WRONG_GRADIENT)) -> None:
     """A loss's `then` step: `fn(*inputs)` must carry the graph, so that `loss.backward()` gives each of the
-    logits among the inputs (those that require grad) a gradient, and the gradient `want(*inputs)`, the right
-    loss, gives them (or `want` itself: those gradients, stored as data). `rules(*inputs)`, run on the gradients
-    before that comparison, names the mistakes an exercise knows; `said` holds the two messages, over {name}."""
+    logits among the inputs (those that require grad) a gradient, and the gradient the right answer gives them:
+    `want`, stored as data, or the grader's right answer's (`right_gradients`). `rules(*inputs)`, run on the
+    gradients before that comparison, names the mistakes an exercise knows; `said` holds the two messages, over
+    {name}."""
     backward(call(fn, name, *inputs), name)   # replayed, the output carries the gradients the learner's gave
     logits = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     if any(x.grad is None or not bool(x.grad.abs().sum() > 0) for x in logits):
@@ -400,8 +420,8 @@ def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable | Seq
     if rules is not None:
         rules(*inputs)
     # The gradient is measured in the learner's process, so it is compared, not only seen to be nonzero.
-    right = gradient_of(want, *inputs) if callable(want) else want
-    if not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
+    right = want if want is not None else right_gradients(name, inputs)
+    if right is not None and not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
         fail(said[1].format(name=name), "wrong-gradient")
 
 

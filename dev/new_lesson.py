@@ -81,7 +81,8 @@ def checks_module(name: str, exercises: list[str]) -> str:
     mistakes=[],                               # Mistake(key, message, fix=...); what it returns: heads_mistakes
 )''' for exercise in exercises)
     return (f'"""Checks for lesson {name[:2]}: {", ".join(exercises)}."""\nfrom __future__ import annotations\n\n'
-            f"import torch\n\nfrom .core import CheckFailed\nfrom .engine import Exercise, Mistake, inputs_as  # noqa: F401\n\n\n"
+            "import torch\n\nfrom .core import CheckFailed\n"
+            "from .engine import Exercise, Mistake, inputs_as  # noqa: F401\n\n\n"
             f"{blocks}\n\n__all__ = {[*exercises, 'CheckFailed']!r}\n")
 
 

@@ -63,9 +63,10 @@ class Lesson:
     def imports(self) -> str:
         """The lines of its code cells (answers left out) that import a module or set an int constant
         (`NUM_SPECIAL = 5`): what its answers and tests use, without running the lesson."""
+        wanted = re.compile(r"(import|from) \S+|[A-Z][A-Z_0-9]* = \d+\b")
         return "\n".join(line for cell in self.read().cells if cell.cell_type == "code"
                          and not cell.metadata.get("nbgrader", {}).get("solution")
-                         for line in cell.source.splitlines() if re.match(r"(import|from) \S+|[A-Z][A-Z_0-9]* = \d+\b", line))
+                         for line in cell.source.splitlines() if wanted.match(line))
 
     def solution_namespace(self, *names: str) -> dict:
         """The solution's answer cells (all, or those of `names`) run in a fresh namespace that has what

@@ -9,7 +9,8 @@ from . import register, wrong
 def _per_row(H, lengths) -> bool:
     """Whether `lengths` holds one length per row of H: a mistake below applies only then (given another value
     for it, `H[:, 0]` or `H[:, lengths - 1]` would be cls_pool's answer)."""
-    return isinstance(lengths, torch.Tensor) and tuple(lengths.shape) == (H.shape[0],) and not lengths.is_floating_point()
+    return (isinstance(lengths, torch.Tensor) and tuple(lengths.shape) == (H.shape[0],)
+            and not lengths.is_floating_point())
 
 
 register("last_token_pool", [

@@ -368,7 +368,8 @@ mlm_loss = Exercise(
             "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
             "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
     mistakes=[
-        _loss_mistake("divides-by-all-positions", "you averaged over every position, the unchosen ones (label −100) included; "
+        _loss_mistake("divides-by-all-positions",
+                      "you averaged over every position, the unchosen ones (label −100) included; "
                       "divide by the number of chosen positions only"),
         _loss_mistake("unchosen-counted", "you computed the loss at every "
                       "position, treating label −100 as a word; only positions whose label is not −100 count"),

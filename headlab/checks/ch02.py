@@ -317,6 +317,7 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
             "the real tokens and kept the padding{where}: the mask is True (or 1) on real tokens, so fill where it "
             "is False (or 0).", fix="Fill where `~mask.bool()` is True, the padding."),
     *[Mistake("over-features", "max_pool took the maximum over the features (dim=2){where}; take it over the "
-              "positions (dim=1), so that each of the d features keeps its own maximum.", fix="Use `.amax(dim=1)`.")] * 3])
+              "positions (dim=1), so that each of the d features keeps its own maximum.",
+              fix="Use `.amax(dim=1)`.")] * 3])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

@@ -124,7 +124,8 @@ BEST_SPAN = Exercise(
             "i < j. A span may start and end on the same token."),
             fix="Compare i and j with ≤, not <, in the band: the pair (i, i) is a span."),
         Mistake("end-not-restricted", _not_allowed("end"), fix="Set the end logits to −inf where allowed is False too."),
-        Mistake("start-not-restricted", _not_allowed("start"), fix="Set the start logits to −inf where allowed is False too."),
+        Mistake("start-not-restricted", _not_allowed("start"),
+                fix="Set the start logits to −inf where allowed is False too."),
         Mistake("nan-from-softmax-over-batch", _spans(
             "a softmax over the batch axis (dim 0) of logits masked with −inf is NaN (0/0) at a position masked in "
             "every row, and argmax takes NaN for the largest value. P_start and P_end are each normalised over the "

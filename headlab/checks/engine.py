@@ -2,8 +2,8 @@
 
 An `Exercise` holds the visible cases, how to read a case into (inputs, expected), the shape and dtype
 a right answer has, and a table of `Mistake`s: the words that name each usual wrong answer (what it
-returns on the same inputs is the grader's: `mistake_output`). The engine does the rest once for every exercise: it calls the
-learner's function through `core.call` (so the grader can record and replay it), checks the type,
+returns on the same inputs is the grader's: `mistake_output`). The engine does the rest once for every
+exercise: it calls the learner's function through `core.call` (so the grader can record and replay it), checks the type,
 shape and dtype, compares with the expected value, names a mistake only when the output equals what
 that mistake gives on that input (otherwise it shows the input, the expected value and the output),
 and refuses an answer that wrote into its inputs.

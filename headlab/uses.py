@@ -47,9 +47,9 @@ class uses:  # noqa: N801 - reads as a statement in a cell: `uses(last_real_inde
     def __init__(self, *answers: Any):
         self.names = [_name(a) for a in answers]
         for answer, name in zip(answers, self.names):
-            if name not in core.checked:
-                raise NotChecked(f"this cell uses your `{name}`, whose check has not passed yet: "
-                                 "run its check cell") from None
+            if name not in core.checked:   # never checked, or checked and failed: what to do next differs
+                raise NotChecked(f"this cell uses your `{name}`, whose check has not passed yet: " + (
+                    "fix it and run its check cell again" if core.tried(name) else "run its check cell")) from None
             if core.checked[name] is not answer:
                 raise NotChecked(f"this cell uses your `{name}`, which changed after its check passed: "
                                  "run its check cell again") from None

@@ -110,6 +110,12 @@ def test_the_first_masked_cases_tell_the_axes_apart():
     (ch02.mean_pool, lambda H, mask: (H * mask[:, :, None]).sum(1) / mask.sum(), "divides-by-batch-count",
      "the whole batch"),
     (ch02.mean_pool, lambda H, mask: H[mask.bool()].mean(0), "pools-whole-batch", "one vector for the whole batch"),
+    # the next three got a row's values, or passed (a simulated student, issue 27)
+    (ch02.max_pool, lambda H, mask: H.masked_fill(~mask.bool()[:, :, None], -1.0).amax(1), "zero-fill",
+     "in row 0 every real value of feature 0 is below -1, so the fill value won the max there"),
+    (ch02.cls_pool, lambda H: H[:, 0].detach(), "no-gradient", "cls_pool passes no gradient back to H"),
+    (ch02.mean_pool, lambda H, mask: (H * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True).double(),
+     "wrong-dtype", "returned dtype torch.float64"),
 ])
 def test_pooling_mistakes_the_student_made_are_named(check, wrong, key, words):
     """Each got a shape or a row's values without a name (issue 27)."""

@@ -12,17 +12,19 @@ from headlab.checks import ch07
 
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
               zero_binned=False, rms=False, batch=(False, False), squared=False, global_accuracy=False,
-              integer_weights=False):
+              integer_weights=False, summed=False, binary=False):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
     bin 0. `squared` squares each gap, `global_accuracy` compares each bin with the accuracy of all rows, and
-    `integer_weights` weighs a bin by count // N."""
+    `integer_weights` weighs a bin by count // N. `summed` adds the unweighted gaps; `binary` predicts class 1 where
+    its probability exceeds 1/2, class 0 elsewhere."""
     rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
         top = max(p)
         conf = max(flat) if batch[0] else top if column is None else p[column]
-        rows.append((conf, int((flat.index(max(flat)) if batch[1] else p.index(top)) == y)))
+        pred = int(p[1] > Fraction(1, 2)) if binary else flat.index(max(flat)) if batch[1] else p.index(top)
+        rows.append((conf, int(pred == y)))
     bins: dict[int, list] = {}
     for conf, ok in rows:
         k = next((k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)),
@@ -38,7 +40,7 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
     if weighted:
         share = {k: (len(v) // len(rows) if integer_weights else Fraction(len(v), len(rows))) for k, v in bins.items()}
         return float(sum(share[k] * g for k, g in gaps.items()))
-    return float(sum(gaps.values()) / (n_bins if over_all_bins else len(gaps)))
+    return float(sum(gaps.values()) / (1 if summed else n_bins if over_all_bins else len(gaps)))
 
 
 def exact_global_gap(probs, labels):
@@ -65,9 +67,12 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("left-closed-bins", exact_ece(probs, labels, n_bins, closed="left")),
             ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False)),
             ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False, over_all_bins=True)),
+            ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False, summed=True)),
             ("single-global-gap", exact_global_gap(probs, labels)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1)),
             ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, zero_binned=True)),
+            ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, binary=True)),
+            ("confidence-of-class-one", exact_ece(probs, labels, n_bins, column=1, binary=True, zero_binned=True)),
             ("counts-not-shares", len(labels) * exact_ece(probs, labels, n_bins)),
             ("fixed-ten-bins", exact_ece(probs, labels, 10)),
             ("rms-of-gaps", exact_ece(probs, labels, n_bins, rms=True)),
@@ -132,19 +137,21 @@ def test_right_answers_pass(capsys):
     ch07.restrict_to_labels(lambda z, ids: z[:, ids].softmax(-1))
     ch07.predict_or_reject(lambda p, t, reject=-1: torch.where(p.max(-1).values >= t, p.argmax(-1),
                                                                 torch.full((len(p),), reject)))
-    assert "✓ restrict_to_labels: 3 cases passed" in capsys.readouterr().out
+    assert "✓ restrict_to_labels: 4 cases passed" in capsys.readouterr().out
 
 
-def _ece(conf_of):
-    """A right ECE but for how each row's confidence is read: `conf_of(probs)`."""
+def _ece(conf_of, pred_of=lambda probs: probs.argmax(-1), weight=lambda share: share):
+    """A right ECE but for how each row's confidence and prediction are read, `conf_of(probs)` and `pred_of(probs)`,
+    and how a bin's share of the predictions weighs its gap, `weight(share)`."""
     def ece(probs, labels, n_bins=10):
-        conf, pred = conf_of(probs), probs.argmax(-1)
+        conf, pred = conf_of(probs), pred_of(probs)
         correct = (pred == labels).float()
         total = 0.0
         for k in range(n_bins):
             inside = (conf > k / n_bins) & (conf <= (k + 1) / n_bins)
             if inside.any():
-                total += inside.float().mean().item() * abs(correct[inside].mean().item() - conf[inside].mean().item())
+                total += weight(inside.float().mean().item()) * abs(correct[inside].mean().item()
+                                                                    - conf[inside].mean().item())
         return float(total)
     return ece
 
@@ -152,9 +159,14 @@ def _ece(conf_of):
 @pytest.mark.parametrize("wrong, key, words", [
     (_ece(lambda probs: probs[:, 1]), "confidence-of-class-one", "probability of class 1 as every row's confidence"),
     (_ece(lambda probs: probs.max(dim=1)), "max-without-values", "returns a pair (values, indices)"),
+    # the next two got only the recipe (a simulated student, issue 27)
+    (_ece(lambda probs: probs[:, 1], lambda probs: (probs[:, 1] > 0.5).long()), "confidence-of-class-one",
+     "as if there were two classes"),
+    (_ece(lambda probs: probs.max(-1).values, weight=lambda share: 1), "unweighted-bins",
+     "a plain sum of the per-bin gaps: the bins are not weighted, so the sum can exceed 1"),
 ])
 def test_ece_names_the_confidence_of_class_one_and_max_without_values(wrong, key, words):
-    """Both got the recipe or torch's TypeError (issue 27)."""
+    """Each got the recipe or torch's TypeError (issue 27)."""
     with pytest.raises(CheckFailed) as caught:
         ch07.expected_calibration_error(wrong)
     assert caught.value.mistake == key and words in str(caught.value), str(caught.value)
@@ -168,9 +180,21 @@ def test_ece_names_the_confidence_of_class_one_and_max_without_values(wrong, key
      "sigmoid-not-softmax", "applied a sigmoid to each label logit on its own"),
     (lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids].log_softmax(-1),
      "log-probabilities", "returned log-probabilities"),
+    # the next three got torch's RuntimeError, or a shape; the last passed (a simulated student, issue 27)
+    (lambda next_token_logits, label_token_ids: torch.gather(
+        next_token_logits, 1, torch.as_tensor(label_token_ids)).softmax(-1), "gather-index-shape",
+     "`torch.gather` along dim 1 needs its index as a tensor of the same number of dimensions as the logits"),
+    (lambda next_token_logits, label_token_ids: torch.gather(next_token_logits, 1, label_token_ids).softmax(-1),
+     "gather-index-shape", "shape (B, C) = (3, 2): one row of label ids per example"),
+    (lambda next_token_logits, label_token_ids: torch.gather(
+        next_token_logits, 1, torch.as_tensor(label_token_ids)[None]).softmax(-1), "gather-index-shape",
+     "a (1, C) index gathers from row 0 alone"),
+    (lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids].exp()
+     / next_token_logits[:, label_token_ids].exp().sum(-1, keepdim=True), "exp-overflow",
+     "exp(100) overflows float32 to inf"),
 ])
 def test_restrict_to_labels_names_rows_sigmoid_and_log_probabilities(wrong, key, words):
-    """The rows got IndexError's "positions count from 0", the other two the whole recipe (issue 27)."""
+    """The rows got IndexError's "positions count from 0", sigmoid and log-probabilities the whole recipe (issue 27)."""
     with pytest.raises(CheckFailed) as caught:
         ch07.restrict_to_labels(wrong)
     err = caught.value
@@ -183,3 +207,15 @@ def test_an_unnamed_wrong_distribution_keeps_the_recipe_for_a_repeat():
         ch07.restrict_to_labels(lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids] ** 2)
     assert caught.value.mistake == "wrong-values" and "Select the logits" in caught.value.fix
     assert "Select the logits" not in str(caught.value)
+
+
+def test_predict_or_reject_names_a_softmax_of_probabilities():
+    """It got only "expected 0, you returned -1" (a simulated student, issue 27)."""
+    def resoftmaxed(probs, threshold, reject=-1):
+        top, prediction = probs.softmax(-1).max(dim=-1)
+        return torch.where(top >= threshold, prediction, torch.full_like(prediction, reject))
+    with pytest.raises(CheckFailed) as caught:
+        ch07.predict_or_reject(resoftmaxed)
+    err = caught.value
+    assert err.mistake == "softmax-of-probabilities" and "which are probabilities already" in str(err), str(err)
+    assert "\n" not in str(err) and err.fix and err.fix not in str(err)

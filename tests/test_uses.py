@@ -35,8 +35,11 @@ def test_an_answer_that_failed_its_check_stops_the_cell():
     wrong_last_real_index.__name__ = "last_real_index"
     with pytest.raises(core.CheckFailed):
         ch06.last_real_index(wrong_last_real_index)
-    with pytest.raises(NotChecked, match="has not passed yet"):
+    with pytest.raises(NotChecked) as err:
         uses(wrong_last_real_index)
+    # the check ran: "run its check cell" alone would send the learner back to run it unchanged (issue 27)
+    assert str(err.value) == ("this cell uses your `last_real_index`, whose check has not passed yet: fix it and run "
+                              "its check cell again")
 
 
 def test_a_pass_is_lost_when_the_check_fails_on_a_later_try():

@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from headlab.checks.ch02 import _dense
+from headlab.checks.ch02 import NEGATIVE_FILLS, _dense
 
 from . import register, twist, wrong
 
@@ -68,6 +68,7 @@ register("max_pool", [
     wrong("pools-whole-batch", lambda H, m: H[m.bool()].amax(0)),
     wrong("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True)),
     wrong("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1)),
+    *[wrong("zero-fill", lambda H, m, v=v: _fill(H, m, v).amax(1)) for v in NEGATIVE_FILLS],
     wrong("padding-included", lambda H, m: H.amax(1)),
     wrong("inverted-mask", lambda H, m: H.masked_fill(m.bool()[:, :, None], -torch.inf).amax(1)),
     *[wrong("over-features", output) for output in (lambda H, m: _fill(H, m, -torch.inf).amax(2),

@@ -24,20 +24,23 @@ register("predict_or_reject", [
     wrong("rejects-the-confident", lambda p, t, r: _decide(p, lambda top: top < t, r)),
     wrong("confidence-of-class-one", lambda p, t, r: torch.where(p[:, 1] >= t, p.argmax(-1), r)),
     wrong("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r)),
+    wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
 ])
 
 
 # --- expected_calibration_error -------------------------------------------------------------------
 def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False),
-          global_accuracy=False):
+          global_accuracy=False, binary=False):
     """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
     (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
     probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
     0, the top one never is) lies in no right-closed bin, or with `zero_binned` in the first, as a clamp puts it.
     With `batch` (confidence, prediction), every row's confidence is the largest probability of the batch, or its
     prediction the flat index of that entry, as `probs.max()` and `probs.argmax()` without a dim give. With
-    `global_accuracy`, every bin's accuracy is that of all N predictions."""
+    `global_accuracy`, every bin's accuracy is that of all N predictions. With `binary`, the prediction is class 1
+    where the probability of class 1 exceeds 0.5, and class 0 elsewhere, as if there were two classes."""
     conf, pred = probs.double().max(-1)
+    pred = (probs[:, 1] > 0.5).long() if binary else pred
     conf = conf if column is None else probs.double()[:, column]
     conf, pred = conf * 0 + probs.double().max() if batch[0] else conf, pred * 0 + probs.argmax() if batch[1] else pred
     ok = (pred == labels).double()
@@ -72,11 +75,15 @@ register("expected_calibration_error", [
     wrong("left-closed-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, n, "left")).nansum())),
     wrong("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nanmean())),
     wrong("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nan_to_num(0).mean())),
+    wrong("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nansum())),
     wrong("single-global-gap", lambda p, y, n: _global_gap(p, y)),
     wrong("confidence-of-class-one",
           lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=False)).nansum())),
     wrong("confidence-of-class-one",
           lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=True)).nansum())),
+    # class 1 predicted where its probability exceeds 0.5, as if there were two classes: without and with 0 in bin 0
+    *[wrong("confidence-of-class-one", lambda p, y, n, z=z: float(torch.mul(*_bins(
+        p, y, n, column=1, zero_binned=z, binary=True)).nansum())) for z in (False, True)],
     wrong("counts-not-shares", lambda p, y, n: float(len(y) * torch.mul(*_bins(p, y, n)).nansum())),
     wrong("fixed-ten-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, 10)).nansum())),
     wrong("rms-of-gaps", lambda p, y, n: float((lambda share, gap: (share * gap ** 2).nansum().sqrt())(
@@ -107,5 +114,7 @@ register("restrict_to_labels", [
     wrong("indexes-rows", lambda z, ids: z[_ids(ids)].softmax(-1)),
     wrong("sigmoid-not-softmax", lambda z, ids: z[:, _ids(ids)].sigmoid()),
     wrong("log-probabilities", lambda z, ids: z[:, _ids(ids)].log_softmax(-1)),
+    wrong("exp-overflow", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum(-1, keepdim=True)),
+    wrong("gather-index-shape", lambda z, ids: z[:1, _ids(ids)].softmax(-1) if len(z) > 1 else None),
     wrong("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)]),
 ])

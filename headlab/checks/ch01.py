@@ -106,17 +106,19 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
             fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy and return new tensors: "
                  "the caller still needs it.", "changed-input", f"`{name}.clone()` is a copy.")
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        fail(f"mask_tokens must return a pair (inputs, labels); it returned {a_type(out)}.", "not-a-pair")
+        fail(f"mask_tokens must return a pair (inputs, labels); it returned {a_type(out)}.", "not-a-pair",
+             "Return the two tensors together, inputs first: `(inputs, labels)`.")
     if isinstance(out[0], torch.Tensor) and bool((out[0] == -100).any()):
         fail("the first tensor mask_tokens returned holds −100s, so it is the labels: return the pair in the order "
-             "(inputs, labels).", "pair-swapped")
+             "(inputs, labels).", "pair-swapped", "Swap the two: return `(inputs, labels)`, not `(labels, inputs)`.")
     for x, what in zip(out, ("inputs", "labels")):
         key = ("not-a-tensor" if not isinstance(x, torch.Tensor) else "wrong-shape" if x.shape != ids.shape
                else "wrong-dtype" if x.dtype != torch.long else "")
         if key:
             kind = f"as {a_type(x)}" if key == "not-a-tensor" else f"of shape {tuple(x.shape)}, {x.dtype}"
             fail(f"mask_tokens returned {what} {kind}; it must be a torch.int64 tensor of the shape of ids, "
-                 f"{tuple(ids.shape)}.", key)
+                 f"{tuple(ids.shape)}.", key, "Build both from a copy of ids, `ids.clone()`, which has its shape and "
+                 "dtype, and change its entries with torch operations (`torch.where`, a boolean index).")
         if x.data_ptr() == ids.data_ptr():
             fail(f"mask_tokens returned the caller's `ids` tensor itself as `{what}`; return a new tensor, so that "
                  "corrupting the inputs never modifies the caller's tensor in place.", "returns-ids",
@@ -314,7 +316,9 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
         if _close(ran["swapped"], out) and not _close(out, R):
             fail("MLMHead's logits do not change when embedding.weight is given new values in place: the projection "
                  "to the vocabulary is a new matrix, not the embedding's. It must be tied to the embedding (the same "
-                 "Parameter object, not a copy or a new matrix).", "not-tied")
+                 "Parameter object, not a copy or a new matrix).", "not-tied",
+                 "Share the Parameter itself, `self.decoder.weight = embedding.weight`, or keep the embedding and "
+                 "multiply by its `.weight`, transposed.")
         _logits.judge(out, R, (h, W, v, E, b))
         _logits.judge(flat, R[0], (h[0], W, v, E, b))
         if not _close(ran["swapped"], right(h, W, v, v, v, E2, b)):
@@ -322,7 +326,9 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  f"Linear(h))) @ E.T + bias with the new E (embedding of V={V} words, d={d}): your output projection "
                  "is a copy (clone) of embedding.weight, not tied to it, and a copy drifts apart as soon as training "
                  "updates one of them. Use the same Parameter object, e.g. `self.decoder.weight = embedding.weight`, "
-                 "or keep the embedding and use its weight.", "cloned-projection")
+                 "or keep the embedding and use its weight.", "cloned-projection",
+                 "Drop the `.clone()` (or the new `nn.Parameter`) around embedding.weight: assign the Parameter "
+                 "itself.")
         # Every weight trains, the tied embedding's too, and the encoder below through h.
         judge_gradients(ran["gradients"], "MLMHead", "h", h, right, seed, [W, v, v, v, E, b])
     passed("MLMHead", len(cases))

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Callable
 
 import torch
 
 from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, drive, fail, passed, require_module_class
-from .engine import Exercise, Mistake, clashing_sizes, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as, judge_gradients, show
 
 T, F = True, False
 
@@ -23,8 +24,25 @@ CLS_CASES = [
     ([[[3., 1.], [0., 0.], [5., 5.], [-1., 2.]], [[-4., 4.], [9., 9.], [0., 1.], [2., 2.]],
       [[6., -6.], [1., 1.], [1., 1.], [7., 7.]]], [[3., 1.], [-4., 4.], [6., -6.]]),
 ]
+# The gradient the right [CLS] vectors' sum gives H (B, n, d) = (2, 3, 4), stored as data: 1 at position 0 of every
+# row, 0 elsewhere. Found by a simulated student: `H[:, 0].detach()` passed, a head the encoder cannot learn through.
+CLS_GRADIENT = torch.tensor([[[1.0] * 4, [0.0] * 4, [0.0] * 4]] * 2)
+
+
+def _cls_carries_the_graph(fn) -> None:
+    """Once the values are right, the same call whatever the answer: a gradient must reach H through cls_pool."""
+    H = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(2)).requires_grad_()
+    backward_through(fn, "cls_pool", H, want=[CLS_GRADIENT], said=(
+        "cls_pool passes no gradient back to H: its output is computed with `.detach()`, under `torch.no_grad()`, "
+        "or from a new tensor made of H's values. A classifier trained on the [CLS] vector then trains the head "
+        "alone, never the encoder below it: take position 0 of H itself.",
+        "cls_pool returns the right vectors, but the gradient that reaches H is not theirs: part of the output is "
+        "computed outside autograd (`.detach()`, `.data`, `.item()`), so training would follow another function "
+        "than the one it returns."))
+
+
 cls_pool = Exercise(
-    "cls_pool", CLS_CASES, read=inputs_as(torch.float32, torch.float32), shape=lambda H: (H.shape[0], H.shape[2]),
+    "cls_pool", CLS_CASES, then=_cls_carries_the_graph, read=inputs_as(torch.float32, torch.float32), shape=lambda H: (H.shape[0], H.shape[2]),
     meaning=" (one vector per sequence)", where=lambda H: f" for H of shape {tuple(H.shape)}",
     fields=lambda H: dict(zip("Bnd", H.shape)),
     unchanged="cls_pool changed the H it was given; pooling must only read H.",
@@ -235,9 +253,11 @@ def _pool(kind: type, name: str, cases, what: str, mistakes):
                 f"{show(expected[b])}{_where(H, mask)}.")
     exercise = kind(
         name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), mistakes=mistakes, where=_where,
+        dtype=torch.float32,   # H's dtype in every case, visible and hidden: a pooled vector keeps it
         meaning=" (one vector per sequence)", fields=lambda H, mask: dict(zip("Bnd", H.shape)),
         hints=[(Exception, partial(_raised, name))], explain=explain,
-        dtype_message="{name} returned dtype {got}{where}; a " + what + " of float vectors is a float tensor.",
+        dtype_message="{name} returned dtype {got}{where}, but H is {wanted}: a " + what + " of H's vectors keeps "
+                      "H's dtype (a count or mask of another dtype, float64 say, changes it when it meets H).",
         unchanged=f"{name} changed the H it was given or its mask (an in-place fill or multiply); pooling must only "
                   "read them: build new tensors, e.g. with masked_fill (no underscore) or torch.where.")
 
@@ -248,7 +268,20 @@ def _pool(kind: type, name: str, cases, what: str, mistakes):
     return check
 
 
+NEGATIVE_FILLS = (-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0)   # max_pool's zero-fill, with these fills
 ROW_BY_ROW = "Keep the (B, n, d) shape: zero or fill the padding through `mask[:, :, None]`, then reduce dim=1."
+
+def _fill_won(fill: float) -> Callable:
+    """The message of a padding fill that a real feature's values all lie below: which row and feature it won."""
+    def said(out, H, mask) -> str:
+        real = mask.bool()
+        b, j = next((b, j) for b in range(len(H)) for j in range(H.shape[2])
+                    if not bool(real[b].all()) and bool((H[b][real[b], j] < fill).all()))
+        return (f"max_pool filled the padding with {fill:g}{_where(H, mask)}: in row {b} every real value of feature "
+                f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below a fill like "
+                "this (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
+    return said
+
 
 def _squeezed(name: str) -> Mistake:
     return Mistake("squeeze-drops-batch-axis",
@@ -311,6 +344,11 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
             "every real value of a feature is negative, the 0 of a padding position wins the max: padding must never "
             "win.",
             fix="Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
+    # The same mistake with a negative fill: any fill that a real value can lie below (found by a simulated student,
+    # who filled with -1 and was told only the row's values). The visible cases reach down to -9.
+    *[Mistake("zero-fill", _fill_won(v),
+              fix="Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before taking the max.")
+      for v in NEGATIVE_FILLS],
     Mistake("padding-included", "max_pool took the max over every position, padding included"
             "{where}; padding positions must never win.", fix="Fill them with -inf before the max."),
     Mistake("inverted-mask", "max_pool filled "

@@ -36,7 +36,9 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
             if isinstance(out, torch.Tensor) and out.shape == right.shape else []
         if moved:
             fail(f"Fed alone, position {moved[0]} got other logits than inside H{where}: the logits of one position "
-                 "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions")
+                 "must not depend on the other positions (no mean or sum over dim 1).", "mixes-positions",
+                 "Apply the Linear layer to H as it is, (B, n, d) → (B, n, L): `nn.Linear` acts on the last axis of "
+                 "each position, with no reduction over dim 1.")
         _logits.judge(out, right, (H, W, b))
         judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X, W_, b_: X @ W_.T + b_,
                         seed + 300 + k, [W, b])
@@ -45,16 +47,20 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)
         if same(train, 0 * bias, 1e-6):
             fail(f"{said} returned all zeros: dropout comes after the Linear layer. The order is dropout → Linear, "
-                 "so a dropped input leaves only the bias.", "dropout-after-linear")
+                 "so a dropped input leaves only the bias.", "dropout-after-linear",
+                 "Swap the two in forward: `self.linear(self.dropout(H))`, not `self.dropout(self.linear(H))`.")
         if isinstance(train, torch.Tensor) and train.shape == bias.shape and not bool(train.isfinite().all()):
             fail(f"{said} returned NaN or infinite logits: a dropout written by hand divides by 1 − p, which is 0 at "
                  "p = 1. At p = 1 every feature is dropped, so the Linear layer sees zeros and only the bias is left; "
-                 "`nn.Dropout(dropout)` does exactly that.", "nan-at-full-dropout")
+                 "`nn.Dropout(dropout)` does exactly that.", "nan-at-full-dropout",
+                 "Replace the hand-written dropout with `nn.Dropout(dropout)`, built in __init__.")
         if not same(train, bias, 1e-6):
             fail(f"{said} should drop every feature of H, leaving logits equal to the bias {show(b)} at every "
                  f"position; yours gave {show(train[0, 0] if shaped else train)}{' at [0, 0]' * shaped}. Pass the "
                  "dropout argument on to `nn.Dropout(dropout)` and apply it to H before the Linear layer.",
-                 "dropout-argument-ignored" if shaped else "wrong-shape")
+                 "dropout-argument-ignored" if shaped else "wrong-shape",
+                 "In __init__, `self.dropout = nn.Dropout(dropout)` with the constructor's argument; in forward, "
+                 "`self.linear(self.dropout(H))`." if shaped else "")
     for k, (d, L, p) in enumerate(TRAIN_CASES):   # dropout's rate, scale and grain, from 50 × 40 positions
         g = torch.Generator().manual_seed(seed + 500 + k)
         H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
@@ -126,7 +132,8 @@ def _no_gradient_where_unlabelled(logits: torch.Tensor, labels: torch.Tensor) ->
              "`loss.backward()` gave the logits of positions labelled -100 ([CLS], [SEP], padding) a nonzero "
              "gradient, so training would still push them. Leave them out of the computation itself "
              "(ignore_index=-100, or select the labelled positions), not only out of the value.",
-             "gradient-reaches-unlabelled")
+             "gradient-reaches-unlabelled", "`F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), "
+             "ignore_index=-100)` leaves them out of the graph.")
 
 
 def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> tuple[str, str, str] | None:
@@ -214,10 +221,12 @@ def bio_to_spans(fn: Callable, cases: Sequence | None = None) -> None:
         tags, given, expected = list(tags), list(tags), [tuple(s) for s in expected]
         out = call(fn, "bio_to_spans", given)
         if given != tags:
-            fail("bio_to_spans changed the list of tags it was given; read it without editing it.", "changed-input")
+            fail("bio_to_spans changed the list of tags it was given; read it without editing it.", "changed-input",
+                 "Only read the tags (index them, loop over them); if you must edit, edit a copy, `list(tags)`.")
         if not isinstance(out, (list, tuple)) or not all(isinstance(s, (list, tuple)) and len(s) == 3 for s in out):
             fail(f"bio_to_spans returned {out!r}; return a list of (type, start, end) tuples, e.g. [('PER', 0, 2)].",
-                 "not-a-list-of-triples")
+                 "not-a-list-of-triples", "Start from an empty list, add one `(type, start, end)` tuple per entity "
+                 "with .append, and return the list.")
         # The engine judges tensors, so spans are judged here by its rule: a mistake is named only when the output
         # equals what it returns, derived from the right spans (a wrong decoder would be most of the answer). Each
         # mistake's output is looked up on every case, right or wrong, so that dev/record_mistakes.py records it.
@@ -230,7 +239,8 @@ def bio_to_spans(fn: Callable, cases: Sequence | None = None) -> None:
             if output is not None and got == [tuple(s) for s in output]:
                 fail(f"{said} {mistake.message(tags, expected)}", mistake.key)
         if sorted(got, key=repr) == sorted(expected, key=repr):
-            fail(f"{said} Same entities, different order: list them in order of their start.", "wrong-order")
+            fail(f"{said} Same entities, different order: list them in order of their start.", "wrong-order",
+                 "Sort them by their start before returning: `sorted(spans, key=lambda span: span[1])`.")
         fail(said, "wrong-values")
     passed("bio_to_spans", len(cases))
 

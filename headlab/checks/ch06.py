@@ -226,7 +226,8 @@ def knowledge_check(namespace: Mapping[str, Any], expected: Mapping[str, Any] | 
     n = question["n"]
     if any(not p < n for p in answers["kc_positions"]):
         fail(f"kc_positions = {list(answers['kc_positions'])} is not made of positions of a batch padded to n = {n}: "
-             f"positions count from 0, so they run from 0 to {n - 1}.", "position-outside")
+             f"positions count from 0, so they run from 0 to {n - 1}.", "position-outside",
+             f"Count from 0: the first position is 0, the last of a batch padded to n = {n} is {n - 1}.")
     wrong = []
     for name, (where, mistakes, otherwise) in _usual_answers(**question).items():
         got, want = [list(v) if name == "kc_positions" else v for v in (answers[name], expected[name])]

@@ -87,6 +87,12 @@ predict_or_reject = Exercise(
                 "and every other class always kept, whatever the model's confidence. The threshold is a probability: "
                 "it applies to the row's top probability.",
                 fix="Compare `probs.max(dim=-1).values >= threshold`, and answer with the argmax where it holds."),
+        # Found by a simulated student: got only "expected 0, you returned -1" before.
+        Mistake("softmax-of-probabilities",
+                "predict_or_reject applied a softmax to `probs`{where}, which are probabilities already: a second "
+                "softmax flattens each row towards uniform (0.5, 0.25, 0.25 becomes about 0.39, 0.31, 0.31), so "
+                "confident rows fall below the threshold {t}. A softmax turns logits into probabilities, once.",
+                fix="Use `probs` as given: `top, prediction = probs.max(dim=-1)`, with no `.softmax`."),
     ],
 )
 
@@ -103,6 +109,7 @@ def _ece_where(probs, labels, n_bins) -> str:
 
 SAID = "expected ECE {expected:.6f}, you returned {out:.6f}{where}. "   # every ECE message begins so
 UNWEIGHTED_FIX = "Add (count_bin / N) · gap over the non-empty bins, rather than averaging the gaps."
+UNWEIGHTED_SUM_FIX = "Multiply each bin's gap by count_bin / N before adding it."
 CLASS_ONE_FIX = "`probs.max(dim=-1).values` holds the top probability of each row."
 WHOLE_BATCH = (SAID + "That is the ECE with a confidence or a prediction taken over the whole batch: `probs.max()` "
                "or `probs.argmax()` without a dim gives the largest probability of all rows, or its index in the "
@@ -111,6 +118,10 @@ WHOLE_BATCH = (SAID + "That is the ECE with a confidence or a prediction taken o
 WHOLE_BATCH_FIX = "`confidence, prediction = probs.max(dim=-1)`: one of each per row."
 CLASS_ONE = (SAID + "That is the ECE with the probability of class 1 as every row's confidence. A prediction's "
              "confidence is the probability of the class it predicts: the top probability of its row.")
+CLASS_ONE_BINARY = (SAID + "That is the ECE with `probs[:, 1]`, the probability of class 1, as every row's confidence "
+                    "and class 1 predicted where it exceeds 0.5, as if there were two classes. Here a row may have "
+                    "any number of classes: its prediction is its argmax, and its confidence the top probability.")
+CLASS_ONE_BINARY_FIX = "`confidence, prediction = probs.max(dim=-1)`: the top probability and its class, per row."
 expected_calibration_error = Exercise(
     "expected_calibration_error",
     # (probs, labels, n_bins, expected), the ECE worked out by hand (tests/test_07_checks.py redoes it exactly).
@@ -152,6 +163,11 @@ expected_calibration_error = Exercise(
                 SAID + "That is a plain mean of the per-bin gaps over all n_bins bins: the bins are not weighted. "
                 "Each bin's gap counts in proportion to its share of the predictions, count_bin / N.",
                 fix=UNWEIGHTED_FIX),
+        # Found by a simulated student: got only the recipe before.
+        Mistake("unweighted-bins",
+                SAID + "That is a plain sum of the per-bin gaps: the bins are not weighted, so the sum can exceed 1. "
+                "Each bin's gap |accuracy − confidence| counts in proportion to its share of the predictions, "
+                "count_bin / N, which makes the ECE a weighted mean, between 0 and 1.", fix=UNWEIGHTED_SUM_FIX),
         Mistake("single-global-gap",
                 SAID + "That is |mean accuracy − mean confidence| over all predictions: one global gap, which is "
                 "also what per-bin gaps add up to when they keep their signs (no absolute value). Over- and "
@@ -163,6 +179,8 @@ expected_calibration_error = Exercise(
                 fix=CLASS_ONE_FIX),
         Mistake("confidence-of-class-one", CLASS_ONE,
                 fix=CLASS_ONE_FIX),
+        # Found by a simulated student: got only the recipe before. Two rows: without and with 0 in bin 0.
+        *[Mistake("confidence-of-class-one", CLASS_ONE_BINARY, fix=CLASS_ONE_BINARY_FIX)] * 2,
         Mistake("counts-not-shares",
                 SAID + "That is N × the ECE: each bin's gap was weighted by its count of predictions. Weight it by "
                 "the bin's share of them, count_bin / N, so that the ECE stays between 0 and 1.",
@@ -215,6 +233,19 @@ ROWS = ("restrict_to_labels indexed the rows{where}: the label token ids picked 
         "examples), but each label token is a column, on the vocabulary axis (dimension 1).")
 
 
+GATHER_FIX = ("`torch.gather(next_token_logits, 1, torch.as_tensor(label_token_ids).expand(len(next_token_logits), -1))`, "
+              "or select the columns directly: `next_token_logits[:, label_token_ids]`.")
+
+
+def _gather_index(err, z, ids):
+    """The hint when `torch.gather` got the (C,) ids, or a list, as its index: it needs a (B, C) tensor."""
+    if "Index tensor must have the same number of dimensions" in str(err) or "gather(): argument 'index'" in str(err):
+        return (f"`torch.gather` along dim 1 needs its index as a tensor of the same number of dimensions as the "
+                f"logits, shape (B, C) = ({z.shape[0]}, {len(_ids(ids))}): one row of label ids per example; it got "
+                f"the {len(_ids(ids))} ids themselves, shape (C,).", "gather-index-shape", GATHER_FIX)
+    return None
+
+
 def _indexes_rows(err, z, ids):
     """The hint when the ids went past the batch axis: `next_token_logits[label_token_ids]`."""
     if f"dimension 0 with size {z.shape[0]}" in str(err) and max(_ids(ids)) >= z.shape[0]:
@@ -235,7 +266,12 @@ restrict_to_labels = Exercise(
            ([[LN(1), 4.0, LN(5), 3.0, -2.0, LN(2)]],                               # tokens 5, 0, 2: ln 2, ln 1, …
             torch.tensor([5, 0, 2]), [[0.25, 0.125, 0.625]]),
            ([[2.0, LN(1), LN(3), 6.0], [2.0, LN(5), LN(3), 1.0], [2.0, LN(1), LN(1), 0.0]],   # tokens 2, 1
-            [2, 1], [[0.75, 0.25], [0.375, 0.625], [0.5, 0.5]])],
+            [2, 1], [[0.75, 0.25], [0.375, 0.625], [0.5, 0.5]]),
+           # Logits near 100, as a language model's can be: exp(100) overflows float32 to inf, so a softmax written
+           # as exp(z) / Σ exp(z) without subtracting the row's max gives inf / inf = nan. Tokens 3, 0.
+           ([[100.0, 7.0, -2.0, 100.0 + LN(3), 50.0], [100.0, 0.0, 1.0, 100.0, 2.0],
+             [100.0 + LN(7), 3.0, 99.0, 100.0, -1.0]],
+            [3, 0], [[0.75, 0.25], [0.5, 0.5], [0.125, 0.875]])],
     read=inputs_as(torch.float32, None, torch.float32),
     shape=lambda logits, ids: (logits.shape[0], len(ids)),
     meaning=" (B, C), one column per label token",
@@ -248,7 +284,7 @@ restrict_to_labels = Exercise(
     explain=lambda out, expected, z, ids: (
         f"restrict_to_labels returned {_round(out)} for label_token_ids={_ids(ids)}; expected {_round(expected)}."
         + " These are not probabilities: each row must be ≥ 0 and sum to 1." * (not _probabilities(out)), RECIPE),
-    hints=[(IndexError, _indexes_rows)],
+    hints=[(IndexError, _indexes_rows), ((RuntimeError, TypeError), _gather_index)],
     mistakes=[
         Mistake("whole-vocabulary-distribution",
                 "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "
@@ -287,6 +323,18 @@ restrict_to_labels = Exercise(
                 "restrict_to_labels returned log-probabilities{where}: every entry is ≤ 0, and it is their "
                 "exponentials that sum to 1 in each row. The function returns probabilities.",
                 fix="Use `.softmax(dim=-1)` instead of `.log_softmax(dim=-1)`."),
+        # Found by a simulated student: passed before the case of logits near 100.
+        Mistake("exp-overflow",
+                "restrict_to_labels returned nan{where}: the logits are near 100, and exp(100) overflows float32 to "
+                "inf, so exp(z) / Σ exp(z) is inf / inf. A softmax subtracts each row's largest logit before the exp "
+                "(the result is the same, and no exp exceeds 1); torch's softmax does so.",
+                fix="Use `.softmax(dim=-1)` on the selected logits, or subtract `.amax(dim=-1, keepdim=True)` from "
+                    "them before `.exp()`."),
+        # Found by a simulated student: `torch.gather` with a (1, C) index gathers from the first row only.
+        Mistake("gather-index-shape",
+                "restrict_to_labels returned one row, shape (1, {C}){where}: `torch.gather` returns a tensor of its "
+                "index's shape, and a (1, C) index gathers from row 0 alone. The index must be (B, C) = ({B}, {C}): "
+                "one row of label ids per example.", fix=GATHER_FIX),
         Mistake("softmax-before-selecting",
                 "the rows sum to {sums}, not 1{where}. You took the softmax over the whole vocabulary and then "
                 "selected the label columns, so the mass of every other token is missing. Select the C label "

@@ -76,6 +76,11 @@ def trying(answer: Any, name: str) -> None:
     checked.pop(name, None)
 
 
+def tried(name: str) -> bool:
+    """Whether a check of `name` has run in this kernel (passed or not): what uses.py tells a learner to do next."""
+    return name in _tried
+
+
 def passed(name: str, n_cases: int) -> None:
     if name in _tried:
         checked[name] = _tried[name]

@@ -230,13 +230,16 @@ class Exercise:
         where = self.where(*inputs)
         if isinstance(out, torch.Tensor):
             fail(f"{self.name} returned a tensor{where}; return a plain list of ints (build it with append, or "
-                 "call .tolist()).", "returned-a-tensor")
+                 "call .tolist()).", "returned-a-tensor", "Return the list itself: convert the tensor with `.tolist()` "
+                 "just before returning it.")
         if not isinstance(out, (list, tuple)):
-            fail(f"{self.name} returned {a_type(out)}{where}; return a list of ints.", "not-a-list")
+            fail(f"{self.name} returned {a_type(out)}{where}; return a list of ints.", "not-a-list",
+                 "Build the result in a list, starting from `[]` and adding each int with `.append`, and return it.")
         bad = [x for x in out if isinstance(x, bool) or not isinstance(x, int)]
         if bad:
             fail(f"{self.name} returned {bad[0]!r} ({a_type(bad[0])}) in its list{where}; every entry "
-                 "must be a plain int.", "not-an-int")
+                 "must be a plain int.", "not-an-int",
+                 "Convert each entry with int() before appending it (`.item()` gives the number of a 0-d tensor).")
         as_tensors = self._converted(returns=torch.Tensor, dtype=torch.long)
         as_tensors.judge(self._as_tensor(out), self._as_tensor(expected), inputs)
 
@@ -401,6 +404,9 @@ def first_difference(out: Any, expected: Any, atol: float = 1e-4) -> str:
 # What `backward_through` says when no gradient reaches the logits, and when another one does.
 NO_GRADIENT = ("{name} returned a loss that `loss.backward()` cannot carry back to the logits: compute it from the "
                "logits with torch operations, without .item(), .detach() or `torch.no_grad()`.")
+# Shown on a repeat of no-gradient or wrong-gradient, whichever exercise's words `said` holds.
+GRADIENT_FIX = ("Compute the result from the inputs with torch operations only: no `.detach()`, `.item()` or `.data` "
+                "on the way, no `torch.no_grad()`, and no new tensor built from their values.")
 WRONG_GRADIENT = ("{name} returns the right loss, but `loss.backward()` does not give the logits its gradient: part of "
                   "the loss is computed outside autograd (.detach(), .item(), .data, or a new tensor made from its "
                   "values), so training would follow another loss than the one printed.")
@@ -416,13 +422,13 @@ def backward_through(fn: Callable, name: str, *inputs: Any, want: Sequence[torch
     backward(call(fn, name, *inputs), name)   # replayed, the output carries the gradients the learner's gave
     logits = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     if any(x.grad is None or not bool(x.grad.abs().sum() > 0) for x in logits):
-        fail(said[0].format(name=name), "no-gradient")
+        fail(said[0].format(name=name), "no-gradient", GRADIENT_FIX)
     if rules is not None:
         rules(*inputs)
     # The gradient is measured in the learner's process, so it is compared, not only seen to be nonzero.
     right = want if want is not None else right_gradients(name, inputs)
     if right is not None and not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
-        fail(said[1].format(name=name), "wrong-gradient")
+        fail(said[1].format(name=name), "wrong-gradient", GRADIENT_FIX)
 
 
 def gradient_of(want: Callable[..., torch.Tensor], *inputs: Any) -> tuple[torch.Tensor, ...]:
@@ -460,18 +466,22 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: C
                  "every weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, "
                  "used under `torch.no_grad()` or through `.detach()`/`.data`, or kept outside the module's "
                  "parameters) or moved by a gradient written by hand. Keep every parameter trainable and compute the "
-                 "output from them with torch operations; autograd fills `.grad`.", "parameters-without-gradient")
+                 "output from them with torch operations; autograd fills `.grad`.", "parameters-without-gradient",
+                 "Hold every weight in a layer such as `nn.Linear` or an `nn.Parameter` set on self in __init__, leave "
+                 "requires_grad as it is, and use it in forward outside `torch.no_grad()` and without `.detach()`.")
     grad = facts["input_grad"]
     if not isinstance(grad, torch.Tensor) or not bool(grad.abs().sum() > 0):
         fail(f"no gradient flows back through {name} to its input {given}: the output is computed from a detached "
              f"copy of {given} (`.detach()`, `torch.no_grad()`, or a new tensor made from its values). The encoder "
              "below the head learns only through this gradient, so fine-tuning would train the head alone.",
-             "input-detached")
+             "input-detached", f"Compute the output from {given} itself: drop the `.detach()`, `.data` or "
+             "`torch.no_grad()` between it and the output.")
     if not close_gradient(grad, xg.grad):
         fail(f"the gradient that flows back through {name} to its input {given} is not the gradient of the outputs "
              f"it returns: part of them is computed from a detached copy of {given} (`.detach()`, `.data`, "
              "`torch.no_grad()`), so fine-tuning would train the encoder below for another output than the one "
-             "the head gives.", "wrong-input-gradient")
+             "the head gives.", "wrong-input-gradient", f"Compute every part of the output from {given} itself, "
+             "with torch operations: no `.detach()`, `.data` or `.item()` on the way.")
 
 
 _CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")

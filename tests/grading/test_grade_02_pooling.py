@@ -117,6 +117,10 @@ WRONG = [
     # A rounding that names its operation (issue 27.4)
     Wrong.edit("mean_pool-floor-division", "mean_pool", MEAN, "return total // count",
                "floor-division"),
+    # Found by a simulated student (issue 27): the first two passed, the last got only a row's values.
+    Wrong.edit("cls_pool-detached", "cls_pool", "H[:, 0]", "H[:, 0].detach()", "no-gradient"),
+    Wrong.edit("mean_pool-float64-count", "mean_pool", MEAN, "return total / count.double()", "wrong-dtype"),
+    Wrong.edit("max_pool-fill-minus-one", "max_pool", MAX, "H.masked_fill(padding, -1.0).amax(dim=1)", "zero-fill"),
 ]
 
 ALTERNATIVES = [

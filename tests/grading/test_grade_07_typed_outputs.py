@@ -158,6 +158,20 @@ WRONG = [
     Wrong.edit("expected_calibration_error-mean-of-bool-hits", "expected_calibration_error",
                "correct = (prediction == labels).float()", "correct = prediction == labels",
                "float-operation-on-integers"),
+    # Found by a simulated student (issue 27): each got the recipe, a row, or torch's error; the unshifted exp passed.
+    Wrong.edit("predict_or_reject-softmax-of-probabilities", "predict_or_reject", "probs.max(dim=-1)",
+               "probs.softmax(dim=-1).max(dim=-1)", "softmax-of-probabilities"),
+    Wrong.edit("ece-unweighted-sum", "expected_calibration_error", "ece += count / len(labels) * gap", "ece += gap",
+               "unweighted-bins"),
+    Wrong.edit("ece-class-one-as-two-classes", "expected_calibration_error", TOP,
+               "confidence = probs[:, 1]\n    prediction = (probs[:, 1] > 0.5).long()", "confidence-of-class-one"),
+    Wrong.edit("restrict-unshifted-exp", "restrict_to_labels", SOFTMAX,
+               "return chosen.exp() / chosen.exp().sum(dim=-1, keepdim=True)", "exp-overflow"),
+    Wrong("restrict-gather-with-the-ids", "restrict_to_labels", """
+        def restrict_to_labels(next_token_logits, label_token_ids):
+            index = torch.as_tensor(label_token_ids)
+            return torch.gather(next_token_logits, 1, index).softmax(dim=-1)
+        """, mistake="gather-index-shape"),
 ]
 
 ALTERNATIVES = [

@@ -42,6 +42,7 @@ def twist(key: str, output: Callable[..., Any]) -> Wrong:
 
 _OUTPUTS: dict[str, list[Wrong]] = {}
 _RIGHT: dict[str, Callable[..., Any]] = {}
+_REFERENCES: dict[str, Callable[..., Any]] = {}
 _loaded = False
 
 
@@ -51,6 +52,12 @@ def register(name: str, outputs: list[Wrong], right: Callable[..., Any] | None =
     _OUTPUTS[name] = list(outputs)
     if right is not None:
         _RIGHT[name] = right
+
+
+def register_reference(name: str, head: Callable[..., Any]) -> None:
+    """The right head `name` as a function of its input and the weights the grader loads: what a class check
+    compares the learner's head with (engine.reference, engine.reference_step)."""
+    _REFERENCES[name] = head
 
 
 def _load() -> None:
@@ -80,3 +87,8 @@ def output(name: str, index: int, key: str) -> Wrong:
         found = table[index].key if 0 <= index < len(table) else "nothing"
         raise GraderError(f"{name}: mistake {index} is {key!r} in headlab's table and {found} in heads_mistakes")
     return table[index]
+
+
+def reference(name: str) -> Callable[..., Any]:
+    _load()
+    return _REFERENCES[name]

@@ -4,7 +4,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from . import register, twist, wrong
+from . import register, register_reference, twist, wrong
 
 
 # --- MLMHead: from the right logits R (a twist of them, or unused) and the judge's inputs: h, the loaded W, v, b
@@ -16,6 +16,12 @@ def _transform(h, W, v, act, dense_bias=True, norm_weight=True, norm_bias=True):
     return F.layer_norm(act(z), (h.shape[-1],), v if norm_weight else None, v if norm_bias else None)
 
 
+def _head(x, W, c, gain, shift, E, b):
+    """The right MLM head, a weight and bias of its own per layer: LN(GELU(x Wᵀ + c)) @ Eᵀ + b."""
+    return F.layer_norm(F.gelu(F.linear(x, W, c)), (x.shape[-1],), gain, shift) @ E.T + b
+
+
+register_reference("MLMHead", _head)
 register("MLMHead(h)", [twist(key, output) for key, output in [
     ("no-output-bias", lambda R, h, W, v, E, b: R - b),
     ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))

@@ -2,9 +2,13 @@
 import torch
 import torch.nn as nn
 
-from headlab.checks.ch02 import NEGATIVE_FILLS, _dense
+from headlab.checks.ch02 import NEGATIVE_FILLS
 
-from . import register, twist, wrong
+from . import register, register_reference, twist, wrong
+
+# --- Pooler: tanh(c Wᵀ + b) under the grader's W and b -----------------------------------------------
+_dense = lambda d, W, b, c, act=lambda x: x: act(c @ W.T + b)   # noqa: E731  the pooler with `act` for tanh
+register_reference("Pooler", lambda c, W, b: _dense(len(b), W, b, c, torch.tanh))
 
 register("cls_pool", [
     wrong("first-sequence", lambda H: H[0]),

@@ -3,9 +3,15 @@ import math
 
 import torch.nn.functional as F
 
-from headlab.checks.ch03 import _logits
+from . import register, register_reference, twist, wrong
 
-from . import register, twist, wrong
+
+def _logits(x, W, b):
+    """The right head under the grader's W and b: its Linear layer, squeezed to (B,) for a regression head."""
+    return F.linear(x, W, b).squeeze(-1) if len(W) == 1 else F.linear(x, W, b)
+
+
+register_reference("SequenceClassifier", _logits)
 
 register("SequenceClassifier", [
     wrong("regression-b-by-1", lambda x, W, b: F.linear(x, W, b) if len(W) == 1 else None),

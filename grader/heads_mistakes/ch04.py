@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from headlab.checks.ch04 import X
 
-from . import register, wrong
+from . import register, register_reference, wrong
 
 
 # --- TokenClassifier: from the judge's H and the loaded W, b ---------------------------------------------
@@ -15,6 +15,7 @@ def _changed(key: str, change: Callable):
     return wrong(key, lambda H, W, b: change(H @ W.T + b))
 
 
+register_reference("TokenClassifier", lambda H, W, b: H @ W.T + b)   # the right head: one Linear layer
 register("TokenClassifier", [
     wrong("no-bias", lambda H, W, b: H @ W.T),
     _changed("labels-axis-second", lambda z: z.transpose(1, 2)),

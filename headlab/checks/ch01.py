@@ -13,11 +13,10 @@ import math
 from typing import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, backward_through, inputs_as, judge_gradients, same
+from .engine import Exercise, Mistake, backward_through, inputs_as, judge_gradients, reference, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -310,9 +309,8 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
         heads.layer_built_in_forward(not _close(again, out), "MLMHead", _head_where(h, W, v, E, b),
                                      " (the head holds no dropout)")
 
-        def right(x, W_, c, gain, shift, E_, b_):   # the right head, a weight and bias of its own per layer
-            return F.layer_norm(F.gelu(F.linear(x, W_, c)), (d,), gain, shift) @ E_.T + b_
-        R = right(h, W, v, v, v, E, b)   # under the grader's weights: v in each (d,) entry
+        # The right head (a weight and bias of its own per layer) under the grader's weights: v in each (d,) entry
+        R = reference("MLMHead", h, W, v, v, v, E, b)
         if _close(ran["swapped"], out) and not _close(out, R):
             fail("MLMHead's logits do not change when embedding.weight is given new values in place: the projection "
                  "to the vocabulary is a new matrix, not the embedding's. It must be tied to the embedding (the same "
@@ -321,7 +319,7 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  "multiply by its `.weight`, transposed.")
         _logits.judge(out, R, (h, W, v, E, b))
         _logits.judge(flat, R[0], (h[0], W, v, E, b))
-        if not _close(ran["swapped"], right(h, W, v, v, v, E2, b)):
+        if not _close(ran["swapped"], reference("MLMHead", h, W, v, v, v, E2, b)):
             fail("after embedding.weight was given new values in place, MLMHead's logits are not LayerNorm(GELU("
                  f"Linear(h))) @ E.T + bias with the new E (embedding of V={V} words, d={d}): your output projection "
                  "is a copy (clone) of embedding.weight, not tied to it, and a copy drifts apart as soon as training "
@@ -330,7 +328,7 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  "Drop the `.clone()` (or the new `nn.Parameter`) around embedding.weight: assign the Parameter "
                  "itself.")
         # Every weight trains, the tied embedding's too, and the encoder below through h.
-        judge_gradients(ran["gradients"], "MLMHead", "h", h, right, seed, [W, v, v, v, E, b])
+        judge_gradients(ran["gradients"], "MLMHead", "h", h, "MLMHead", seed, [W, v, v, v, E, b])
     passed("MLMHead", len(cases))
 
 

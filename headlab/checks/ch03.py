@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from . import heads
 from .core import CheckFailed, passed, require_module_class
 from .dropout import identity_on_top, train_pass
-from .engine import Exercise, Mistake, first_difference, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, first_difference, inputs_as, judge_gradients, reference, show
 
 
 # --- SequenceClassifier ------------------------------------------------------------------------------
@@ -19,12 +19,8 @@ from .engine import Exercise, Mistake, first_difference, inputs_as, judge_gradie
 CONTRACT = "its state_dict holds one (K, d) weight and one (K,) bias, which the check fills"
 
 
-def _logits(x, W, b):
-    return F.linear(x, W, b).squeeze(-1) if len(W) == 1 else F.linear(x, W, b)
-
-
 _eval = Exercise(
-    "SequenceClassifier", cases=(), read=None, shape=lambda x, W, b: tuple(_logits(x, W, b).shape),
+    "SequenceClassifier", cases=(), read=None, shape=lambda x, W, b: (len(x),) if len(W) == 1 else (len(x), len(W)),
     meaning=": (B, num_classes) logits, or (B,) when num_classes = 1",
     fields=lambda x, W, b: {"B": len(x), "got": tuple(F.linear(x, W, b).squeeze().shape)},
     where=lambda x, W, b: f" for SequenceClassifier({x.shape[1]}, {len(W)}) on a batch of {len(x)}",
@@ -77,8 +73,9 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         out, again = ran["outs"][0]
         differ = isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again)
         heads.random_at_eval(differ, cls, ran, "SequenceClassifier", "pooled", _eval.where(x, W, b))
-        _eval.judge(out, _logits(x, W, b), (x, W, b))
-        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, _logits, run_seed, [W, b])
+        _eval.judge(out, reference("SequenceClassifier", x, W, b), (x, W, b))
+        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, "SequenceClassifier", run_seed,
+                        [W, b])
     for d, K, p in TRAIN_CASES:
         x = torch.rand(2000, d, generator=g) + 1.0  # away from 0, so that a zero can only be dropout's
         W, (b, run_seed) = identity_on_top(d, K, g), _bias_and_seed(K, g)

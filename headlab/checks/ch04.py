@@ -10,7 +10,7 @@ import torch
 from . import heads
 from .core import CheckFailed, call, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, train_pass
-from .engine import Exercise, Mistake, backward_through, judge_gradients, same, show
+from .engine import Exercise, Mistake, backward_through, judge_gradients, reference, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
 HEAD_CASES = [(8, 5, 2, 6), (16, 3, 2, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
@@ -28,7 +28,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         positions = [H[:, i:i + 1] for i in range(n)]
         ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *positions], [W, b], passes=2,
                         step=True, crashes=_crashes(H))
-        right = H @ W.T + b
+        right = reference("TokenClassifier", H, W, b)
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
         heads.random_at_eval(same(out, right, math.inf) and not same(again, out, 0), cls, ran, "TokenClassifier", "H",
                              where)
@@ -40,8 +40,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
                  "Apply the Linear layer to H as it is, (B, n, d) → (B, n, L): `nn.Linear` acts on the last axis of "
                  "each position, with no reduction over dim 1.")
         _logits.judge(out, right, (H, W, b))
-        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X, W_, b_: X @ W_.T + b_,
-                        seed + 300 + k, [W, b])
+        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, "TokenClassifier", seed + 300 + k,
+                        [W, b])
         (train,), bias = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 400 + k, [H], [W, b], {"dropout": 1.0},
                                    True, crashes=_crashes(H))["outs"][0], b.expand(B, n, L)
         said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)

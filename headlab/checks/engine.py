@@ -319,6 +319,35 @@ def right_gradients(name: str, inputs: tuple) -> tuple[torch.Tensor, ...] | None
     return right
 
 
+def reference(name: str, *inputs: Any) -> Any:
+    """What the right head `name` returns on `inputs` (its input and the weights the grader loads): the grader's
+    function (heads_mistakes.reference), or in the kernel the recording (which holds the visible checks' inputs
+    only). No head is computed in the package: a student could call it in place of writing the class."""
+    grader = grader_side()
+    if grader is None:
+        found = _recorded_entry(name, inputs, "reference")
+        if found is None:
+            raise GraderError(f"the right {name} on these inputs is the grader's: run this check on its own cases")
+        return decode(found)
+    out = grader.reference(name)(*inputs)
+    if _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["reference"] = encode(out)
+    return out
+
+
+def reference_step(name: str, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
+    """`_step` of the right head `name`: the grader's, or in the kernel the recording's ((None, None) where it holds
+    none)."""
+    grader, inputs = grader_side(), (x, *(weights or ()), seed)
+    if grader is None:
+        found = _recorded_entry(name, inputs, "step")
+        return (None, None) if found is None else decode(found)
+    step = _step(grader.reference(name), x, weights, seed)
+    if _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["step"] = encode(step)
+    return step
+
+
 def _recorded_entry(name: str, inputs: tuple, entry: str) -> Any:
     """What the recording holds for exercise `name` on `inputs` under `entry` (a mistake's index, or "right")."""
     global _recorded
@@ -446,21 +475,20 @@ def close_gradient(got: Any, right: torch.Tensor) -> bool:
         got.detach().double(), right.detach().double(), rtol=1e-3, atol=1e-5 * (1 + float(right.abs().max()))))
 
 
-def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: Callable, seed: int,
+def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: str | Callable, seed: int,
                     weights: Sequence[torch.Tensor] | None) -> None:
-    """Fail unless, after the step of `gradient_facts(…, x, seed)`, the head gives the outputs that `want(x,
-    *weights)`, the right head under the grader's `weights`, gives after the same step (so every weight was
-    trained, by its own gradient), and the gradient that reached its input (`given`, the input's name) is the
-    right head's: a head is trained by these gradients, and the encoder below it learns only through the
-    gradient of its input. Both are measured in the learner's process, and compared here. `weights` None: the
-    head may hold its weights in any layout, whose step differs (SpanHead judges its step itself)."""
-    leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
-    xg = x.detach().clone().requires_grad_()
-    with torch.enable_grad():
-        weighted_backward(want(xg, *leaves), seed)
+    """Fail unless, after the step of `gradient_facts(…, x, seed)`, the head gives the outputs that the right head
+    under the grader's `weights` gives after the same step (so every weight was trained, by its own gradient), and
+    the gradient that reached its input (`given`, the input's name) is the right head's: a head is trained by these
+    gradients, and the encoder below it learns only through the gradient of its input. Both are measured in the
+    learner's process, and compared here. The right head is `want`, the name of the grader's (`reference_step`), or
+    a function `want(x, *weights)`. `weights` None: the head may hold its weights in any layout, whose step differs
+    (SpanHead judges its step itself, from the learner's own scorers)."""
+    input_grad, after = reference_step(want, x, weights, seed) if isinstance(want, str) else \
+        _step(want, x, weights, seed)
+    if input_grad is None:   # a kernel given inputs the recording does not hold: the grader judges these
+        return
     if weights is not None:
-        with torch.no_grad():
-            after = want(x.detach(), *[w if w.grad is None else w - STEP_LR * w.grad for w in leaves])
         if not close_gradient(facts["stepped"], after):
             fail(f"after one step of gradient descent on its outputs, {name} gives other outputs than a head whose "
                  "every weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, "
@@ -476,12 +504,25 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: C
              "below the head learns only through this gradient, so fine-tuning would train the head alone.",
              "input-detached", f"Compute the output from {given} itself: drop the `.detach()`, `.data` or "
              "`torch.no_grad()` between it and the output.")
-    if not close_gradient(grad, xg.grad):
+    if not close_gradient(grad, input_grad):
         fail(f"the gradient that flows back through {name} to its input {given} is not the gradient of the outputs "
              f"it returns: part of them is computed from a detached copy of {given} (`.detach()`, `.data`, "
              "`torch.no_grad()`), so fine-tuning would train the encoder below for another output than the one "
              "the head gives.", "wrong-input-gradient", f"Compute every part of the output from {given} itself, "
              "with torch operations: no `.detach()`, `.data` or `.item()` on the way.")
+
+
+def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
+    """The gradient that the right head `want` under `weights` gives its input x, in `judge_gradients`'s step, and
+    its outputs after that step (None without `weights`)."""
+    leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
+    xg = x.detach().clone().requires_grad_()
+    with torch.enable_grad():
+        weighted_backward(want(xg, *leaves), seed)
+    if weights is None:
+        return xg.grad, None
+    with torch.no_grad():
+        return xg.grad, want(x.detach(), *[w if w.grad is None else w - STEP_LR * w.grad for w in leaves])
 
 
 _CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")

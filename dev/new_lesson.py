@@ -1,4 +1,4 @@
-"""Start a lesson: write its three content files as skeletons, and its row in the README.
+"""Start a lesson: write its content files as skeletons, and its row in the README.
 
     python -m dev.new_lesson 09_label_smoothing "Label smoothing" smooth_targets smoothed_loss
 
@@ -7,11 +7,12 @@ writes, from the repository's folder (or `--root DIR`):
   the course's setup cell (dev/setup_cell.py), the imports, and per exercise a prose cell, an answer cell
   (grade_id = the exercise) and its test cell `test_<exercise>` with a hidden-tests region;
 - `headlab/checks/ch09.py`: one `Exercise` per exercise, with an empty case list and mistake table;
+- `grader/heads_mistakes/ch09.py`: what each mistake returns, one empty table per exercise;
 - `tests/grading/test_grade_09_label_smoothing.py`: the lesson's wrong implementations and alternatives;
 - a row in the README's lesson table, badges included.
 
 What is left is content: the prose, the answers, the cases and mistakes, the wrong implementations. Then
-`python -m dev.run_solutions 09_label_smoothing` and `python grader/release.py`.
+`python -m dev.run_solutions 09_label_smoothing`, `python grader/release.py` and `python -m dev.record_mistakes`.
 """
 from __future__ import annotations
 
@@ -77,11 +78,19 @@ def checks_module(name: str, exercises: list[str]) -> str:
     read=inputs_as(torch.float32, torch.float32),
     shape=lambda x: tuple(x.shape),
     where=lambda x: f" for x of shape {{tuple(x.shape)}}",
-    mistakes=[],                               # Mistake(key, what it returns on the inputs, message)
+    mistakes=[],                               # Mistake(key, message, fix=...); what it returns: heads_mistakes
 )''' for exercise in exercises)
     return (f'"""Checks for lesson {name[:2]}: {", ".join(exercises)}."""\nfrom __future__ import annotations\n\n'
-            f"import torch\n\nfrom .core import CheckFailed\nfrom .engine import Exercise, Mistake, inputs_as  # noqa: F401\n\n\n"
+            "import torch\n\nfrom .core import CheckFailed\n"
+            "from .engine import Exercise, Mistake, inputs_as  # noqa: F401\n\n\n"
             f"{blocks}\n\n__all__ = {[*exercises, 'CheckFailed']!r}\n")
+
+
+def mistakes_module(name: str, exercises: list[str]) -> str:
+    tables = "\n".join(f'register("{exercise}", [])   # wrong(key, output) or twist(key, output), row for row'
+                       for exercise in exercises)
+    return (f'"""What the mistakes of lesson {name[:2]}\'s checks return (headlab/checks/ch{name[:2]}.py holds their '
+            f'words)."""\nfrom . import register, twist, wrong  # noqa: F401\n\n{tables}\n')
 
 
 def mutants_module(name: str) -> str:
@@ -107,6 +116,7 @@ def scaffold(root: Path, name: str, title: str, exercises: list[str]) -> list[Pa
         raise SystemExit(f"exercises must be Python names: {bad or 'none given'}")
     files = {root / "solutions" / name / f"{name}.ipynb": None,
              root / "headlab" / "checks" / f"ch{name[:2]}.py": checks_module(name, exercises),
+             root / "grader" / "heads_mistakes" / f"ch{name[:2]}.py": mistakes_module(name, exercises),
              root / "tests" / "grading" / f"test_grade_{name}.py": mutants_module(name)}
     taken = [str(p) for p in files if p.exists()]
     if taken:

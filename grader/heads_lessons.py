@@ -17,6 +17,7 @@ import functools
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -58,6 +59,14 @@ class Lesson:
         """exercise → its answer cell: the solution (markers removed), or as released from `root`."""
         return {gid: strip_solution_markers(c.source) for gid, c in graded_cells(self.read(root)).items()
                 if c.metadata["nbgrader"].get("solution")}
+
+    def imports(self) -> str:
+        """The lines of its code cells (answers left out) that import a module or set an int constant
+        (`NUM_SPECIAL = 5`): what its answers and tests use, without running the lesson."""
+        wanted = re.compile(r"(import|from) \S+|[A-Z][A-Z_0-9]* = \d+\b")
+        return "\n".join(line for cell in self.read().cells if cell.cell_type == "code"
+                         and not cell.metadata.get("nbgrader", {}).get("solution")
+                         for line in cell.source.splitlines() if wanted.match(line))
 
     def solution_namespace(self, *names: str) -> dict:
         """The solution's answer cells (all, or those of `names`) run in a fresh namespace that has what

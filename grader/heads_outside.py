@@ -264,6 +264,9 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         resources.pop(CELL_HOOKS, None)
         if state is None:
             return nb, resources
+        if _headlab("checks.engine").grader_side() is None:   # the hidden cases' mistakes would go unnamed
+            raise ImportError("heads_mistakes (what each mistake returns) is not importable in the grading process: "
+                              "install the grader, `pip install -e ./grader`")
         verdicts = {}
         for grade_id, cell in _grade_cells(nb):
             kernel_said = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]

@@ -66,7 +66,8 @@ def grader_version(config, lesson: str) -> str:
 
     key = hashlib.sha256()
     root = Path(CourseDirectory(config=config).root or ".")
-    files = [root / "nbgrader_config.py", *sorted(GRADER.glob("*.py")), *sorted(HEADLAB.rglob("*.py"))]
+    # grader/'s modules and packages (heads_mistakes: what each mistake returns) and headlab's
+    files = [root / "nbgrader_config.py", *sorted(GRADER.rglob("*.py")), *sorted(HEADLAB.rglob("*.py"))]
     source = source_folder(config, lesson)
     files += sorted(p for p in source.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
     for path in files:

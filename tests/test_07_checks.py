@@ -62,7 +62,7 @@ def test_the_hand_written_ece_values_are_right(case):
 def test_the_ece_mistakes_give_what_each_mistake_gives(case):
     probs, labels, n_bins, expected = case
     inputs, _ = ch07.expected_calibration_error.read(case)
-    got = [(m.key, m.output(*inputs)) for m in ch07.expected_calibration_error.mistakes]
+    got = [(m.key, ch07.expected_calibration_error.output(m, inputs)) for m in ch07.expected_calibration_error.mistakes]
     want = [("nan-from-empty-bins", float("nan")),   # both cases have empty bins
             ("left-closed-bins", exact_ece(probs, labels, n_bins, closed="left")),
             ("unweighted-bins", exact_ece(probs, labels, n_bins, weighted=False)),

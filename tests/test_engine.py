@@ -28,7 +28,9 @@ import torch
 import headlab.checks
 from headlab.checks import ch02, ch04, ch06
 from headlab.checks.core import CheckFailed, NotWritten
-from headlab.checks.engine import Exercise, Mistake, _output, same
+import heads_mistakes
+from headlab.checks import engine
+from headlab.checks.engine import Exercise, Mistake, same
 from heads_lessons import lesson
 
 
@@ -74,21 +76,31 @@ def test_the_expected_values_pass(ex, capsys):
     assert f"✓ {ex.name}: {len(ex.cases)} case" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("side", ["grader", "kernel"])
 @pytest.mark.parametrize("ex, mistake", MISTAKES, ids=lambda x: getattr(x, "name", None) or x.key)
-def test_every_mistake_is_named_by_its_key(ex, mistake):
+def test_every_mistake_is_named_by_its_key(ex, mistake, side, monkeypatch):
     """An answer that makes this mistake wherever it applies (and is right elsewhere) is named by its key:
-    the visible cases reach every mistake of the table and tell it apart from the others."""
-    def making_the_mistake(out, inputs):   # out: the right answer, which a twist of it is given
-        wrong = _output(mistake, inputs, out)
+    the visible cases reach every mistake of the table and tell it apart from the others. On the grader's side the
+    mistakes' outputs are their functions' (heads_mistakes); in a kernel without that module (a self-learner's), the
+    recording's (engine.RECORDING): both name it."""
+    wrongs = [ex.output(mistake, *ex.read(case)) for case in ex.cases]   # the grader's function, on each case
+    if side == "kernel":
+        monkeypatch.setattr(engine, "_grader_side", None)
+    made = iter(wrongs)
+
+    def making_the_mistake(out, inputs):   # out: the right answer, given where the mistake does not apply
+        wrong = next(made)
         return out if wrong is None else wrong
     err = failure(ex, replaying(ex, making_the_mistake))
     assert err.mistake == mistake.key, f"{ex.name}: {mistake.key} was named {err.mistake}: {err}"
 
 
-def test_a_mistake_that_fits_one_case_by_coincidence_is_not_named():
+def test_a_mistake_that_fits_one_case_by_coincidence_is_not_named(monkeypatch):
     """The larger of two numbers is, on each case, one of them: "the first one" fits case 0 only."""
     ex = Exercise("add", [((5, 1), 6), ((2, 7), 9)], returns=int, read=lambda case: case,
-                  mistakes=[Mistake("first-only", lambda a, b: a, "you returned the first number")])
+                  mistakes=[Mistake("first-only", "you returned the first number")])
+    heads_mistakes.outputs("add")   # every lesson's table registered, then this exercise's
+    monkeypatch.setitem(heads_mistakes._OUTPUTS, "add", [heads_mistakes.wrong("first-only", lambda a, b: a)])
     assert failure(ex, lambda a, b: a).mistake == "first-only"
     assert failure(ex, lambda a, b: max(a, b)).mistake == "wrong-values"   # fits case 0, refuted by case 1
 
@@ -336,10 +348,7 @@ def showing(ex: Exercise, cases: list) -> dict[str, tuple]:
         inputs, expected = ex.read(case)
         outputs = []
         for mistake in ex.mistakes:
-            try:
-                outputs.append(mistake.output(*copied(inputs)))
-            except Exception:   # the mistake does not apply to this case
-                pass
+            outputs.append(ex.output(mistake, copied(inputs)))   # None where it does not apply (a twist: here)
         if isinstance(expected, torch.Tensor):
             flat = expected.clone().reshape(-1)
             slip = 0.731 if expected.is_floating_point() else 7

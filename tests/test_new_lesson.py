@@ -1,4 +1,4 @@
-"""dev/new_lesson.py: a new lesson is its three content files plus one command. The scaffold runs into a
+"""dev/new_lesson.py: a new lesson is its content files plus one command. The scaffold runs into a
 temporary copy of the README and must produce what the course's own tests ask of a lesson."""
 import ast
 import shutil
@@ -47,6 +47,9 @@ def test_the_checks_declare_one_exercise_each_and_the_mutants_name_the_lesson(wr
     module = {"__name__": "headlab.checks.ch09", "__package__": "headlab.checks"}
     exec(compile(path.read_text(), str(path), "exec"), module)
     assert [v.name for v in module.values() if isinstance(v, Exercise)] == EXERCISES
+    outputs = ast.parse((root / "grader" / "heads_mistakes" / "ch09.py").read_text())
+    assert [c.args[0].value for c in ast.walk(outputs) if isinstance(c, ast.Call) and getattr(c.func, "id", "") ==
+            "register"] == EXERCISES, "one table of outputs per exercise"
     mutants = (root / "tests" / "grading" / f"test_grade_{NAME}.py").read_text()
     (test_class,) = [n for n in ast.parse(mutants).body if isinstance(n, ast.ClassDef)]
     assert [b.id for b in test_class.bases] == ["LessonGrading"]

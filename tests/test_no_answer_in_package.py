@@ -116,18 +116,16 @@ def _namespace(lesson) -> dict:
     """The names the lesson's answer cells and hidden tests use: its import lines (the setup cell's install
     line left out), and lesson 08's tokenizer."""
     ns = {}
-    exec("\n".join(_imports(lesson.name)), ns)
+    exec(_imports(lesson.name), ns)
     if lesson.number == "08":
         ns.update(tokenizer=_tokenizer(), TAGS=importlib.import_module("headlab.data").TAGS)
     return ns
 
 
 @lru_cache(maxsize=None)
-def _imports(name: str) -> tuple[str, ...]:
+def _imports(name: str) -> str:
     from heads_lessons import lesson
-    return tuple(line for cell in lesson(name).read().cells if cell.cell_type == "code"
-                 and not cell.metadata.get("nbgrader", {}).get("solution")
-                 for line in cell.source.splitlines() if re.match(r"(import|from) \S+|[A-Z][A-Z_0-9]* = \d+\b", line))
+    return lesson(name).imports()
 
 
 @lru_cache(maxsize=None)
@@ -357,11 +355,9 @@ def _composed() -> dict[str, Callable]:
     }
 
 
-# Each passes today: these mistake tables hold helpers general enough to give the answer (a search under a rule, a
-# binning). The fix that removes them all is the one issue 25 names for the class heads too: the mistakes' functions
-# on the grader's side only, the kernel holding their outputs on the visible cases as data. Strict, so that the day
-# one is fixed this test says so and its row goes.
-@pytest.mark.xfail(strict=True, reason="known: check helpers that compose into an answer (issue 25, N1)")
+# Each passed while the mistake tables held helpers general enough to give the answer (a search under a rule, a
+# binning). The mistakes' functions are now the grader's (grader/heads_mistakes), the kernel holding their outputs on
+# the visible cases as data (tests/test_mistake_recording.py), so these helpers are no longer in the package.
 @pytest.mark.parametrize("name", ["best_span", "expected_calibration_error", "predict_or_reject"])
 def test_check_helpers_composed_by_hand_pass_no_exercise(name):
     exercise = next(e for e in exercises() if e["name"] == name)

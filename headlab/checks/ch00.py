@@ -4,14 +4,12 @@ from __future__ import annotations
 import torch
 
 from .core import CheckFailed, positions
-from .engine import Exercise, Mistake, inputs_as, twist
+from .engine import Exercise, Mistake, inputs_as
 
 T, F = True, False
 
 
 # --- padding_mask(lengths, n) → (B, n) bool ----------------------------------------------------------
-# Each mistake is the right mask E with its twist (Mistake.twist): the check holds no function that builds a
-# mask from the lengths, which a student could submit as theirs.
 def _padding_row(out, expected, lengths, n) -> str:
     b = next(b for b in range(len(lengths)) if not torch.equal(out[b], expected[b]))
     length = int(lengths[b])
@@ -38,34 +36,31 @@ padding_mask = Exercise(
     unchanged="padding_mask changed the `lengths` tensor it was given; build a new tensor instead.",
     explain=_padding_row,
     mistakes=[
-        twist("rows-and-columns-swapped", lambda E, lengths, n: E.T,
+        Mistake("rows-and-columns-swapped",
                 "padding_mask returned shape (n, B){where}: rows and columns are swapped. Rows are "
                 "sequences, so the mask is (B, n) = ({B}, {n})."),
-        twist("pads-to-longest", lambda E, lengths, n: E[:, :int(lengths.max())],
+        Mistake("pads-to-longest",
                 "padding_mask returned as many columns as the longest length{where}: it padded to the "
                 "longest length, not to n. The mask must have n = {n} columns."),
-        twist("inverted", lambda E, lengths, n: ~E,
+        Mistake("inverted",
                 "padding_mask is inverted{where}: it is True on padding and False on real tokens. "
                 "True must mark the real tokens."),
-        twist("left-padding", lambda E, lengths, n: E.flip(1),
+        Mistake("left-padding",
                 "padding_mask marked the last ℓ positions of each row{where}. That is left padding: this "
                 "course's batches are right-padded, real tokens first and padding after them."),
-        # E with the position after each row's real tokens marked too (a row's first position always is)
-        twist("one-too-many", lambda E, lengths, n: E | torch.cat([torch.ones_like(E[:, :1]), E[:, :-1]], dim=1),
+        Mistake("one-too-many",
                 "padding_mask marks one position too many in each row{where}: off by one. A row of ℓ tokens holds "
                 "positions 0 … ℓ − 1; position ℓ is already padding.", fix="Compare with <, not <=."),
-        # E without each row's last real position: a position stays marked only if the next one is
-        twist("one-too-few", lambda E, lengths, n: E & torch.cat([E[:, 1:], torch.zeros_like(E[:, :1])], dim=1),
+        Mistake("one-too-few",
                 "padding_mask marks one position too few in each row{where}: off by one. Position ℓ − 1 is still "
                 "a real token.", fix="Compare with <= ℓ − 1, or < ℓ."),
-        Mistake("all-real", lambda lengths, n: torch.ones(len(lengths), n, dtype=torch.bool),
+        Mistake("all-real",
                 "padding_mask marks every position{where}, so padding is counted as real text."),
     ],
 )
 
 
 # --- causal_mask(n) → (n, n) bool --------------------------------------------------------------------
-# As for padding_mask, each mistake is a twist of the right mask E.
 def _causal_entry(out, expected, n) -> str:
     i, j = (out != expected).nonzero()[0].tolist()
     should = "may" if expected[i, j] else "may not"
@@ -88,19 +83,19 @@ causal_mask = Exercise(
     dtype_message="{name} returned dtype {got}{where}; it must be a bool mask.",
     explain=_causal_entry,
     mistakes=[
-        twist("additive-float", lambda E, n: torch.zeros(n, n).masked_fill(~E, float("-inf")),
+        Mistake("additive-float",
                 "causal_mask returned an additive float mask (0 and -inf){where}. The contract asks for a "
                 "bool mask, True where query i may see key j; attention code turns it into -inf itself."),
-        twist("sees-the-future", lambda E, n: E.T,
+        Mistake("sees-the-future",
                 "causal_mask lets query i see keys j ≥ i, the future{where}: that is the upper triangle. "
                 "A causal model sees the past and itself: [i, j] True iff j ≤ i (lower triangle)."),
-        twist("without-diagonal", lambda E, n: E & ~torch.eye(n, dtype=torch.bool),
+        Mistake("without-diagonal",
                 "causal_mask leaves out the diagonal{where}: a position must see itself (j ≤ i, not "
                 "j < i); without it the first position sees nothing at all."),
-        twist("inverted", lambda E, n: ~E,
+        Mistake("inverted",
                 "causal_mask is inverted{where}: it is True on the positions a query must NOT see. "
                 "True marks what query i may see: keys j ≤ i."),
-        Mistake("bidirectional", lambda n: torch.ones(n, n, dtype=torch.bool),
+        Mistake("bidirectional",
                 "causal_mask is True everywhere{where}: every query sees every key. That is an encoder's "
                 "bidirectional pattern, not a causal one."),
     ],

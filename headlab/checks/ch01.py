@@ -13,11 +13,10 @@ import math
 from typing import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, backward_through, inputs_as, judge_gradients, same, twist
+from .engine import Exercise, Mistake, backward_through, inputs_as, judge_gradients, reference, same
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -248,46 +247,35 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
     ]
 
 
-def _transform(h, W, v, act, dense_bias=True, norm_weight=True, norm_bias=True):
-    """LN(act(h Wᵀ + v)), one vector v as the dense bias and the LayerNorm's weight and bias (each optional): the
-    transform of a wrong head below. Not a near-answer: `act` has no default, and a head that used one vector in all
-    three places would fail the training step, whose right head (mlm_head's local `right`) trains each on its own."""
-    z = F.linear(h, W, v if dense_bias else None)
-    return F.layer_norm(act(z), (h.shape[-1],), v if norm_weight else None, v if norm_bias else None)
-
-
-# What usual wrong heads return, from the right logits R (a twist of them, or unused) and the judge's inputs: h, the
-# loaded W, v, b and the embedding's E.
-HEAD_MISTAKES = [twist(key, output, "MLMHead's logits are wrong{where}: " + text + ".") for key, output, text in [
-    ("no-output-bias", lambda R, h, W, v, E, b: R - b,
+# The usual wrong heads (what each returns: heads_mistakes.ch01).
+HEAD_MISTAKES = [Mistake(key, "MLMHead's logits are wrong{where}: " + text + ".") for key, text in [
+    ("no-output-bias",
      "they hold no output bias. The head needs its own (V,) bias, `nn.Parameter(torch.zeros(V))`, added to the "
      "logits (a plain tensor is neither loaded nor trained, and the tied embedding gives the weight, not the bias)"),
-    ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))
-     @ E.T + b,
+    ("layernorm-before-gelu",
      "LayerNorm comes before GELU in your transform; the order is Linear → GELU → LayerNorm"),
-    ("no-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: z) @ E.T + b,
+    ("no-gelu",
      "your transform has no GELU between the Linear and the LayerNorm"),
-    ("no-layernorm", lambda R, h, W, v, E, b: F.gelu(F.linear(h, W, v)) @ E.T + b,
+    ("no-layernorm",
      "your transform has no LayerNorm after GELU"),
-    ("relu-not-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, torch.relu) @ E.T + b,
+    ("relu-not-gelu",
      "you used ReLU where the transform has GELU"),
-    ("tanh-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: F.gelu(z, approximate="tanh")) @ E.T + b,
+    ("tanh-gelu",
      "you used the tanh approximation of GELU; use the exact GELU (`nn.GELU()`)"),
-    ("no-transform", lambda R, h, W, v, E, b: h @ E.T + b,
+    ("no-transform",
      "you skipped the transform: logits must come from LN(GELU(Linear(h)))"),
-    ("dense-without-bias", lambda R, h, W, v, E, b: _transform(h, W, v, F.gelu, dense_bias=False) @ E.T + b,
+    ("dense-without-bias",
      "your dense layer adds no bias (bias=False): the transform is `nn.Linear(d, d)` with its bias, which "
      "pre-trained weights fill too"),
-    *[("layernorm-without-affine", lambda R, h, W, v, E, b, w=w: _transform(h, W, v, F.gelu, norm_weight=w,
-                                                                            norm_bias=False) @ E.T + b,
+    *[("layernorm-without-affine",
        "your LayerNorm has no learnable " + ("bias (bias=False)" if w else "weight and bias (elementwise_affine="
        "False)") + ": the transform's `nn.LayerNorm(d)` scales and shifts each feature with its own trained weight "
        "and bias, which pre-trained weights fill too. Keep its defaults") for w in (False, True)],
-    ("softmax-inside-head", lambda R, h, W, v, E, b: (R - b).softmax(-1),
+    ("softmax-inside-head",
      "you return probabilities; return raw logits"),
-    ("softmax-inside-head", lambda R, h, W, v, E, b: R.softmax(-1),
+    ("softmax-inside-head",
      "you return probabilities (softmax); return raw logits"),
-    ("log-softmax-inside-head", lambda R, h, W, v, E, b: R.log_softmax(-1),
+    ("log-softmax-inside-head",
      "you return log-probabilities; return raw logits"),
 ]]
 
@@ -321,9 +309,8 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
         heads.layer_built_in_forward(not _close(again, out), "MLMHead", _head_where(h, W, v, E, b),
                                      " (the head holds no dropout)")
 
-        def right(x, W_, c, gain, shift, E_, b_):   # the right head, a weight and bias of its own per layer
-            return F.layer_norm(F.gelu(F.linear(x, W_, c)), (d,), gain, shift) @ E_.T + b_
-        R = right(h, W, v, v, v, E, b)   # under the grader's weights: v in each (d,) entry
+        # The right head (a weight and bias of its own per layer) under the grader's weights: v in each (d,) entry
+        R = reference("MLMHead", h, W, v, v, v, E, b)
         if _close(ran["swapped"], out) and not _close(out, R):
             fail("MLMHead's logits do not change when embedding.weight is given new values in place: the projection "
                  "to the vocabulary is a new matrix, not the embedding's. It must be tied to the embedding (the same "
@@ -332,7 +319,7 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  "multiply by its `.weight`, transposed.")
         _logits.judge(out, R, (h, W, v, E, b))
         _logits.judge(flat, R[0], (h[0], W, v, E, b))
-        if not _close(ran["swapped"], right(h, W, v, v, v, E2, b)):
+        if not _close(ran["swapped"], reference("MLMHead", h, W, v, v, v, E2, b)):
             fail("after embedding.weight was given new values in place, MLMHead's logits are not LayerNorm(GELU("
                  f"Linear(h))) @ E.T + bias with the new E (embedding of V={V} words, d={d}): your output projection "
                  "is a copy (clone) of embedding.weight, not tied to it, and a copy drifts apart as soon as training "
@@ -341,7 +328,7 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  "Drop the `.clone()` (or the new `nn.Parameter`) around embedding.weight: assign the Parameter "
                  "itself.")
         # Every weight trains, the tied embedding's too, and the encoder below through h.
-        judge_gradients(ran["gradients"], "MLMHead", "h", h, right, seed, [W, v, v, v, E, b])
+        judge_gradients(ran["gradients"], "MLMHead", "h", h, "MLMHead", seed, [W, v, v, v, E, b])
     passed("MLMHead", len(cases))
 
 
@@ -361,12 +348,8 @@ def _loss_where(logits, labels) -> str:
     return f" for logits of shape {tuple(logits.shape)} and labels {labels.tolist()}"
 
 
-def _loss_mistake(key: str, loss: Callable, text: str) -> Mistake:
-    """A mistake written on flat logits x (N, V), targets y (N,) with −100 read as class 0, and the chosen rows."""
-    def output(logits, labels):
-        x, y = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
-        return loss(x, y.clamp(min=0), y != -100)
-    return Mistake(key, output, lambda out, *inputs:
+def _loss_mistake(key: str, text: str) -> Mistake:
+    return Mistake(key, lambda out, *inputs:
                    f"mlm_loss returned {float(out):.4f}{_loss_where(*inputs)}: {text}.")
 
 
@@ -382,24 +365,23 @@ mlm_loss = Exercise(
         "cross-entropy over the positions whose label is not −100."),
     then=lambda fn: backward_through(
         fn, "mlm_loss", torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(),
-        torch.tensor([[1, -100, 2], [-100, 0, -100]]),
-        want=lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))),
+        torch.tensor([[1, -100, 2], [-100, 0, -100]])),
     hints=[((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
             "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
             "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
             "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
     mistakes=[
-        _loss_mistake("divides-by-all-positions", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep]
-                      .sum() / len(y), "you averaged over every position, the unchosen ones (label −100) included; "
+        _loss_mistake("divides-by-all-positions",
+                      "you averaged over every position, the unchosen ones (label −100) included; "
                       "divide by the number of chosen positions only"),
-        _loss_mistake("unchosen-counted", lambda x, y, keep: F.cross_entropy(x, y), "you computed the loss at every "
+        _loss_mistake("unchosen-counted", "you computed the loss at every "
                       "position, treating label −100 as a word; only positions whose label is not −100 count"),
-        _loss_mistake("sum-not-mean", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum"),
+        _loss_mistake("sum-not-mean",
                       "you summed the losses; mlm_loss is the mean over the chosen positions"),
-        _loss_mistake("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep]), "you "
+        _loss_mistake("softmax-first", "you "
                       "applied softmax before cross-entropy, which applies its own log-softmax: pass the raw logits"),
-        _loss_mistake("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep]),
+        _loss_mistake("nll-on-logits",
                       "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
     ],
 )
@@ -407,8 +389,8 @@ mlm_loss = Exercise(
 
 
 # --- tying_savings ------------------------------------------------------------------------------
-def _savings(key: str, output: Callable, text: str) -> Mistake:
-    return Mistake(key, output, lambda out, V, d: f"tying_savings returned {out} for V={V}, d={d}, {text}.")
+def _savings(key: str, text: str) -> Mistake:
+    return Mistake(key, lambda out, V, d: f"tying_savings returned {out} for V={V}, d={d}, {text}.")
 
 
 tying_savings = Exercise(
@@ -420,22 +402,22 @@ tying_savings = Exercise(
         f"tying_savings returned {out} for V={V}, d={d}; count what the untied head owns that the tied one does "
         "not (compare the two parameter counts measured in the notebook)."),
     mistakes=[
-        _savings("both-matrices", lambda V, d: 2 * V * d, "2·V·d: tying removes ONE V × d matrix (the output "
+        _savings("both-matrices", "2·V·d: tying removes ONE V × d matrix (the output "
                  "projection); the embedding matrix is still there, now doing both jobs"),
-        _savings("bias-counted", lambda V, d: V * d + V, "V·d + V: the output bias is not shared, the head keeps "
+        _savings("bias-counted", "V·d + V: the output bias is not shared, the head keeps "
                  "its own (V,) bias, so only the V × d weight is saved"),
-        _savings("whole-untied-head", lambda V, d: V * d + d * d + 3 * d + V, "every parameter of an untied head: "
+        _savings("whole-untied-head", "every parameter of an untied head: "
                  "tying removes only its V × d output matrix; the transform and the bias stay"),
-        _savings("linear-counted", lambda V, d: V * d + d * d + d,
+        _savings("linear-counted",
                  "the transform's Linear(d, d) is kept; only the V × d projection is saved"),
-        _savings("adds-the-sizes", lambda V, d: V + d,
+        _savings("adds-the-sizes",
                  "V + d: you added the two sizes, but a V × d matrix has V rows of d numbers each"),
-        _savings("only-the-bias", lambda V, d: V,
+        _savings("only-the-bias",
                  "V, one number per word: that is the size of the output bias, which tying keeps"),
-        _savings("only-the-linear", lambda V, d: d * d + d, "d·d + d, the transform's Linear(d, d): tying keeps it"),
-        _savings("only-the-square", lambda V, d: d * d,
+        _savings("only-the-linear", "d·d + d, the transform's Linear(d, d): tying keeps it"),
+        _savings("only-the-square",
                  "d·d, the size of the transform's square matrix: tying keeps it"),
-        _savings("one-row", lambda V, d: d,
+        _savings("one-row",
                  "d, the length of one embedding row: the saved matrix has one such row per word"),
     ],
 )

@@ -5,12 +5,11 @@ from functools import partial
 from typing import Callable
 
 import torch
-import torch.nn as nn
 
 from ..kernel import drive_head
 from . import heads
 from .core import CheckFailed, drive, fail, passed, require_module_class
-from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as, judge_gradients, show, twist
+from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as, judge_gradients, show
 
 T, F = True, False
 
@@ -59,29 +58,29 @@ cls_pool = Exercise(
     fields=lambda H: dict(zip("Bnd", H.shape)),
     unchanged="cls_pool changed the H it was given; pooling must only read H.",
     mistakes=[
-        Mistake("first-sequence", lambda H: H[0], "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first "
+        Mistake("first-sequence", "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first "
                 "sequence of the batch with all its positions. [CLS] is position 0 of every sequence: index the "
                 "position axis.", fix="`H[:, 0]`."),
-        Mistake("squeeze-drops-batch-axis", lambda H: H[:, 0].squeeze() if len(H) == 1 else None, "cls_pool returned "
+        Mistake("squeeze-drops-batch-axis", "cls_pool returned "
                 "shape ({d},){where}: `.squeeze()` without an axis drops the batch axis too when the batch holds one "
                 "sequence.", fix="Squeeze only the axis you mean, e.g. `.squeeze(1)`, or index position 0 directly."),
-        Mistake("keeps-position-axis", lambda H: H[:, :1], "cls_pool returned shape ({B}, 1, {d}){where}: it kept "
+        Mistake("keeps-position-axis", "cls_pool returned shape ({B}, 1, {d}){where}: it kept "
                 "the position axis. Index position 0 so that the result is (B, d) = ({B}, {d}).",
                 fix="An integer index drops its axis: `[:, 0]`, not the slice `[:, :1]`."),
-        Mistake("feature-axis", lambda H: H[:, :, 0], "cls_pool indexed the feature axis, `H[:, :, 0]`{where}: that is "
+        Mistake("feature-axis", "cls_pool indexed the feature axis, `H[:, :, 0]`{where}: that is "
                 "feature 0 of every position, not the vector at position 0. H is (B, n, d): index its position axis.",
                 fix="Position 0 is `H[:, 0]`."),
-        Mistake("last-position", lambda H: H[:, -1], "cls_pool took the last position, `H[:, -1]`{where}. [CLS] is the "
+        Mistake("last-position", "cls_pool took the last position, `H[:, -1]`{where}. [CLS] is the "
                 "first token: position 0. (In a padded batch the last position is usually padding.)",
                 fix="Index position 0 of the position axis, not -1."),
-        *[Mistake("later-position", lambda H, i=i: H[:, i] if i < H.shape[1] - 1 else None, f"cls_pool took position "
+        *[Mistake("later-position", f"cls_pool took position "
                   f"{i}{{where}}; [CLS] sits at position 0 (counting starts at 0).",
                   fix="Index position 0, not 1 or 2.")
       for i in (1, 2)],
-        Mistake("mean-pooling", lambda H: H.mean(1), "cls_pool averaged over the positions{where}: that is mean "
+        Mistake("mean-pooling", "cls_pool averaged over the positions{where}: that is mean "
                 "pooling (and it counts padding too). [CLS] pooling takes the vector at position 0 only.",
                 fix="Index position 0 of the position axis instead of taking a mean over it."),
-        Mistake("max-pooling", lambda H: H.amax(1), "cls_pool took a maximum over the positions{where}; [CLS] "
+        Mistake("max-pooling", "cls_pool took a maximum over the positions{where}; [CLS] "
                 "pooling takes position 0 only.",
                 fix="Index position 0 of the position axis instead of a max over it."),
     ])
@@ -101,7 +100,6 @@ POOLER_CASES = [
 # tanh([1, 0]), tanh([2, 1]) and tanh([3, 1]) from this W, not their transposed map.
 LINEAR_LAYOUT_CASE = (2, [[1.0, 2.0], [0.0, 1.0]], [0.0, 0.0], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
                       [[0.7616, 0.0], [0.9640, 0.7616], [0.9951, 0.7616]])
-_dense = lambda d, W, b, c, act=lambda x: x: act(c @ W.T + b)   # noqa: E731  the pooler with `act` for tanh
 TANH_FIX = "Wrap the dense layer's output in `torch.tanh`, and nothing else."
 _pooler = Exercise(
     "Pooler.forward", [*POOLER_CASES, LINEAR_LAYOUT_CASE], read=inputs_as(None, *[torch.float32] * 4),
@@ -110,31 +108,31 @@ _pooler = Exercise(
     explain=lambda out, want, d, W, b, c: f"Pooler.forward returned {show(out.double().round(decimals=4))} for c of "
     f"shape {tuple(c.shape)}; with the weights loaded, tanh(W c + b) is {show(want.double().round(decimals=4))}.",
     mistakes=[
-        Mistake("no-tanh", _dense, "Pooler.forward returns W c + b with no tanh{where}. BERT's pooler squashes the "
+        Mistake("no-tanh", "Pooler.forward returns W c + b with no tanh{where}. BERT's pooler squashes the "
                 "dense layer's output with tanh: tanh(W c + b).", fix=TANH_FIX),
-        Mistake("relu-not-tanh", lambda *a: _dense(*a, torch.relu), "Pooler.forward uses ReLU instead of tanh"
+        Mistake("relu-not-tanh", "Pooler.forward uses ReLU instead of tanh"
                 "{where}. The pooler is tanh(W c + b): its outputs lie in (−1, 1) and keep their sign.", fix=TANH_FIX),
-        Mistake("sigmoid-not-tanh", lambda *a: _dense(*a, torch.sigmoid), "Pooler.forward uses a sigmoid instead of "
+        Mistake("sigmoid-not-tanh", "Pooler.forward uses a sigmoid instead of "
                 "tanh{where}. The pooler is tanh(W c + b), centred on 0 with outputs in (−1, 1); a sigmoid gives "
                 "(0, 1).", fix=TANH_FIX),
-        Mistake("gelu-not-tanh", lambda *a: _dense(*a, nn.functional.gelu), "Pooler.forward uses GELU instead of "
+        Mistake("gelu-not-tanh", "Pooler.forward uses GELU instead of "
                 "tanh{where}; the pooler is tanh(W c + b).", fix=TANH_FIX),
-        Mistake("no-bias", lambda d, W, b, c: torch.tanh(c @ W.T), "Pooler.forward leaves out the bias{where}: the "
+        Mistake("no-bias", "Pooler.forward leaves out the bias{where}: the "
                 "pooler is tanh(W c + b).",
                 fix="Keep nn.Linear's bias: drop `bias=False` (or add a (d,) bias parameter)."),
-        Mistake("tanh-before-dense", lambda d, W, b, c: _dense(d, W, b, torch.tanh(c)), "Pooler.forward applies tanh "
+        Mistake("tanh-before-dense", "Pooler.forward applies tanh "
                 "before the dense layer{where}; it comes after: tanh(W c + b).",
                 fix="Swap the two: apply the dense layer to c, then tanh to its output."),
-        Mistake("linear-weight-not-transposed", lambda d, W, b, c: torch.tanh(c @ W + b), "Pooler.forward "
+        Mistake("linear-weight-not-transposed", "Pooler.forward "
                 "multiplies c by the nn.Linear's weight as it is stored{where}: nn.Linear keeps it as (out, in) and "
                 "computes c Wᵀ + b. Call the nn.Linear module itself on c rather than using its weight.",
                 fix="Call the layer itself on c, as a function, instead of multiplying c by its weight."),
-        Mistake("no-dense-layer", lambda d, W, b, c: torch.tanh(c), "Pooler.forward returns tanh(c){where}: the dense "
+        Mistake("no-dense-layer", "Pooler.forward returns tanh(c){where}: the dense "
                 "layer W c + b is missing.", fix="Apply the d → d linear layer made in __init__ to c before the tanh."),
-        twist("squeeze-drops-batch-axis", lambda E, d, W, b, c: E.squeeze() if len(c) == 1 else None,
+        Mistake("squeeze-drops-batch-axis",
               "Pooler.forward returned shape (d,) for a batch of one{where}: `.squeeze()` without an axis drops the "
               "batch axis too when B = 1. The pooler keeps (B, d) for every B.", fix="Remove the `.squeeze()`."),
-        Mistake("tanh-twice", lambda *a: _dense(*a, lambda x: torch.tanh(torch.tanh(x))), "Pooler.forward applies "
+        Mistake("tanh-twice", "Pooler.forward applies "
                 "tanh twice{where}: tanh(tanh(W c + b)) squashes the values a second time (tanh(0.76) = 0.64), so "
                 "every output is closer to 0 than the pooler's tanh(W c + b).",
                 fix="Keep one tanh: an `nn.Tanh()` in a Sequential or `torch.tanh` in forward, not both."),
@@ -183,8 +181,7 @@ def _judge_pooler(cls, case) -> bool:
     trained = heads.built(drive(drive_head, cls, {**asked, "train": True, "step": False}), "Pooler", asked, "c")
     heads.no_train_only_layer(not torch.allclose(trained["outs"][0][0], ran["outs"][0][0], atol=1e-6), "Pooler",
                               "The pooler computes tanh(W c + b)", f" for Pooler({d}) on c of shape {tuple(c.shape)}")
-    judge_gradients(ran["gradients"], f"Pooler({d})", "c", c, lambda v, W_, b_: _dense(d, W_, b_, v, torch.tanh), d,
-                    [W, b])
+    judge_gradients(ran["gradients"], f"Pooler({d})", "c", c, "Pooler", d, [W, b])
     return ran["holds_linear"]
 
 
@@ -281,9 +278,8 @@ def _pool(kind: type, name: str, cases, what: str, mistakes):
     return check
 
 
+NEGATIVE_FILLS = (-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0)   # max_pool's zero-fill, with these fills
 ROW_BY_ROW = "Keep the (B, n, d) shape: zero or fill the padding through `mask[:, :, None]`, then reduce dim=1."
-_w = lambda H, mask: mask.to(H.dtype)[:, :, None]   # noqa: E731  (B, n, 1): 1 on real tokens, 0 on padding
-_fill = lambda H, mask, value: H.masked_fill(~mask.bool()[:, :, None], value)   # noqa: E731  fills the padding
 
 def _fill_won(fill: float) -> Callable:
     """The message of a padding fill that a real feature's values all lie below: which row and feature it won."""
@@ -297,83 +293,79 @@ def _fill_won(fill: float) -> Callable:
     return said
 
 
-def _squeezed(name: str, right: Callable) -> Mistake:
-    return Mistake("squeeze-drops-batch-axis", lambda H, m: right(H, m).squeeze() if len(H) == 1 else None,
+def _squeezed(name: str) -> Mistake:
+    return Mistake("squeeze-drops-batch-axis",
                    f"{name} returned shape ({{d}},){{where}}: `.squeeze()` without an axis drops the batch axis too "
                    "when the batch holds one sequence.", fix="Squeeze only the axis you mean, e.g. `.squeeze(1)`.")
 
 
-def _indexed(name: str, pool: Callable) -> Mistake:
+def _indexed(name: str) -> Mistake:
     """Each row pooled from `H[b][mask[b]]`: with a 0/1 integer mask, an index that picks positions 0 and 1."""
-    return Mistake("integer-mask-as-index", lambda H, m: torch.stack([pool(H[b][m[b]]) for b in range(len(H))])
-                   if m.dtype in (torch.long, torch.int) else None,
+    return Mistake("integer-mask-as-index",
                    f"{name} used the mask as an index{{where}}: a bool mask keeps the positions where it is True, "
                    "but an integer tensor is read as a list of positions, so its 0s and 1s pick positions 0 and 1.",
                    fix="Turn it into a bool mask first, `mask.bool()`.")
 
 
 mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
-    _squeezed("mean_pool", lambda H, m: (H * _w(H, m)).sum(1) / _w(H, m).sum(1)),
-    _indexed("mean_pool", lambda rows: rows.mean(0)),
-    Mistake("keeps-position-axis", lambda H, m: (H * _w(H, m)).sum(1, True) / _w(H, m).sum(1, True), "mean_pool "
+    _squeezed("mean_pool"),
+    _indexed("mean_pool"),
+    Mistake("keeps-position-axis", "mean_pool "
             "returned shape ({B}, 1, {d}){where}: it kept the position axis (keepdim=True on the sum over positions). "
             "The result is (B, d) = ({B}, {d}).", fix="Drop `keepdim=True` from the sum over positions."),
-    Mistake("padding-included", lambda H, m: H.mean(1), "mean_pool averaged over every position, padding included"
+    Mistake("padding-included", "mean_pool averaged over every position, padding included"
             "{where}. Only real tokens count: sum H over the positions where mask is True and divide by their number.",
             fix="Multiply H by `mask[:, :, None]` before summing, and divide by `mask.sum(dim=1, keepdim=True)`."),
-    Mistake("divides-by-n", lambda H, m: (H * _w(H, m)).sum(1) / H.shape[1], "mean_pool divided by n = {n}, the "
+    Mistake("divides-by-n", "mean_pool divided by n = {n}, the "
             "padded length{where}. Divide each row by its own number of real tokens.",
             fix="`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
-    Mistake("floor-division", lambda H, m: ((H * _w(H, m)).sum(1) / _w(H, m).sum(1)).floor(), "mean_pool rounded "
+    Mistake("floor-division", "mean_pool rounded "
             "each mean down to a whole number{where}: that is what `//`, floor division, does. A mean is rarely a "
             "whole number.", fix="Divide with `/`."),
-    Mistake("divides-by-batch-count", lambda H, m: (H * _w(H, m)).sum(1) / _w(H, m).sum(), "mean_pool divided every "
+    Mistake("divides-by-batch-count", "mean_pool divided every "
             "row by the number of real tokens in the whole batch{where}. Divide each row by its own number of real "
             "tokens.", fix="`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
-    Mistake("pools-whole-batch", lambda H, m: H[m.bool()].mean(0), "mean_pool returned one vector for the whole batch"
+    Mistake("pools-whole-batch", "mean_pool returned one vector for the whole batch"
             "{where}: indexing H with the (B, n) mask gathers the real tokens of every row into one (tokens, d) "
             "tensor, so their mean mixes the sequences. Pool each row over its own positions, (B, d) = ({B}, {d}).",
             fix=ROW_BY_ROW),
-    Mistake("sum-not-mean", lambda H, m: (H * _w(H, m)).sum(1), "mean_pool summed the real tokens but did not divide"
+    Mistake("sum-not-mean", "mean_pool summed the real tokens but did not divide"
             "{where}: a mean divides by the number of real tokens of the row.",
             fix="Divide by `mask.sum(dim=1, keepdim=True)`, the real tokens of each row."),
-    Mistake("sums-padding", lambda H, m: H.sum(1) / _w(H, m).sum(1), "mean_pool divided by the number of real tokens "
+    Mistake("sums-padding", "mean_pool divided by the number of real tokens "
             "but summed over every position, padding included{where}. Zero the padding (multiply by the mask) first.",
             fix="Sum `H * mask[:, :, None]` rather than H."),
-    Mistake("inverted-mask", lambda H, m: (H * (1 - _w(H, m))).sum(1) / (1 - _w(H, m)).sum(1), "mean_pool averaged "
+    Mistake("inverted-mask", "mean_pool averaged "
             "the padding and left out the real tokens{where}: the mask is True (or 1) on real tokens.",
             fix="Weight by the mask itself, not by its inverse."),
-    *[Mistake("over-features", wrong, "mean_pool averaged over the feature axis{where}: average over the positions "
-              "(dim=1) to get one d-vector per sequence.", fix="Sum and count over dim=1, not dim=2.")
-      for wrong in (lambda H, m: H.mean(2), lambda H, m: (H * _w(H, m)).mean(2),
-                    lambda H, m: (H * _w(H, m)).sum(2) / _w(H, m).sum(1))]])
+    *[Mistake("over-features", "mean_pool averaged over the feature axis{where}: average over the positions "
+              "(dim=1) to get one d-vector per sequence.", fix="Sum and count over dim=1, not dim=2.")] * 3])
 max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
-    _squeezed("max_pool", lambda H, m: _fill(H, m, -torch.inf).amax(1)),
-    _indexed("max_pool", lambda rows: rows.amax(0)),
-    Mistake("pools-whole-batch", lambda H, m: H[m.bool()].amax(0), "max_pool returned one vector for the whole batch"
+    _squeezed("max_pool"),
+    _indexed("max_pool"),
+    Mistake("pools-whole-batch", "max_pool returned one vector for the whole batch"
             "{where}: indexing H with the (B, n) mask gathers the real tokens of every row into one (tokens, d) tensor, "
             "so their max mixes the sequences. Pool each row over its own positions, (B, d) = ({B}, {d}).",
             fix=ROW_BY_ROW),
-    Mistake("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True), "max_pool returned shape "
+    Mistake("keeps-position-axis", "max_pool returned shape "
             "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d}).",
             fix="Drop `keepdim=True` from the max over positions."),
-    Mistake("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1), "max_pool filled the padding with zeros{where}. When "
+    Mistake("zero-fill", "max_pool filled the padding with zeros{where}. When "
             "every real value of a feature is negative, the 0 of a padding position wins the max: padding must never "
             "win.",
             fix="Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
     # The same mistake with a negative fill: any fill that a real value can lie below (found by a simulated student,
     # who filled with -1 and was told only the row's values). The visible cases reach down to -9.
-    *[Mistake("zero-fill", lambda H, m, v=v: _fill(H, m, v).amax(1), _fill_won(v),
+    *[Mistake("zero-fill", _fill_won(v),
               fix="Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before taking the max.")
-      for v in (-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0)],
-    Mistake("padding-included", lambda H, m: H.amax(1), "max_pool took the max over every position, padding included"
+      for v in NEGATIVE_FILLS],
+    Mistake("padding-included", "max_pool took the max over every position, padding included"
             "{where}; padding positions must never win.", fix="Fill them with -inf before the max."),
-    Mistake("inverted-mask", lambda H, m: H.masked_fill(m.bool()[:, :, None], -torch.inf).amax(1), "max_pool filled "
+    Mistake("inverted-mask", "max_pool filled "
             "the real tokens and kept the padding{where}: the mask is True (or 1) on real tokens, so fill where it "
             "is False (or 0).", fix="Fill where `~mask.bool()` is True, the padding."),
-    *[Mistake("over-features", wrong, "max_pool took the maximum over the features (dim=2){where}; take it over the "
-              "positions (dim=1), so that each of the d features keeps its own maximum.", fix="Use `.amax(dim=1)`.")
-      for wrong in (lambda H, m: _fill(H, m, -torch.inf).amax(2), lambda H, m: H.amax(2),
-                    lambda H, m: _fill(H, m, 0.0).amax(2))]])
+    *[Mistake("over-features", "max_pool took the maximum over the features (dim=2){where}; take it over the "
+              "positions (dim=1), so that each of the d features keeps its own maximum.",
+              fix="Use `.amax(dim=1)`.")] * 3])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from . import heads
 from .core import CheckFailed, passed, require_module_class
 from .dropout import identity_on_top, train_pass
-from .engine import Exercise, Mistake, twist, first_difference, inputs_as, judge_gradients, show
+from .engine import Exercise, Mistake, first_difference, inputs_as, judge_gradients, reference, show
 
 
 # --- SequenceClassifier ------------------------------------------------------------------------------
@@ -19,12 +19,8 @@ from .engine import Exercise, Mistake, twist, first_difference, inputs_as, judge
 CONTRACT = "its state_dict holds one (K, d) weight and one (K,) bias, which the check fills"
 
 
-def _logits(x, W, b):
-    return F.linear(x, W, b).squeeze(-1) if len(W) == 1 else F.linear(x, W, b)
-
-
 _eval = Exercise(
-    "SequenceClassifier", cases=(), read=None, shape=lambda x, W, b: tuple(_logits(x, W, b).shape),
+    "SequenceClassifier", cases=(), read=None, shape=lambda x, W, b: (len(x),) if len(W) == 1 else (len(x), len(W)),
     meaning=": (B, num_classes) logits, or (B,) when num_classes = 1",
     fields=lambda x, W, b: {"B": len(x), "got": tuple(F.linear(x, W, b).squeeze().shape)},
     where=lambda x, W, b: f" for SequenceClassifier({x.shape[1]}, {len(W)}) on a batch of {len(x)}",
@@ -33,27 +29,27 @@ _eval = Exercise(
     f"and no other layer, activation or parameter may change its output. It returned {show(out)}, not "
     f"{show(want)}." + first_difference(out, want),
     mistakes=[
-        Mistake("regression-b-by-1", lambda x, W, b: F.linear(x, W, b) if len(W) == 1 else None,
+        Mistake("regression-b-by-1",
                 "the regression head (num_classes = 1) returned shape (B, 1) = ({B}, 1){where}; it must return "
                 "(B,) = ({B},), one number per example, to match targets of shape (B,): squeeze the last "
                 "dimension (a (B, 1) output against (B,) targets broadcasts to (B, B) in MSE)."),
-        Mistake("squeeze-drops-batch-axis", lambda x, W, b: F.linear(x, W, b).squeeze() if len(x) == 1 else None,
+        Mistake("squeeze-drops-batch-axis",
                 "{name} returned shape {got}{where}: `.squeeze()` without an axis drops the batch axis too when "
                 "the batch holds one example. Squeeze only the last axis, `.squeeze(-1)`, and only when "
                 "num_classes = 1."),
-        Mistake("softmax-inside-head", lambda x, W, b: _logits(x, W, b).softmax(-1) if len(W) > 1 else None,
+        Mistake("softmax-inside-head",
                 "{name} returned probabilities (each row sums to 1){where}: softmax inside the head. A head "
                 "returns raw logits (any real numbers, negative too); F.cross_entropy applies log-softmax "
                 "itself, and a second softmax flattens the gradients."),
-        Mistake("log-softmax-inside-head", lambda x, W, b: _logits(x, W, b).log_softmax(-1) if len(W) > 1 else None,
+        Mistake("log-softmax-inside-head",
                 "{name} returned log-probabilities (log_softmax){where}. A head returns raw logits; "
                 "F.cross_entropy normalises them itself."),
-        Mistake("no-bias", lambda x, W, b: _logits(x, W, 0 * b), "{name} adds no bias{where}: its Linear layer "
+        Mistake("no-bias", "{name} adds no bias{where}: its Linear layer "
                 "has bias=False, so no (K,) bias was there to load. A head computes W c + b, with K·d weights and K "
                 "biases."),
-        Mistake("sigmoid-output", lambda x, W, b: _logits(x, W, b).sigmoid(), "{name} applied a sigmoid{where}: it "
+        Mistake("sigmoid-output", "{name} applied a sigmoid{where}: it "
                 "returns probabilities in (0, 1), not raw scores. Return the Linear layer's output as it is."),
-        Mistake("relu-on-logits", lambda x, W, b: _logits(x, W, b).relu(), "{name} applied a ReLU to the logits"
+        Mistake("relu-on-logits", "{name} applied a ReLU to the logits"
                 "{where}: negative scores became 0. A head returns raw logits, negative ones too."),
     ],
 )
@@ -77,8 +73,9 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         out, again = ran["outs"][0]
         differ = isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again)
         heads.random_at_eval(differ, cls, ran, "SequenceClassifier", "pooled", _eval.where(x, W, b))
-        _eval.judge(out, _logits(x, W, b), (x, W, b))
-        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, _logits, run_seed, [W, b])
+        _eval.judge(out, reference("SequenceClassifier", x, W, b), (x, W, b))
+        judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, "SequenceClassifier", run_seed,
+                        [W, b])
     for d, K, p in TRAIN_CASES:
         x = torch.rand(2000, d, generator=g) + 1.0  # away from 0, so that a zero can only be dropout's
         W, (b, run_seed) = identity_on_top(d, K, g), _bias_and_seed(K, g)
@@ -102,20 +99,18 @@ head_param_count = Exercise(
     where=lambda d, K: f" for d={d}, K={K}", fields=lambda d, K: {"d": d, "K": K},
     explain=lambda out, want, d, K: (f"head_param_count returned {out} for d={d}, K={K}; expected {want}. {_SUM}",
                                      _COUNT),
-    # K·d, the count without the bias, is the right count less K (a twist): as a function of (d, K) it would be
-    # tying_savings's answer, V·d.
-    mistakes=[twist("forgets-the-bias", lambda E, d, K: E - K, "{name} returned {out} = K·d{where}: the bias is left "
-                    "out. " + _SUM, _COUNT)] + [Mistake(key, f, "{name} returned {out} = " + how, fix=_COUNT)
-                                               for key, f, how in [
-        ("one-row-and-column-too-many", lambda d, K: (d + 1) * (K + 1), "(d + 1)·(K + 1){where}: one row and one "
+    mistakes=[Mistake("forgets-the-bias", "{name} returned {out} = K·d{where}: the bias is left "
+                    "out. " + _SUM, _COUNT)] + [Mistake(key, "{name} returned {out} = " + how, fix=_COUNT)
+                                               for key, how in [
+        ("one-row-and-column-too-many", "(d + 1)·(K + 1){where}: one row and one "
          "column too many. The weight matrix has one row per class (K = {K}) and one column per input feature "
          "(d = {d}), and the bias one entry per class."),
-        ("one-bias-per-feature", lambda d, K: K * d + d, "K·d + d{where}: the bias has one entry per class "
+        ("one-bias-per-feature", "K·d + d{where}: the bias has one entry per class "
          "(K = {K}), not one per feature (d = {d}). " + _SUM),
-        ("shared-bias", lambda d, K: K * d + 1, "K·d + 1{where}: a single bias shared by all classes. " + _SUM),
-        ("adds-the-sizes", lambda d, K: d + K, "d + K{where}: the sizes are added, not multiplied. " + _SUM),
-        ("square-matrix", lambda d, K: d * d + K, "d·d + K{where}: a d × d matrix; the head's is K × d. " + _SUM),
-        ("square-matrix", lambda d, K: d * d + d, "d·d + d{where}: a d × d matrix; the head's is K × d. " + _SUM),
+        ("shared-bias", "K·d + 1{where}: a single bias shared by all classes. " + _SUM),
+        ("adds-the-sizes", "d + K{where}: the sizes are added, not multiplied. " + _SUM),
+        ("square-matrix", "d·d + K{where}: a d × d matrix; the head's is K × d. " + _SUM),
+        ("square-matrix", "d·d + d{where}: a d × d matrix; the head's is K × d. " + _SUM),
     ]],
 )
 
@@ -131,19 +126,18 @@ untrained_loss = Exercise(
     where=lambda K: f" for K={K}",
     explain=lambda out, want, K: (f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.",
                                   _LN_K),
-    mistakes=[Mistake(key, f, "{name} returned {out:.4f} = " + how, fix=_LN_K) for key, f, how in [
-        ("log-base-2", math.log2, "log₂ K{where}: log base 2 (bits). Cross-entropy in PyTorch uses the natural "
+    mistakes=[Mistake(key, "{name} returned {out:.4f} = " + how, fix=_LN_K) for key, how in [
+        ("log-base-2", "log₂ K{where}: log base 2 (bits). Cross-entropy in PyTorch uses the natural "
          "log (nats)."),
-        ("log-base-10", math.log10, "log₁₀ K{where}: log base 10. Cross-entropy uses the natural log."),
-        ("wrong-sign", lambda K: -math.log(K), "−ln K{where}: the sign is wrong. A loss is never negative: "
+        ("log-base-10", "log₁₀ K{where}: log base 10. Cross-entropy uses the natural log."),
+        ("wrong-sign", "−ln K{where}: the sign is wrong. A loss is never negative: "
          "a probability is below 1, so its −ln is above 0."),
-        # At K = 2 these two give the same 0.5: neither is named there, as either could be the one made.
-        ("probability-not-loss", lambda K: 1 / K if K != 2 else None, "1/K{where}: that is the probability an "
+        ("probability-not-loss", "1/K{where}: that is the probability an "
          "untrained head gives each class, not the loss. The loss is −ln of that probability."),
-        ("error-rate-not-loss", lambda K: 1 - 1 / K if K != 2 else None, "1 − 1/K{where}: that is the error "
+        ("error-rate-not-loss", "1 − 1/K{where}: that is the error "
          "rate of a uniform guess, not its cross-entropy. " + _LN),
-        ("ln-2-for-every-k", lambda K: math.log(2), "ln 2{where}: the value for two classes only. " + _LN),
-        ("ln-k-minus-1", lambda K: math.log(K - 1), "ln(K − 1){where}. " + _LN),
+        ("ln-2-for-every-k", "ln 2{where}: the value for two classes only. " + _LN),
+        ("ln-k-minus-1", "ln(K − 1){where}. " + _LN),
     ]],
 )
 

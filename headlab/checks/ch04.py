@@ -6,12 +6,11 @@ import math
 from typing import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 
 from . import heads
 from .core import CheckFailed, call, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, train_pass
-from .engine import Exercise, Mistake, backward_through, judge_gradients, same, show
+from .engine import Exercise, Mistake, backward_through, judge_gradients, reference, same, show
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
 HEAD_CASES = [(8, 5, 2, 6), (16, 3, 2, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
@@ -29,7 +28,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         positions = [H[:, i:i + 1] for i in range(n)]
         ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *positions], [W, b], passes=2,
                         step=True, crashes=_crashes(H))
-        right = H @ W.T + b
+        right = reference("TokenClassifier", H, W, b)
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
         heads.random_at_eval(same(out, right, math.inf) and not same(again, out, 0), cls, ran, "TokenClassifier", "H",
                              where)
@@ -41,8 +40,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
                  "Apply the Linear layer to H as it is, (B, n, d) → (B, n, L): `nn.Linear` acts on the last axis of "
                  "each position, with no reduction over dim 1.")
         _logits.judge(out, right, (H, W, b))
-        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, lambda X, W_, b_: X @ W_.T + b_,
-                        seed + 300 + k, [W, b])
+        judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, "TokenClassifier", seed + 300 + k,
+                        [W, b])
         (train,), bias = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 400 + k, [H], [W, b], {"dropout": 1.0},
                                    True, crashes=_crashes(H))["outs"][0], b.expand(B, n, L)
         said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)
@@ -82,8 +81,8 @@ def _crashes(H: torch.Tensor) -> list[tuple[str, str, str]]:
              "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")]
 
 
-def _head_mistake(key: str, change: Callable, message: str) -> Mistake:
-    return Mistake(key, lambda H, W, b: change(H @ W.T + b), "TokenClassifier returned " + message)
+def _head_mistake(key: str, message: str) -> Mistake:
+    return Mistake(key, "TokenClassifier returned " + message)
 
 
 _logits = Exercise(
@@ -98,19 +97,19 @@ _logits = Exercise(
         f"and (num_labels,) bias, and nothing else changing the output. At [0, 0] you returned {show(out[0, 0])}; the Linear layer gives "
         f"{show(right[0, 0])}."),
     mistakes=[
-        Mistake("no-bias", lambda H, W, b: H @ W.T, "TokenClassifier returned logits without a bias{where}: its "
+        Mistake("no-bias", "TokenClassifier returned logits without a bias{where}: its "
                 "Linear layer has bias=False, so no (num_labels,) bias was there to load. A token head is one "
                 "`nn.Linear(d, num_labels)` with its bias."),
-        _head_mistake("labels-axis-second", lambda z: z.transpose(1, 2),
+        _head_mistake("labels-axis-second",
                       "shape {got}{where}: that is (B, L, n), the labels axis second. The contract is (B, n, L) = "
                       "{want}, labels axis last. (Moving L to dim 1 is the loss's business, not the head's.)"),
-        _head_mistake("returns-label-ids", lambda z: z.argmax(-1),
+        _head_mistake("returns-label-ids",
                       "label ids (an argmax over the labels){where}. The head returns the raw logits, "
                       "(B, n, num_labels) = {want}; predictions take the argmax later."),
-        _head_mistake("softmax-inside-head", lambda z: z.softmax(-1),
+        _head_mistake("softmax-inside-head",
                       "probabilities{where}: you applied softmax inside the head. A head returns raw logits; "
                       "cross-entropy applies log-softmax itself, and argmax needs no softmax."),
-        _head_mistake("log-softmax-inside-head", lambda z: z.log_softmax(-1),
+        _head_mistake("log-softmax-inside-head",
                       "log-probabilities{where} (log_softmax inside the head). A head returns raw logits; the loss "
                       "normalises them itself."),
     ],
@@ -148,21 +147,11 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
 
 
-def _ce_sum(logits, labels):
-    """The summed cross-entropy over the positions labelled ≠ -100. A sum, never the mean: the mean would be
-    token_loss's (and mlm_loss's) answer. Each mistake below divides it by its own wrong count."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum")
-
-
-def _kept(labels):
-    return (labels != X).sum()
-
-
-def _loss_mistake(key: str, output: Callable, why: str, fix: str = "") -> Mistake:
+def _loss_mistake(key: str, why: str, fix: str = "") -> Mistake:
     def message(out, logits, labels):
         return (f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}: "
                 + why.format(all=labels.numel(), kept=int((labels != X).sum())))
-    return Mistake(key, output, message, fix=fix)
+    return Mistake(key, message, fix=fix)
 
 
 token_loss = Exercise(
@@ -176,42 +165,40 @@ token_loss = Exercise(
     # after the values: the loss carries the graph, and no gradient reaches a position labelled -100
     then=lambda fn: backward_through(
         fn, "token_loss", torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(4)).requires_grad_(),
-        torch.tensor(GRAD_LABELS), rules=_no_gradient_where_unlabelled,
-        want=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1))),
+        torch.tensor(GRAD_LABELS), rules=_no_gradient_where_unlabelled),
     meaning=" (0-d, still carrying the graph so that `loss.backward()` works; do not call .item())",
     where=lambda logits, labels: f" for labels {labels.tolist()}",
     explain=lambda out, right, logits, labels: (
         f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}; the mean cross-entropy over the positions "
         f"whose label is not -100 is {float(right):.4f}."),
     mistakes=[
-        _loss_mistake("minus-100-as-class-0", lambda lo, la: _ce_sum(lo, la.clamp(min=0)) / la.numel(),
+        _loss_mistake("minus-100-as-class-0",
                       "you replaced the -100 labels by a class (0), so [CLS], [SEP] and padding positions count in "
                       "the loss. Positions labelled -100 must be left out.", "Use ignore_index=-100."),
-        _loss_mistake("divides-by-all-positions", lambda lo, la: _ce_sum(lo, la) / la.numel(),
+        _loss_mistake("divides-by-all-positions",
                       "you divided by all B·n = {all} positions, padding and specials included; divide by the "
                       "{kept} labelled positions (label ≠ -100)."),
-        _loss_mistake("sum-not-mean", _ce_sum,
+        _loss_mistake("sum-not-mean",
                       "you returned the sum over labelled positions; the loss is their mean."),
         _loss_mistake("mean-per-sentence",
-                      lambda lo, la: torch.stack([_ce_sum(*r) / _kept(r[1]) for r in zip(lo, la) if max(r[1]) >= 0]).mean(),
                       "you averaged within each sentence and then over sentences; the loss is the mean over all "
                       "labelled positions of the batch, so a long sentence weighs more."),
-        _loss_mistake("labels-shifted-left", lambda lo, la: _ce_sum(lo[:, 1:], la[:, :-1]) / _kept(la[:, :-1]),
+        _loss_mistake("labels-shifted-left",
                       "label i is scored with the logits of position i + 1, but labels are already aligned to "
                       "the token positions, [CLS] included (word w at w + 1): do not shift them."),
-        _loss_mistake("labels-shifted-right", lambda lo, la: _ce_sum(lo[:, :-1], la[:, 1:]) / _kept(la[:, 1:]),
+        _loss_mistake("labels-shifted-right",
                       "label i + 1 is scored with the logits of position i, as if [CLS] were not there; labels are "
                       "already aligned to the token positions, [CLS] included: do not shift them."),
-        _loss_mistake("softmax-first", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la),
+        _loss_mistake("softmax-first",
                       "you applied softmax to the logits before cross_entropy, which applies log-softmax itself: "
                       "cross_entropy takes raw logits."),
-        _loss_mistake("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la),
+        _loss_mistake("classes-on-sequence-axis",
                       "F.cross_entropy read the classes from the sequence axis (here of size L, so nothing "
                       "crashed): with more than two axes it reads them from dim 1.",
                       "Either flatten the logits as they are, `logits.flatten(0, 1)` with `labels.flatten()` (no "
                       "transpose before it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, "
                       "not flattened."),
-        _loss_mistake("nll-on-logits", lambda lo, la: F.nll_loss(lo.flatten(0, 1), la.flatten()),
+        _loss_mistake("nll-on-logits",
                       "you used nll_loss on raw logits; it expects log-probabilities.",
                       "Use F.cross_entropy, which applies log-softmax itself."),
     ],
@@ -241,30 +228,21 @@ def bio_to_spans(fn: Callable, cases: Sequence | None = None) -> None:
                  "not-a-list-of-triples", "Start from an empty list, add one `(type, start, end)` tuple per entity "
                  "with .append, and return the list.")
         # The engine judges tensors, so spans are judged here by its rule: a mistake is named only when the output
-        # equals what it returns, derived from the right spans (a wrong decoder would be most of the answer).
+        # equals what it returns, derived from the right spans (a wrong decoder would be most of the answer). Each
+        # mistake's output is looked up on every case, right or wrong, so that dev/record_mistakes.py records it.
         got = [tuple(s) for s in out]
+        wrong = [(mistake, SPANS.output(mistake, (tags, expected))) for mistake in SPANS.mistakes]
         if got == expected:
             continue
         said = f"For tags {tags} the entities are {expected}; you returned {got}."
-        for mistake in SPAN_MISTAKES:
-            if got == mistake.output(tags, expected):
+        for mistake, output in wrong:
+            if output is not None and got == [tuple(s) for s in output]:
                 fail(f"{said} {mistake.message(tags, expected)}", mistake.key)
         if sorted(got, key=repr) == sorted(expected, key=repr):
             fail(f"{said} Same entities, different order: list them in order of their start.", "wrong-order",
                  "Sort them by their start before returning: `sorted(spans, key=lambda span: span[1])`.")
         fail(said, "wrong-values")
     passed("bio_to_spans", len(cases))
-
-
-def _merged(spans: list[tuple], joins: Callable[[tuple, tuple], bool]) -> list[tuple]:
-    """Each span glued onto the one it touches wherever `joins(previous, span)`: an entity that was not ended."""
-    out: list[tuple] = []
-    for span in spans:
-        if out and out[-1][2] == span[1] and joins(out[-1], span):
-            out[-1] = (*out[-1][:2], span[2])
-        else:
-            out.append(span)
-    return out
 
 
 def _at(tags: list[str], spans: list[tuple], prefix: str, glued: bool, then: str) -> str:
@@ -274,27 +252,26 @@ def _at(tags: list[str], spans: list[tuple], prefix: str, glued: bool, then: str
     return then.format(p=p, tag=tags[p], open=tags[p - 1][2:], new=tags[p][2:], after=after)
 
 
-SPAN_MISTAKES = [
-    Mistake("keeps-the-prefix", lambda tags, spans: [(tags[s], s, e) for _, s, e in spans],
+SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engine holds its table
+    Mistake("keeps-the-prefix",
             lambda tags, spans: "The type is the tag without its B-/I- prefix: 'PER', not 'B-PER'."),
-    Mistake("inclusive-ends", lambda tags, spans: [(t, s, e - 1) for t, s, e in spans],
+    Mistake("inclusive-ends",
             lambda tags, spans: "Your ends are inclusive (the index of the last word); the end is exclusive, one "
                                 "past the last word, so that `tags[start:end]` is the entity."),
-    Mistake("drops-orphan-inside-tag", lambda tags, spans: [sp for sp in spans if tags[sp[1]][:2] != "I-"],
+    Mistake("drops-orphan-inside-tag",
             lambda tags, spans: _at(tags, spans, "I-", False, "The {tag} at position {p} comes after {after}: there "
                                     "is no open {new} entity to continue, so it starts a new one. You dropped it; an "
                                     "I-X that does not continue an open X entity starts a new entity.")),
     Mistake("type-change-continues-entity",
-            lambda tags, spans: _merged(spans, lambda a, sp: tags[sp[1]][:2] == "I-"),
             lambda tags, spans: _at(tags, spans, "I-", True, "At position {p} the tag {tag} has a different type "
                                     "from the open {open} entity: the type changes, so {tag} starts a new {new} "
                                     "entity. An I-X only continues an open X entity.")),
-    Mistake("begin-continues-same-type", lambda tags, spans: _merged(spans, lambda a, sp: a[0] == sp[0]),
+    Mistake("begin-continues-same-type",
             lambda tags, spans: _at(tags, spans, "B-", True, "At position {p} the tag {tag} begins a new entity "
                                     "even though the previous word has the same type: B- always starts a new one.")),
-    Mistake("last-entity-not-closed", lambda tags, spans: [sp for sp in spans if sp[2] != len(tags)],
+    Mistake("last-entity-not-closed",
             lambda tags, spans: "The entity that reaches the end of the sentence was never closed: after the last "
                                 "tag, close the open entity too."),
-]
+])
 
 __all__ = ["TokenClassifier", "token_loss", "bio_to_spans", "CheckFailed"]

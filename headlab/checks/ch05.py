@@ -12,7 +12,7 @@ from ..kernel import drive_head
 from . import heads
 from .core import (CheckFailed, a_type, call_raw, drive, fail, passed, require_function,
                    require_module_class)
-from .engine import Exercise, Mistake, Unclear, backward_through, judge_gradients, same, show, twist
+from .engine import Exercise, Mistake, Unclear, backward_through, judge_gradients, same, show
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -61,106 +61,6 @@ def _positions(row: torch.Tensor) -> str:
     return f"positions {pos[0]}…{pos[-1]}" if pos and pos == list(range(pos[0], pos[-1] + 1)) else f"positions {pos}"
 
 
-def _block(allowed: torch.Tensor) -> torch.Tensor:
-    """Every position from a row's first allowed one to its last: the allowed positions taken for one block."""
-    return (allowed.cumsum(-1) > 0) & (allowed.flip(-1).cumsum(-1).flip(-1) > 0)
-
-
-# A mistake's rule: the logits it scores and the positions it lets a span start and end at (from start, end,
-# allowed), and its band: max_len → the lowest and the highest j − i it searches, (0, max_len − 1) for the right
-# one. Each is wrong in one thing, so that the check holds no search that gives the right spans (a rule that would,
-# on some input, gives None there).
-_ALL = torch.ones_like
-_SAME = lambda s, e, a: (s, e, a, a)   # noqa: E731  the logits as given, spans from and to allowed positions
-_RIGHT = lambda m: (0, m - 1)          # noqa: E731
-_RULES = {
-    "one-too-long": (_SAME, lambda m: (0, m)),
-    "one-too-short": (_SAME, lambda m: (0, m - 2)),
-    "backward-spans": (_SAME, lambda m: (-(m - 1), m - 1)),          # |j − i| < max_len
-    "one-token-spans-excluded": (_SAME, lambda m: (1, m - 1)),       # i < j
-    "outside-the-passage": (lambda s, e, a: (s, e, _ALL(a), _ALL(a)), _RIGHT),
-    "end-not-restricted": (lambda s, e, a: (s, e, a, _ALL(a)), _RIGHT),
-    "start-not-restricted": (lambda s, e, a: (s, e, _ALL(a), a), _RIGHT),
-    "mask-multiplied": (lambda s, e, a: (s * a, e * a, _ALL(a), _ALL(a)), _RIGHT),
-    "searches-between-allowed": (lambda s, e, a: (s, e, _block(a), _block(a)), _RIGHT),
-}
-TRANSPOSED_BAND = lambda m: (-(m - 1), 0)   # noqa: E731  j ≤ i: `tril` where `triu` belongs
-
-
-def _band(n: int, max_len: int, band: Callable[[int], tuple[int, int]] = _RIGHT) -> torch.Tensor:
-    """(n, n): True where a span (i, j) has lo ≤ j − i ≤ hi, (lo, hi) = band(max_len)."""
-    gap, (lo, hi) = torch.arange(n)[None, :] - torch.arange(n)[:, None], band(max_len)
-    return (gap >= lo) & (gap <= hi)
-
-
-def _argmax_pairs(scores: torch.Tensor) -> torch.Tensor:
-    """The (i, j) of each row's largest entry of a (B, n, n) table of span scores, as torch's argmax finds it."""
-    n = scores.shape[-1]
-    flat = scores.flatten(1).argmax(-1)
-    return torch.stack([flat // n, flat % n], dim=-1)
-
-
-def _wrong_spans(rule: tuple, start, end, allowed, max_len: int) -> torch.Tensor | None:
-    """The best (i, j) under a mistake's `rule` (where, band), or None where it has no span to compare or searches
-    exactly the spans the right rule does."""
-    where, band = rule
-    allowed = allowed.bool()
-    start, end, starts, ends = where(start, end, allowed)
-    if band(max_len) == _RIGHT(max_len) and torch.equal(starts, allowed) and torch.equal(ends, allowed):
-        return None
-    ok = _band(start.shape[1], max_len, band) & starts[:, :, None] & ends[:, None, :]
-    if not ok.flatten(1).any(-1).all():   # a row without candidates: this rule gives no span to compare
-        return None
-    return _argmax_pairs((start[:, :, None] + end[:, None, :]).masked_fill(~ok, float("-inf")))
-
-
-def _probabilities(start, end, allowed) -> tuple[torch.Tensor, torch.Tensor]:
-    """P_start and P_end, each a softmax over its row's allowed positions."""
-    return tuple(x.masked_fill(~allowed, float("-inf")).softmax(-1) for x in (start, end))
-
-
-def _summed_probabilities(right, start, end, allowed, max_len: int) -> torch.Tensor | None:
-    """The pair in the band maximising P_start(i) + P_end(j), the probabilities added, not multiplied; None where
-    that gives the `right` spans anyway (often: so the check holds no function that passes in their place)."""
-    allowed = allowed.bool()
-    p_start, p_end = _probabilities(start, end, allowed)
-    ok = _band(start.shape[1], max_len) & allowed[:, :, None] & allowed[:, None, :]
-    spans = _argmax_pairs((p_start[:, :, None] + p_end[:, None, :]).masked_fill(~ok, float("-inf")))
-    is_spans = isinstance(right, torch.Tensor) and right.dtype == torch.long and right.shape == spans.shape
-    return spans if is_spans and not torch.equal(spans, right) else None
-
-
-def _multiplied(start, end, allowed, max_len: int, masked_first: bool = False) -> torch.Tensor:
-    """The allowed pair in the band maximising start_logit(i) × end_logit(j); with `masked_first`, the product of
-    logits already set to −inf outside `allowed`, where −inf × −inf = +inf and −inf × 0 is NaN (argmax takes NaN for
-    the largest), so an excluded pair can win."""
-    allowed, band = allowed.bool(), _band(start.shape[1], max_len)
-    if masked_first:
-        start, end = (x.masked_fill(~allowed, float("-inf")) for x in (start, end))
-    else:
-        band = band & allowed[:, :, None] & allowed[:, None, :]
-    return _argmax_pairs((start[:, :, None] * end[:, None, :]).masked_fill(~band, float("-inf")))
-
-
-def _greedy(start, end, allowed, max_len: int) -> torch.Tensor | None:
-    """The best allowed start, then the best allowed end in its band: a greedy search (None where that start has
-    no allowed end)."""
-    allowed = allowed.bool()
-    i = start.masked_fill(~allowed, float("-inf")).argmax(-1)             # (B,)
-    ends = _band(start.shape[1], max_len)[i] & allowed                     # (B, n): the ends start i may take
-    if not ends.any(-1).all():
-        return None
-    return torch.stack([i, end.masked_fill(~ends, float("-inf")).argmax(-1)], dim=-1)
-
-
-def _nan_spans(start, end, allowed, max_len: int) -> torch.Tensor | None:
-    """A softmax over the batch axis (dim 0) of −inf-masked logits: NaN (0/0) at a position masked in every row, and
-    argmax takes the first NaN for the largest value. None where no span in the band is NaN."""
-    p_start, p_end = (x.masked_fill(~allowed.bool(), float("-inf")).softmax(0) for x in (start, end))
-    scores = (p_start[:, :, None] * p_end[:, None, :]).masked_fill(~_band(start.shape[1], max_len), float("-inf"))
-    return _argmax_pairs(scores) if bool(scores.isnan().any()) else None
-
-
 def _backward(out, s, e, allowed, max_len) -> str:
     b, (i, j) = next((b, (i, j)) for b, (i, j) in enumerate(out.tolist()) if j < i)
     return (f"best_span returned {out.tolist()} (max_len={max_len}): row {b} ends before it starts (j={j} < i={i}). "
@@ -176,13 +76,6 @@ def _not_allowed(which: str) -> Callable[..., str]:
                 f"which is not allowed ({_positions(allowed[b])} are): the {which} is not restricted to the allowed "
                 "positions.")
     return said
-
-
-def _rule(key: str, message: str | Callable[..., str], fix: str = "", band: Callable | None = None) -> Mistake:
-    """The mistake whose spans are the best ones under its rule in _RULES, or that rule's positions in `band`."""
-    where, its_band = _RULES[key]
-    rule = (where, band or its_band)
-    return Mistake(key, lambda s, e, allowed, m: _wrong_spans(rule, s, e, allowed, m), message, fix=fix)
 
 
 def _spans(text: str) -> Callable[..., str]:
@@ -211,71 +104,70 @@ BEST_SPAN = Exercise(
     # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
     # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
     mistakes=[
-        _rule("one-too-long", _spans(
+        Mistake("one-too-long", _spans(
             "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + max_len − 1 "
-            "(is your upper bound off by one, or missing?)."), "Keep only the pairs with j ≤ i + max_len − 1."),
-        Mistake("independent-argmax", lambda s, e, allowed, m: torch.stack(
-            [x.masked_fill(~allowed, float("-inf")).argmax(-1) for x in (s, e)], dim=-1), _spans(
+            "(is your upper bound off by one, or missing?)."), fix="Keep only the pairs with j ≤ i + max_len − 1."),
+        Mistake("independent-argmax", _spans(
             "the best start and, on its own, the best end (two independent argmaxes). That can put the end before "
             "the start, or make the span too long."),
             fix=BAND_FIX),
-        _rule("backward-spans", _backward, "Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
+        Mistake("backward-spans", _backward, fix="Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
         # Found by a simulated student: both got only "returned X; expected Y" before.
-        _rule("backward-spans", _spans(
+        Mistake("backward-spans", _spans(
             "every span here ends at or before its start (j ≤ i): your band holds the pairs i − max_len < j ≤ i, "
             "the transpose of the right one (`tril` where `triu` belongs, or i and j swapped). A span runs forward "
             "from its start: i ≤ j ≤ i + max_len − 1."),
-            "Keep the upper triangle: `.triu()` keeps j ≥ i, then `.tril(max_len - 1)` keeps j ≤ i + max_len "
-            "− 1.",
-            band=TRANSPOSED_BAND),
-        _rule("one-token-spans-excluded", _spans(
+            fix="Keep the upper triangle: `.triu()` keeps j ≥ i, then `.tril(max_len - 1)` keeps j ≤ i + max_len "
+            "− 1."),
+        Mistake("one-token-spans-excluded", _spans(
             "no span here is one token long, yet a one-token span (i = j) is the best in a row: your band keeps only "
             "i < j. A span may start and end on the same token."),
-            "Compare i and j with ≤, not <, in the band: the pair (i, i) is a span."),
-        _rule("end-not-restricted", _not_allowed("end"), "Set the end logits to −inf where allowed is False too."),
-        _rule("start-not-restricted", _not_allowed("start"), "Set the start logits to −inf where allowed is False too."),
-        Mistake("nan-from-softmax-over-batch", _nan_spans, _spans(
+            fix="Compare i and j with ≤, not <, in the band: the pair (i, i) is a span."),
+        Mistake("end-not-restricted", _not_allowed("end"), fix="Set the end logits to −inf where allowed is False too."),
+        Mistake("start-not-restricted", _not_allowed("start"),
+                fix="Set the start logits to −inf where allowed is False too."),
+        Mistake("nan-from-softmax-over-batch", _spans(
             "a softmax over the batch axis (dim 0) of logits masked with −inf is NaN (0/0) at a position masked in "
             "every row, and argmax takes NaN for the largest value. P_start and P_end are each normalised over the "
             "positions of ONE row (dim -1)."), fix="Take the softmax (or log_softmax) over dim=-1 after masking."),
-        twist("pairs-on-first-axis", lambda E, s, e, allowed, m: E.T, lambda out, s, e, allowed, m: (
+        Mistake("pairs-on-first-axis", lambda out, s, e, allowed, m: (
             f"best_span returned shape {tuple(out.shape)}: the starts in one row and the ends in another, (2, B) = "
             f"(2, {len(s)}). Return one (i, j) pair per row, (B, 2) = ({len(s)}, 2)."),
             fix="Stack the starts and the ends on the last axis (dim=-1)."),
-        _rule("outside-the-passage", _spans(
+        Mistake("outside-the-passage", _spans(
             "these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding too. The answer "
             "lies inside the passage: mask where allowed is False before choosing."),
-            "`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
-        _rule("mask-multiplied", _spans(
+            fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
+        Mistake("mask-multiplied", _spans(
             "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
             "beats negative logits inside it. Exclude positions by setting their logits to −inf instead."),
             fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
-        twist("start-end-swapped", lambda E, s, e, allowed, m: E.flip(-1), _spans(
+        Mistake("start-end-swapped", _spans(
             "each pair is (end, start): the span's end came first. Return (i, j), the start first."),
             fix="Stack the start index first: `torch.stack([i, j], dim=-1)`."),
-        twist("probabilities-added", _summed_probabilities, _spans(
+        Mistake("probabilities-added", _spans(
             "these spans maximise P_start(i) + P_end(j): the two probabilities were added. A span's probability is "
             "their product, P_start(i)·P_end(j); a large P_start alone must not make a span win."),
             fix="Multiply the probabilities, or add their logarithms (log_softmax)."),
-        Mistake("greedy-start-first", _greedy, _spans(
+        Mistake("greedy-start-first", _spans(
             "each span takes the best start first, then the best end after it: a greedy search. A weaker start "
             "with a much better end can make a more probable span."),
             fix=BAND_FIX),
-        twist("exclusive-end", lambda E, s, e, allowed, m: E + torch.tensor([0, 1]),
+        Mistake("exclusive-end",
                 _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
                        "best_span returns the last token itself, j, so that the answer is tokens i … j."),
                 fix="Drop the `+ 1` on the end index."),
-        _rule("one-too-short", _spans(
+        Mistake("one-too-short", _spans(
             "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
-            "upper bound of your band."), "Keep the pairs with j ≤ i + max_len − 1, that is j < i + max_len."),
-        _rule("searches-between-allowed", _spans(
+            "upper bound of your band."), fix="Keep the pairs with j ≤ i + max_len − 1, that is j < i + max_len."),
+        Mistake("searches-between-allowed", _spans(
             "a span here starts or ends between two allowed positions, at one that is not allowed: the search ran "
             "over every position from the first allowed to the last. The allowed positions need not be one block: "
             "keep only the pairs whose i and j are both allowed."),
-            "Mask the logits with `allowed` itself, position by position, instead of a first-to-last range."),
+            fix="Mask the logits with `allowed` itself, position by position, instead of a first-to-last range."),
         # Found by a simulated student: only "returned X; expected Y" before.
-        Mistake("logits-multiplied", _multiplied, _spans(MULTIPLIED), fix=ADD_LOGITS),
-        Mistake("logits-multiplied", lambda *a: _multiplied(*a, masked_first=True), _spans(
+        Mistake("logits-multiplied", _spans(MULTIPLIED), fix=ADD_LOGITS),
+        Mistake("logits-multiplied", _spans(
             MULTIPLIED + " With −inf at the excluded positions, −inf × −inf = +inf (and −inf × 0 is NaN, which argmax "
             "takes for the largest), so a pair outside the allowed positions wins."), fix=ADD_LOGITS),
     ],
@@ -360,32 +252,14 @@ SPAN_LOSS_CASES = [
 ]
 
 
-def _ce(logits, target, reduce: str = "mean", dim: int = -1):
-    """Cross-entropy of (B, n) logits against (B,) targets, with its softmax over `dim`."""
-    nll = -logits.log_softmax(dim)[torch.arange(len(target)), target]
-    return nll if reduce == "none" else getattr(nll, reduce)()
-
-
-def _pick(logits, target):
-    """The mean over the batch of each row's logit at its target: `F.nll_loss` on raw logits gives minus this."""
-    return logits[torch.arange(len(target)), target].mean()
-
-
-def _squared(x, target):
-    """A mean squared error of (B, n) scores against one-hot (B,) targets."""
-    return ((x - torch.eye(x.shape[-1], dtype=x.dtype)[target]) ** 2).mean()
-
-
-def _smoothed(logits, target, eps: float):
-    """`F.cross_entropy(..., label_smoothing=eps)`: the target puts 1 − eps on the answer, eps spread over all n."""
-    return (1 - eps) * _ce(logits, target) + eps * -logits.log_softmax(-1).mean(-1).mean()
-
-
 MSE = ("that is a mean squared error {what}, not a cross-entropy. The start (and the end) is one choice among the n "
        "positions: its loss is −log P(target), with P a softmax over the row's positions, which a squared error "
        "neither normalises nor weighs like a log (a confident wrong position costs it little).")
 MSE_FIX = ("Replace the squared error with `F.cross_entropy(start_logits, start)`, and the same for the ends: it "
            "takes the raw (B, n) logits and the (B,) positions.")
+
+
+SMOOTHING = (0.1, 0.05, 0.2)   # the label smoothings named, one row each (heads_mistakes.ch05 computes them)
 
 
 def _loss(text: str) -> Callable[..., str]:
@@ -402,56 +276,53 @@ span_loss = Exercise(
     unchanged="span_loss changed a tensor it was given; compute the loss without modifying the inputs.",
     then=lambda fn: backward_through(fn, "span_loss",
                                      *(torch.tensor(x, requires_grad=True) for x in SPAN_LOSS_CASES[0][:2]),
-                                     *map(torch.tensor, SPAN_LOSS_CASES[0][2:4]),
-                                     want=lambda s, e, st, en: (_ce(s, st) + _ce(e, en)) / 2),
+                                     *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
     explain=lambda out, expected, *inputs: (f"span_loss gave {float(out.detach()):.4f}; expected "
                                             f"(CE(start) + CE(end)) / 2 = {float(expected):.4f}."),
     mistakes=[
-        Mistake("one-loss-per-example", lambda s, e, st, en: (_ce(s, st, "none") + _ce(e, en, "none")) / 2,
+        Mistake("one-loss-per-example",
                 lambda out, *inputs: f"span_loss returned one loss per example, {show(out)}: average them over the "
                                      "batch, so that the loss is one number (a 0-dim tensor).",
                 fix="Drop `reduction=\"none\"`: F.cross_entropy's default takes the mean over the batch."),
-        Mistake("start-only", lambda s, e, st, en: _ce(s, st), _loss(
+        Mistake("start-only", _loss(
             "that is the start loss alone: the end logits get no training signal. Add the end loss, halve the sum."),
             fix="Add `F.cross_entropy(end_logits, end)` and divide the sum by 2."),
-        Mistake("end-only", lambda s, e, st, en: _ce(e, en), _loss(
+        Mistake("end-only", _loss(
             "that is the end loss alone: the start logits get no training signal. Add the start loss, halve the sum."),
             fix="Add `F.cross_entropy(start_logits, start)` and divide the sum by 2."),
         # On any one case the larger loss equals the start or the end loss alone; across the cases only this
         # row fits such an answer (the engine names a mistake only if the other cases agree with it).
-        Mistake("larger-of-the-two", lambda s, e, st, en: torch.maximum(_ce(s, st), _ce(e, en)), _loss(
+        Mistake("larger-of-the-two", _loss(
             "that is the larger of the start and end losses; the loss is their mean: add them, halve the sum."),
             fix="Replace the maximum of the two losses with their sum divided by 2."),
-        Mistake("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en), _loss(
+        Mistake("not-halved", _loss(
             "you added the start and end losses without halving the sum."), fix="Divide the sum by 2."),
-        Mistake("nll-on-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2, _loss(
+        Mistake("nll-on-logits", _loss(
             "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a cross-entropy "
             "needs log-probabilities, so the log-softmax over the positions is missing."),
             fix="Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
-        Mistake("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2, _loss(
+        Mistake("softmax-first", _loss(
             "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw logits."),
             fix="Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
-        Mistake("targets-swapped", lambda s, e, st, en: (_ce(s, en) + _ce(e, st)) / 2, _loss(
+        Mistake("targets-swapped", _loss(
             "you swapped the targets: score start logits against the start positions, end logits against the ends."),
             fix="Pair `start_logits` with `start` and `end_logits` with `end`."),
-        Mistake("summed-over-batch", lambda s, e, st, en: (_ce(s, st, "sum") + _ce(e, en, "sum")) / 2, _loss(
+        Mistake("summed-over-batch", _loss(
             "that is {B} × the expected value: you summed over the {B} examples; average them."),
             fix="Drop `reduction=\"sum\"` (the default is the mean), or divide by the batch size."),
-        Mistake("softmax-over-batch", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2, _loss(
+        Mistake("softmax-over-batch", _loss(
             "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's softmax runs over "
             "its own positions."),
             fix="`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
         # Found by a simulated student: each got only "expected (CE(start) + CE(end)) / 2" before.
-        *[Mistake("mse-not-cross-entropy", lambda s, e, st, en, of=of: (of(s, st) + of(e, en)) / 2,
-                  _loss(MSE.format(what=what)), fix=MSE_FIX) for of, what in [
-            (_squared, "of the logits against one-hot targets"),
-            (lambda x, t: _squared(x.softmax(-1), t), "of the softmax against one-hot targets"),
-            (lambda x, t: ((x.argmax(-1) - t).double() ** 2).mean(), "of the argmax positions against the targets")]],
-        *[Mistake("label-smoothing", lambda s, e, st, en, eps=eps: (_smoothed(s, st, eps) + _smoothed(e, en, eps)) / 2,
+        *[Mistake("mse-not-cross-entropy", _loss(MSE.format(what=what)), fix=MSE_FIX) for what in [
+            "of the logits against one-hot targets", "of the softmax against one-hot targets",
+            "of the argmax positions against the targets"]],
+        *[Mistake("label-smoothing",
                   _loss(f"that is a cross-entropy with label smoothing {eps} (`label_smoothing={eps}`): its target "
                         f"puts {1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
                         "target is the answer position alone, probability 1."),
-                  fix="Drop `label_smoothing=...` from F.cross_entropy.") for eps in (0.1, 0.05, 0.2)],
+                  fix="Drop `label_smoothing=...` from F.cross_entropy.") for eps in SMOOTHING],
     ],
 )
 

@@ -47,12 +47,6 @@ def _full_row(err, H, lengths) -> str | tuple[str, str, str]:
                                 "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
 
 
-def _per_row(H, lengths) -> bool:
-    """Whether `lengths` holds one length per row of H: a mistake below applies only then (given another value
-    for it, `H[:, 0]` or `H[:, lengths - 1]` would be cls_pool's answer)."""
-    return isinstance(lengths, torch.Tensor) and tuple(lengths.shape) == (H.shape[0],) and not lengths.is_floating_point()
-
-
 _MEAN = ("last_token_pool averaged over positions{where}: that is mean pooling. Last-token pooling takes one vector "
          "per row, the one at its last real position ℓ_b − 1.")
 
@@ -72,20 +66,20 @@ last_token_pool = Exercise(
     explain=_pool_row,
     unchanged="last_token_pool changed H or lengths; select from them without writing into them.",
     mistakes=[
-        Mistake("every-row-every-position", lambda H, lengths: H[:, lengths - 1] if _per_row(H, lengths) else None,
+        Mistake("every-row-every-position",
                 "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position "
                 "from every row. Pair each row with its own position.",
                 fix="Index both axes with a tensor, one entry per row: `H[torch.arange(H.shape[0]), lengths - 1]`."),
-        Mistake("last-tensor-position", lambda H, lengths: H[:, -1] if _per_row(H, lengths) else None,
+        Mistake("last-tensor-position",
                 "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter "
                 "than n. With right padding, pick each row's own position ℓ_b − 1."),
-        Mistake("first-token", lambda H, lengths: H[:, 0] if _per_row(H, lengths) else None,
+        Mistake("first-token",
                 "last_token_pool pooled the first token (`H[:, 0]`){where}. In a causal model it has seen only "
                 "itself, so it knows nothing about the rest of the text. Use the last real token, ℓ_b − 1."),
-        Mistake("mean-pooling", lambda H, lengths: torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths)]),
+        Mistake("mean-pooling",
                 _MEAN),
-        Mistake("mean-pooling", lambda H, lengths: H.mean(1), _MEAN),
-        Mistake("one-too-many", lambda H, lengths: H[torch.arange(H.shape[0]), lengths] if _per_row(H, lengths) else None,
+        Mistake("mean-pooling", _MEAN),
+        Mistake("one-too-many",
                 "last_token_pool pooled position ℓ of every row{where}: off by one. Positions count from 0, so a row "
                 "of ℓ tokens ends at position ℓ − 1; position ℓ is padding."),
     ],
@@ -106,23 +100,6 @@ def _bool_first(err, mask) -> tuple[str, str, str] | None:
     return None if mask.dtype == torch.bool else (
         f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers, and your code works with "
         "True/False only.", "", "Turn it into bool first: `attention_mask.bool()`.")
-
-
-def _usual(m) -> dict:
-    """What each usual mistake returns on the mask m. Counting is blamed only where it is what went wrong:
-    with a hole (a row whose Trues come in more than one stretch) or a row starting with padding; where
-    two others give the same numbers, the engine names neither and looks at the next case."""
-    r, n = m.bool().long(), m.shape[1]
-    count, first = r.sum(1), r.argmax(1)
-    hole = bool(((r.diff(dim=1, prepend=0 * r[:, :1]) == 1).sum(1) > 1).any())
-    left = bool((r[:, 0] == 0).any())
-    flipped = r.flip(1).argmax(1)
-    return {"counted-across-a-hole": first + count - 1 if hole else None,
-            "count-assumes-right-padding": count - 1 if left else None,
-            "first-true": first, "n-minus-length": n - count, "flipped-not-mapped-back": flipped,
-            "count-as-index": count, "flip-off-by-one": n - flipped,
-            "stopped-at-first-false": (1 - r).argmax(1) - 1 if hole or left else None,
-            "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1)}
 
 
 # The code-level fixes, shown when the same mistake comes again (core.shown).
@@ -153,7 +130,7 @@ last_real_index = Exercise(
     hints=[(Exception, _bool_first)],
     explain=_index_row,
     unchanged="last_real_index changed the mask it was given; compute a new tensor instead.",
-    mistakes=[Mistake(key, lambda m, key=key: _usual(m)[key], message, fix=_INDEX_FIXES.get(key, ""))
+    mistakes=[Mistake(key, message, fix=_INDEX_FIXES.get(key, ""))
               for key, message in {
         "counted-across-a-hole": "last_real_index counted the real tokens (`attention_mask.sum(1) - 1`, or first "
         "True + count − 1){where}, which assumes they sit side by side. This mask has a hole, a False inside the "

@@ -13,12 +13,6 @@ from .engine import Exercise, Mistake, inputs_as
 
 
 # --- predict_or_reject(probs, threshold, reject) → (B,) long ------------------------------------------
-def _decide(probs, keep, reject, dim=-1, top_not_class=False):
-    top, pred = probs.max(dim=dim)
-    out = top if top_not_class else pred
-    return torch.where(keep(top), out, torch.full_like(out, reject))
-
-
 def _rows(probs, keep) -> list[int]:
     return keep(probs.max(-1).values).nonzero().flatten().tolist()
 
@@ -53,48 +47,48 @@ predict_or_reject = Exercise(
         f"you returned {int(out[b])}. A row is answered with the argmax of its probabilities when its top "
         "probability is ≥ the threshold, with `reject` otherwise." for b in range(len(out)) if out[b] != expected[b]),
     mistakes=[
-        Mistake("argmax-over-batch", lambda p, t, r: _decide(p, lambda top: top >= t, r, dim=0), OVER_BATCH,
+        Mistake("argmax-over-batch", OVER_BATCH,
                 fix=OVER_BATCH_FIX),
-        Mistake("argmax-over-batch", lambda p, t, r: p.argmax(0), OVER_BATCH, fix=OVER_BATCH_FIX),
-        Mistake("returns-top-probability", lambda p, t, r: _decide(p, lambda top: top >= t, r, top_not_class=True),
+        Mistake("argmax-over-batch", OVER_BATCH, fix=OVER_BATCH_FIX),
+        Mistake("returns-top-probability",
                 "predict_or_reject returned the top probabilities{where}: return class indices as a long tensor "
                 "(the argmax, or `reject`), not probabilities.",
                 fix="`top, prediction = probs.max(dim=-1)` gives both: return the prediction, not the top."),
-        Mistake("hardcoded-minus-one", lambda p, t, r: _decide(p, lambda top: top >= t, -1),
+        Mistake("hardcoded-minus-one",
                 "the rejected rows hold -1{where}, but the caller asked for reject={r}: use the `reject` argument "
                 "instead of writing -1 into the function.", fix="Write `reject` where your code writes -1."),
-        Mistake("strict-greater", lambda p, t, r: _decide(p, lambda top: top > t, r),
+        Mistake("strict-greater",
                 "rows {edge} have a top probability exactly equal to the threshold {t} and you rejected them"
                 "{where}. A prediction is kept when its top probability is ≥ the threshold.", fix="Use >=, not >."),
-        Mistake("never-rejects", lambda p, t, r: p.argmax(-1),
+        Mistake("never-rejects",
                 "you never rejected anything{where}: rows {low} have top probabilities {tops}, below the threshold, "
                 "and must be answered with reject={r}.",
                 fix="Choose per row with `torch.where`: the argmax where the top probability reaches the "
                     "threshold, `reject` elsewhere."),
-        Mistake("first-over-threshold", lambda p, t, r: torch.where((p >= t).any(-1), (p >= t).long().argmax(-1), r),
+        Mistake("first-over-threshold",
                 "you answered with the first class whose probability reaches the threshold{where}; below 0.5 several "
                 "classes of a row can reach it. Answer with the row's argmax, the class of its top probability, "
                 "whenever that top probability is ≥ the threshold.",
                 fix="`top, prediction = probs.max(dim=-1)`, then compare `top` with the threshold."),
-        Mistake("rejects-the-confident", lambda p, t, r: _decide(p, lambda top: top < t, r),
+        Mistake("rejects-the-confident",
                 "the rejection is the wrong way round{where}: you rejected the confident rows and kept the unsure "
                 "ones. Reject a row when its top probability is below the threshold.",
                 fix="Swap the two branches of your `torch.where` (or compare with >= instead of <)."),
         # Found by simulated students: each got only "expected 0, you returned -1" before.
-        Mistake("confidence-of-class-one", lambda p, t, r: torch.where(p[:, 1] >= t, p.argmax(-1), r),
+        Mistake("confidence-of-class-one",
                 "predict_or_reject compared the threshold {t} with every row's probability of class 1{where}: a row "
                 "predicting another class is then kept or rejected by a probability it does not predict. A row's "
                 "confidence is its top probability, that of the class it predicts.",
                 fix="`top, prediction = probs.max(dim=-1)`, then compare `top`, not `probs[:, 1]`, with the "
                     "threshold."),
-        Mistake("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r),
+        Mistake("threshold-on-class-index",
                 "predict_or_reject compared the threshold {t} with each row's predicted class index{where}, not with "
                 "its top probability: with a threshold in (0, 1], a prediction of class 0 is then always rejected "
                 "and every other class always kept, whatever the model's confidence. The threshold is a probability: "
                 "it applies to the row's top probability.",
                 fix="Compare `probs.max(dim=-1).values >= threshold`, and answer with the argmax where it holds."),
         # Found by a simulated student: got only "expected 0, you returned -1" before.
-        Mistake("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r),
+        Mistake("softmax-of-probabilities",
                 "predict_or_reject applied a softmax to `probs`{where}, which are probabilities already: a second "
                 "softmax flattens each row towards uniform (0.5, 0.25, 0.25 becomes about 0.39, 0.31, 0.31), so "
                 "confident rows fall below the threshold {t}. A softmax turns logits into probabilities, once.",
@@ -104,44 +98,6 @@ predict_or_reject = Exercise(
 
 
 # --- expected_calibration_error(probs, labels, n_bins) → float ---------------------------------------
-def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False),
-          global_accuracy=False, binary=False):
-    """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
-    (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
-    probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
-    0, the top one never is) lies in no right-closed bin, or with `zero_binned` in the first, as a clamp puts it.
-    With `batch` (confidence, prediction), every row's confidence is the largest probability of the batch, or its
-    prediction the flat index of that entry, as `probs.max()` and `probs.argmax()` without a dim give. With
-    `global_accuracy`, every bin's accuracy is that of all N predictions. With `binary`, the prediction is class 1
-    where the probability of class 1 exceeds 0.5, and class 0 elsewhere, as if there were two classes."""
-    conf, pred = probs.double().max(-1)
-    pred = (probs[:, 1] > 0.5).long() if binary else pred
-    conf = conf if column is None else probs.double()[:, column]
-    conf, pred = conf * 0 + probs.double().max() if batch[0] else conf, pred * 0 + probs.argmax() if batch[1] else pred
-    ok = (pred == labels).double()
-    k = torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins).clamp(max=n_bins - 1)
-    k = k.clamp(min=0) if zero_binned else k
-    share = torch.stack([(k == b).double().mean() for b in range(n_bins)])
-    accuracy = [ok.mean() if global_accuracy else ok[k == b].mean() for b in range(n_bins)]
-    return share, torch.stack([(accuracy[b] - conf[k == b].mean()).abs() for b in range(n_bins)])
-
-
-def _weighted(probs, labels, n_bins, *, weight, of, **bins) -> float:
-    """Σ weight(share_bin) · of(gap_bin) over the non-empty bins, the bins and gaps as `_bins(**bins)` makes them:
-    a wrong weight or a wrong gap in an ECE otherwise written as it should be (no default, so that the function
-    called with a learner's arguments alone gives no ECE)."""
-    share, gap = _bins(probs, labels, n_bins, **bins)
-    return float((weight(share) * of(gap)).nansum())
-
-
-_SAME = lambda x: x   # noqa: E731  a weight or gap as it is
-
-
-def _global_gap(probs, labels) -> float:
-    conf, pred = probs.double().max(-1)
-    return abs(float((pred == labels).double().mean() - conf.mean()))
-
-
 def _edges(probs, n_bins) -> str:
     conf = sorted(set(probs.max(-1).values.tolist()))
     return ", ".join(str(c) for c in conf if c > 0 and math.isclose(c * n_bins, round(c * n_bins)))
@@ -189,78 +145,70 @@ expected_calibration_error = Exercise(
         + "Confidence is the top probability of each row, a prediction is correct when its argmax equals the "
         "label, and ECE = Σ over non-empty bins of (count_bin / N) · |accuracy_bin − confidence_bin|."),
     mistakes=[
-        Mistake("nan-from-empty-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, n)).sum()),
+        Mistake("nan-from-empty-bins",
                 SAID + "Some bins are empty here; the accuracy or confidence of an empty bin is a mean of nothing "
                 "(nan). Empty bins add nothing: skip them.",
                 fix="Skip a bin whose count is 0 (a `continue` in your loop)."),
-        Mistake("left-closed-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, n, "left")).nansum()),
+        Mistake("left-closed-bins",
                 SAID + "A confidence exactly on a bin edge ({edges} here) went to the wrong bin: your bins are "
                 "[k/n, (k+1)/n), the wrong closed side. Bin k holds confidences in (k/n, (k+1)/n], so 0.5 belongs "
                 "with the bin that ends at 0.5 and 1.0 with the last bin.",
                 fix="Put a confidence c in bin k when k / n_bins < c ≤ (k + 1) / n_bins: use > on the lower edge "
                     "and ≤ on the upper."),
-        Mistake("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nanmean()),
+        Mistake("unweighted-bins",
                 SAID + "That is a plain mean of the per-bin gaps: the bins are not weighted. Each bin's gap "
                 "|accuracy − confidence| counts in proportion to its share of the predictions, count_bin / N.",
                 fix=UNWEIGHTED_FIX),
-        Mistake("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nan_to_num(0).mean()),
+        Mistake("unweighted-bins",
                 SAID + "That is a plain mean of the per-bin gaps over all n_bins bins: the bins are not weighted. "
                 "Each bin's gap counts in proportion to its share of the predictions, count_bin / N.",
                 fix=UNWEIGHTED_FIX),
         # Found by a simulated student: got only the recipe before.
-        Mistake("unweighted-bins", lambda p, y, n: float(_bins(p, y, n)[1].nansum()),
+        Mistake("unweighted-bins",
                 SAID + "That is a plain sum of the per-bin gaps: the bins are not weighted, so the sum can exceed 1. "
                 "Each bin's gap |accuracy − confidence| counts in proportion to its share of the predictions, "
                 "count_bin / N, which makes the ECE a weighted mean, between 0 and 1.", fix=UNWEIGHTED_SUM_FIX),
-        Mistake("single-global-gap", lambda p, y, n: _global_gap(p, y),
+        Mistake("single-global-gap",
                 SAID + "That is |mean accuracy − mean confidence| over all predictions: one global gap, which is "
                 "also what per-bin gaps add up to when they keep their signs (no absolute value). Over- and "
                 "under-confident bins cancel in it; take each bin's gap |accuracy − confidence| before weighting it "
                 "by count_bin / N.",
                 fix="Loop over the bins: for each non-empty one add (count_bin / N) · |accuracy_bin − "
                     "confidence_bin|."),
-        Mistake("confidence-of-class-one",
-                lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=False)).nansum()), CLASS_ONE,
+        Mistake("confidence-of-class-one", CLASS_ONE,
                 fix=CLASS_ONE_FIX),
-        Mistake("confidence-of-class-one",
-                lambda p, y, n: float(torch.mul(*_bins(p, y, n, column=1, zero_binned=True)).nansum()), CLASS_ONE,
+        Mistake("confidence-of-class-one", CLASS_ONE,
                 fix=CLASS_ONE_FIX),
-        # Found by a simulated student: got only the recipe before.
-        *[Mistake("confidence-of-class-one", lambda p, y, n, z=z: float(torch.mul(*_bins(
-            p, y, n, column=1, zero_binned=z, binary=True)).nansum()), CLASS_ONE_BINARY, fix=CLASS_ONE_BINARY_FIX)
-          for z in (False, True)],
-        Mistake("counts-not-shares", lambda p, y, n: float(len(y) * torch.mul(*_bins(p, y, n)).nansum()),
+        # Found by a simulated student: got only the recipe before. Two rows: without and with 0 in bin 0.
+        *[Mistake("confidence-of-class-one", CLASS_ONE_BINARY, fix=CLASS_ONE_BINARY_FIX)] * 2,
+        Mistake("counts-not-shares",
                 SAID + "That is N × the ECE: each bin's gap was weighted by its count of predictions. Weight it by "
                 "the bin's share of them, count_bin / N, so that the ECE stays between 0 and 1.",
                 fix="Multiply each gap by count_bin / N, not by count_bin alone."),
-        Mistake("fixed-ten-bins", lambda p, y, n: float(torch.mul(*_bins(p, y, 10)).nansum()),
+        Mistake("fixed-ten-bins",
                 SAID + "That is the ECE with 10 bins: use the n_bins argument instead of a fixed number of bins.",
                 fix="Write `n_bins` wherever your code says 10."),
         # Found by a simulated student: both got only the recipe before.
-        Mistake("rms-of-gaps", lambda p, y, n: float((lambda share, gap: (share * gap ** 2).nansum().sqrt())(
-            *_bins(p, y, n))), SAID + "That is a root mean square of the per-bin gaps, √Σ (count_bin / N) · gap², "
+        Mistake("rms-of-gaps", SAID + "That is a root mean square of the per-bin gaps, √Σ (count_bin / N) · gap², "
                 "which weighs large gaps more. The ECE is the weighted mean of the absolute gaps themselves, "
                 "Σ (count_bin / N) · |accuracy_bin − confidence_bin|.",
                 fix="Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
         # Found by a simulated student: each got only the recipe before.
-        Mistake("squared-gaps", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=lambda gap: gap ** 2),
+        Mistake("squared-gaps",
                 SAID + "That is Σ (count_bin / N) · gap², the per-bin gaps squared: a gap of 0.1 then counts 0.01, "
                 "and every ECE shrinks. The ECE weighs each bin's absolute gap |accuracy_bin − confidence_bin| as "
                 "it is.", fix="Take `.abs()` of each bin's gap instead of `** 2`."),
         Mistake("global-accuracy-per-bin",
-                lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, global_accuracy=True),
                 SAID + "That is the ECE with the accuracy of all N predictions in every bin: each bin compares its "
                 "mean confidence with the accuracy of its own predictions, the rows whose confidence falls in it.",
                 fix="Average the correctness over the bin's own rows, as you average their confidence, not over "
                     "all N rows."),
-        Mistake("integer-division-weights", lambda p, y, n: _weighted(p, y, n, weight=torch.floor, of=_SAME),
+        Mistake("integer-division-weights",
                 SAID + "Each bin's weight count_bin // N is an integer division: 0 for every bin that holds fewer "
                 "than all N predictions, so every gap is multiplied by 0. The weight is the fraction count_bin / N.",
                 fix="Divide with /, not // (an integer division): the weight count_bin / N is a fraction."),
-        # (confidence, prediction) over the batch, and N where one confidence, a 0-d mask, counts as one prediction
-        *[Mistake("max-over-whole-batch", lambda p, y, n, c=c, k=k, per=per: float(torch.mul(*_bins(
-            p, y, n, batch=(c, k))).nansum()) / (len(y) if per else 1), WHOLE_BATCH, fix=WHOLE_BATCH_FIX)
-          for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]],
+        # one row per way of taking them over the batch (heads_mistakes.ch07: WHOLE_BATCH_WAYS)
+        *[Mistake("max-over-whole-batch", WHOLE_BATCH, fix=WHOLE_BATCH_FIX)] * 5,
     ],
 )
 
@@ -268,12 +216,6 @@ expected_calibration_error = Exercise(
 # --- restrict_to_labels(next_token_logits, label_token_ids) → (B, C) ---------------------------------
 def _ids(ids) -> list[int]:
     return [int(i) for i in ids]
-
-
-def _vocabulary_mask(logits, ids):
-    keep = torch.zeros(logits.shape[-1], dtype=torch.bool)
-    keep[_ids(ids)] = True
-    return logits.masked_fill(~keep, float("-inf")).softmax(-1)
 
 
 def _round(x) -> list:
@@ -344,56 +286,56 @@ restrict_to_labels = Exercise(
         + " These are not probabilities: each row must be ≥ 0 and sum to 1." * (not _probabilities(out)), RECIPE),
     hints=[(IndexError, _indexes_rows), ((RuntimeError, TypeError), _gather_index)],
     mistakes=[
-        Mistake("whole-vocabulary-distribution", lambda z, ids: z.softmax(-1),
+        Mistake("whole-vocabulary-distribution",
                 "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "
                 "probability per label, (B, C) = ({B}, {C}).", fix=SELECT),
-        Mistake("whole-vocabulary-distribution", _vocabulary_mask,
+        Mistake("whole-vocabulary-distribution",
                 "restrict_to_labels returned a distribution over the whole vocabulary{where} (zero outside the "
                 "labels). It must return one probability per label, (B, C) = ({B}, {C}).", fix=SELECT),
-        Mistake("returns-logits", lambda z, ids: z[:, _ids(ids)],
+        Mistake("returns-logits",
                 "restrict_to_labels returned the label tokens' logits{where}, not probabilities. Apply a softmax "
                 "over the C selected logits.", fix=SOFTMAX),
         # Found by a simulated student: both got only the expected rows before.
-        Mistake("one-hot-not-probabilities", lambda z, ids: torch.eye(len(_ids(ids)))[z[:, _ids(ids)].argmax(-1)],
+        Mistake("one-hot-not-probabilities",
                 "restrict_to_labels returned a one-hot row per example{where}: 1 at the label with the largest logit "
                 "and 0 elsewhere, a decision rather than a distribution. Every label keeps the probability the "
                 "softmax over the C label logits gives it, so a close second shows as close.", fix=SOFTMAX),
-        Mistake("logits-divided-by-sum", lambda z, ids: z[:, _ids(ids)] / z[:, _ids(ids)].sum(-1, keepdim=True),
+        Mistake("logits-divided-by-sum",
                 "restrict_to_labels divided the label logits by their sum{where}: each row then sums to 1, but a ratio "
                 "of logits is no distribution: a logit of 0 gets probability 0, a negative one a negative probability, "
                 "and a row whose logits sum to 0 divides by 0. Logits are log-scores: a softmax exponentiates them, "
                 "exp(z_c) / Σ_k exp(z_k), and then normalises.", fix=SOFTMAX),
-        Mistake("vocabulary-order", lambda z, ids: z[:, sorted(_ids(ids))].softmax(-1),
+        Mistake("vocabulary-order",
                 "the columns are in the wrong order{where}: column c must be the probability of `label_token_ids[c]` "
                 "(here token {first} first), in the order the caller gave. Sorting the ids, or selecting them with "
                 "a boolean mask over the vocabulary, returns them in vocabulary order instead.",
                 fix="Index with `label_token_ids` as given: `[:, label_token_ids]`, unsorted and without a mask."),
-        Mistake("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].softmax(0),
+        Mistake("softmax-over-batch",
                 "each column sums to 1, not each row{where}: the softmax ran over dim 0, the batch. Normalise over "
                 "the labels, the last axis (dim=-1).", fix="Use `.softmax(dim=-1)` instead of `.softmax(dim=0)`."),
-        Mistake("indexes-rows", lambda z, ids: z[_ids(ids)].softmax(-1), ROWS,
+        Mistake("indexes-rows", ROWS,
                 fix="Select the columns: `next_token_logits[:, label_token_ids]`."),
-        Mistake("sigmoid-not-softmax", lambda z, ids: z[:, _ids(ids)].sigmoid(),
+        Mistake("sigmoid-not-softmax",
                 "restrict_to_labels applied a sigmoid to each label logit on its own{where}: the rows do not sum to "
                 "1, because the C labels do not share one distribution.",
                 fix=SOFTMAX),
-        Mistake("log-probabilities", lambda z, ids: z[:, _ids(ids)].log_softmax(-1),
+        Mistake("log-probabilities",
                 "restrict_to_labels returned log-probabilities{where}: every entry is ≤ 0, and it is their "
                 "exponentials that sum to 1 in each row. The function returns probabilities.",
                 fix="Use `.softmax(dim=-1)` instead of `.log_softmax(dim=-1)`."),
         # Found by a simulated student: passed before the case of logits near 100.
-        Mistake("exp-overflow", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum(-1, keepdim=True),
+        Mistake("exp-overflow",
                 "restrict_to_labels returned nan{where}: the logits are near 100, and exp(100) overflows float32 to "
                 "inf, so exp(z) / Σ exp(z) is inf / inf. A softmax subtracts each row's largest logit before the exp "
                 "(the result is the same, and no exp exceeds 1); torch's softmax does so.",
                 fix="Use `.softmax(dim=-1)` on the selected logits, or subtract `.amax(dim=-1, keepdim=True)` from "
                     "them before `.exp()`."),
         # Found by a simulated student: `torch.gather` with a (1, C) index gathers from the first row only.
-        Mistake("gather-index-shape", lambda z, ids: z[:1, _ids(ids)].softmax(-1) if len(z) > 1 else None,
+        Mistake("gather-index-shape",
                 "restrict_to_labels returned one row, shape (1, {C}){where}: `torch.gather` returns a tensor of its "
                 "index's shape, and a (1, C) index gathers from row 0 alone. The index must be (B, C) = ({B}, {C}): "
                 "one row of label ids per example.", fix=GATHER_FIX),
-        Mistake("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)],
+        Mistake("softmax-before-selecting",
                 "the rows sum to {sums}, not 1{where}. You took the softmax over the whole vocabulary and then "
                 "selected the label columns, so the mass of every other token is missing. Select the C label "
                 "logits first, then apply the softmax over those C values only.",

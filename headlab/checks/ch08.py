@@ -4,36 +4,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
-import torch.nn.functional as F
 
 from .core import CheckFailed
-from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as, twist
+from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as
 
 T, F_ = True, False
 IGNORE = -100
 
 
 # --- sentence_embedding(H, attention_mask) → (B, d) ------------------------------------------------
-def _unit(z, dim=-1):
-    return z / z.norm(dim=dim, keepdim=True).clamp(min=1e-12)
-
-
-def _real(H, mask):
-    return mask.bool()[:, :, None].to(H.dtype)   # (B, n, 1): 1 on real tokens, whatever the mask's dtype
-
-
-def _mean_norms(H, mask):
-    """(B, 1): the length of each row's mean over its real tokens. A mistake that keeps the mean's length is
-    the right embedding E times it (a twist of E), so the check holds no function that pools as the answer does."""
-    return (H * _real(H, mask)).sum(1).norm(dim=-1, keepdim=True) / _real(H, mask).sum(1)
-
-
-def _right_padded(mask) -> bool:
-    """Whether every row's real tokens come first: there, averaging the first ℓ positions is right."""
-    m = mask.bool()
-    return bool((m == (torch.arange(m.shape[1])[None, :] < m.sum(1, keepdim=True))).all())
-
-
 def _with_every_mask(cases):
     """Each case with a bool, a 0/1 integer (what a tokenizer returns) and a 0/1 float mask, bool first."""
     bools = [(H, torch.as_tensor(mask).bool(), e) for H, mask, e in cases]
@@ -99,13 +78,11 @@ OVER_BATCH = ("sentence_embedding normalised over the batch axis (dim=0){where}:
               "sentence. Normalise every row: dim=-1.")
 
 
-def _pooled(key, pool, message, raw=True, fix=""):
+def _pooled(key, message, raw=True, fix=""):
     """A pooling mistake as it comes normalised and (with `raw`) not normalised: the second message says so too.
-    Each applies only to a (B, n) mask: given another value for it, a raw pooling could be lesson 02's answer
-    (cls_pool is `H[:, 0]`). Max pooling has no raw form here: with the real mask it is max_pool's answer."""
-    fits = lambda H, m: isinstance(m, torch.Tensor) and m.shape == H.shape[:2]  # noqa: E731
-    return [Mistake(key, lambda H, m: _unit(pool(H, m)) if fits(H, m) else None, message, fix=fix)] + [
-            Mistake(key, lambda H, m: pool(H, m) if fits(H, m) else None,
+    Max pooling has no raw form (heads_mistakes.ch08)."""
+    return [Mistake(key, message, fix=fix)] + [
+            Mistake(key,
                     message + " It is not L2-normalised either: divide each row by its L2 norm last.", fix=fix)] * raw
 
 
@@ -146,41 +123,40 @@ _embedding = Exercise(
               "masked_fill_); compute new tensors instead, the caller still needs H.",
     then=lambda fn: _carries_the_graph(fn),
     mistakes=[
-        Mistake("integer-mask-as-index", lambda H, m: _unit(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))])),
+        Mistake("integer-mask-as-index",
                 "sentence_embedding indexed H with the 0/1 integer mask{where}: `H[b][attention_mask[b]]` (row b) then "
                 "takes the rows numbered 0 and 1 instead of selecting the real tokens. A tokenizer returns such a "
                 "mask; convert it first.",
                 fix="Use `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply."),
-        Mistake("one-vector-per-token", lambda H, m: _unit(H * _real(H, m)),
+        Mistake("one-vector-per-token",
                 "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over "
                 "the positions (dim=1) first, then normalise."),
-        twist("keeps-position-axis", lambda E, H, m: E[:, None],
+        Mistake("keeps-position-axis",
                 "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
                 "sum over positions). The result is (B, d)."),
-        twist("not-normalised", lambda E, H, m: E * _mean_norms(H, m), NOT_NORMALISED, NORMALISE),
-        Mistake("not-normalised", lambda H, m: (H * _real(H, m)).sum(1), NOT_NORMALISED, fix=NORMALISE),
-        *_pooled("padding-in-mean", lambda H, m: H.mean(1), PADDING, fix=MASKED_MEAN),
-        *_pooled("padding-in-mean", lambda H, m: H.sum(1) / _real(H, m).sum(1), PADDING, fix=MASKED_MEAN),
-        *_pooled("cls-instead-of-mean", lambda H, m: H[:, 0],
+        Mistake("not-normalised", NOT_NORMALISED, NORMALISE),
+        Mistake("not-normalised", NOT_NORMALISED, fix=NORMALISE),
+        *_pooled("padding-in-mean", PADDING, fix=MASKED_MEAN),
+        *_pooled("padding-in-mean", PADDING, fix=MASKED_MEAN),
+        *_pooled("cls-instead-of-mean",
                  "sentence_embedding returned the [CLS] vector `H[:, 0]` (the first position){where}. This model was "
                  "trained with mean pooling: average the real tokens, then normalise."),
-        twist("l1-norm", lambda E, H, m: F.normalize(E, p=1, dim=-1),
+        Mistake("l1-norm",
                 "sentence_embedding divided by the L1 norm (the sum of absolute values){where}. Use the L2 norm, "
                 "sqrt(sum of squares), on the mean z.", fix="`F.normalize(z, dim=-1)` (p=2)."),
-        twist("normalised-over-batch", lambda E, H, m: _unit(E * _mean_norms(H, m), dim=0), OVER_BATCH),
-        Mistake("normalised-over-batch", lambda H, m: _unit(H.mean(1), dim=0), OVER_BATCH),
-        *_pooled("normalised-tokens-before-mean", lambda H, m: (_unit(H) * _real(H, m)).sum(1) / _real(H, m).sum(1),
+        Mistake("normalised-over-batch", OVER_BATCH),
+        Mistake("normalised-over-batch", OVER_BATCH),
+        *_pooled("normalised-tokens-before-mean",
                  "sentence_embedding normalised each token vector before averaging{where}: that weighs every token "
                  "the same, whatever its length, and gives another direction. Average the raw vectors of the real "
                  "tokens first, then normalise the mean once."),
-        *_pooled("last-real-token", lambda H, m: H[torch.arange(len(H)), m.bool().sum(1) - 1],
+        *_pooled("last-real-token",
                  "sentence_embedding returned the last real token{where}; an encoder's sentence embedding here is "
                  "the mean over all real tokens."),
-        *_pooled("max-pooling", lambda H, m: H.masked_fill(~m.bool()[:, :, None], float("-inf")).amax(1),
+        *_pooled("max-pooling",
                  "sentence_embedding took the maximum over positions{where}; this model pools with the mean.", raw=False),
         # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
-        Mistake("assumes-right-padding", lambda H, m: None if _right_padded(m) else _unit(torch.stack(
-                [H[b, :int(k)].mean(0) for b, k in enumerate(m.bool().sum(1))])),
+        Mistake("assumes-right-padding",
                 lambda out, H, m: _first_positions(H, m), fix=MASKED_MEAN),
     ],
 )
@@ -224,38 +200,8 @@ def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:
 
 
 # --- align_labels(word_ids, word_labels) → list of ints ---------------------------------------------
-# Each mistake is a rule of its own that never gives the right labels (it returns None where it would), or a
-# twist of the right labels E: the check holds no function that aligns labels as the answer does.
-def _ints(E) -> list:
-    return E.tolist() if isinstance(E, torch.Tensor) else list(E)
-
-
 def _first_pieces(word_ids) -> list[int]:
     return [i for i, w in enumerate(word_ids) if w is not None and (i == 0 or word_ids[i - 1] != w)]
-
-
-def _on_last_piece(word_ids, word_labels) -> list | None:
-    """Each word's label on its last piece; None where no word is split (there it is the right rule)."""
-    last = [i for i, w in enumerate(word_ids) if w is not None and (i == len(word_ids) - 1 or word_ids[i + 1] != w)]
-    if last == _first_pieces(word_ids):
-        return None
-    return [word_labels[w] if i in last else IGNORE for i, w in enumerate(word_ids)]
-
-
-def _first_token_ignored(E, word_ids, continues: bool) -> list | None:
-    """E with position 0 given -100, where `continues` (position 0 taken for a word's continuation) is what the
-    mistake reads; None where position 0 holds no word or is not taken so."""
-    return [IGNORE, *_ints(E)[1:]] if word_ids and word_ids[0] is not None and continues else None
-
-
-def _by_count(word_ids, word_labels) -> list | None:
-    """The k-th word met gets `word_labels[k]`; None while the word ids run 0, 1, 2, ... without a gap (there
-    counting is right)."""
-    firsts = _first_pieces(word_ids)
-    if [word_ids[i] for i in firsts] == list(range(len(firsts))):
-        return None
-    at = {i: k for k, i in enumerate(firsts)}
-    return [word_labels[at[i]] if i in at else IGNORE for i in range(len(word_ids))]
 
 
 def _skipped(out, word_ids, word_labels) -> str:
@@ -328,34 +274,33 @@ align_labels = Exercise(
     unchanged="align_labels changed the word_ids or word_labels list it was given (e.g. with .pop, .append or an "
               "assignment into it); build a new list of labels and leave both untouched: the caller still needs them.",
     mistakes=[
-        Mistake("one-label-per-word", lambda w, l: list(l),
+        Mistake("one-label-per-word",
                 "align_labels returned one label per word{where}: every token needs an entry, special tokens and "
                 "padding included, len(word_ids) = {n}."),
-        twist("labels-special-tokens", lambda E, w, l: [0 if x is None else e for x, e in zip(w, _ints(E))],
+        Mistake("labels-special-tokens",
                 "align_labels gave the special tokens and padding (positions {specials}, where word_ids is None) the "
                 "label 0{where}. They belong to no word; they get -100 so the loss ignores them."),
-        Mistake("labels-every-piece", lambda w, l: [IGNORE if x is None else l[x] for x in w],
+        Mistake("labels-every-piece",
                 "align_labels labelled every piece of a split word{where}: word {word} is split into tokens {at}, "
                 "and you gave all of them {label}. Only the first piece carries the word's label; its other pieces "
                 "get -100, so each word is counted once by the loss."),
-        Mistake("label-on-last-piece", _on_last_piece,
+        Mistake("label-on-last-piece",
                 "align_labels put each word's label on its LAST piece{where}: word {word} is tokens {at}, and the "
                 "label belongs on the first one, with -100 on the rest."),
-        twist("word-0-taken-for-special", lambda E, w, l: None if 0 not in w else
-              [IGNORE if x == 0 else e for x, e in zip(w, _ints(E))],
+        Mistake("word-0-taken-for-special",
                 "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. Looping `for word_id in "
                 "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None.",
                 "Test `word_id is None`."),
-        twist("previous-starts-at-0", lambda E, w, l: _first_token_ignored(E, w, w[0] == 0),
+        Mistake("previous-starts-at-0",
                 "align_labels gave -100 to position 0, the first piece of word 0{where}, as if it continued a word 0 "
                 "before it. Nothing comes before position 0: the word id it is compared with must start as None, "
                 "not 0."),
-        twist("previous-wraps-around", lambda E, w, l: _first_token_ignored(E, w, w[-1] == w[0]),
+        Mistake("previous-wraps-around",
                 "align_labels compared position 0 with `word_ids[-1]`, the LAST entry{where}: a negative index "
                 "wraps around in Python, and that entry is word {last} too, so the word that starts at position "
                 "0 was taken for a continuation. Nothing comes before position 0: a word there always starts (or "
                 "keep the previous word id in a variable that starts as None)."),
-        Mistake("labels-by-word-count", _by_count, _skipped),
+        Mistake("labels-by-word-count", _skipped),
     ],
 )
 

@@ -1,28 +1,32 @@
 """One check engine: an exercise is declared as data, and the engine runs it.
 
 An `Exercise` holds the visible cases, how to read a case into (inputs, expected), the shape and dtype
-a right answer has, and a table of `Mistake`s: what each usual wrong answer returns on the same
-inputs, with the words that name it. The engine does the rest once for every exercise: it calls the
-learner's function through `core.call` (so the grader can record and replay it), checks the type,
+a right answer has, and a table of `Mistake`s: the words that name each usual wrong answer (what it
+returns on the same inputs is the grader's: `mistake_output`). The engine does the rest once for every
+exercise: it calls the learner's function through `core.call` (so the grader can record and replay it), checks the type,
 shape and dtype, compares with the expected value, names a mistake only when the output equals what
 that mistake gives on that input (otherwise it shows the input, the expected value and the output),
 and refuses an answer that wrote into its inputs.
 
     padding_mask = Exercise(
         "padding_mask", CASES, read=lambda case: ((lengths, n), expected), ...,
-        mistakes=[Mistake("inverted", lambda lengths, n: ..., "padding_mask is inverted{where}: ...")])
+        mistakes=[Mistake("inverted", "padding_mask is inverted{where}: ...")])
+    # and in grader/heads_mistakes/ch00.py: register("padding_mask", [twist("inverted", lambda E, lengths, n: ~E)])
     padding_mask(fn)                 # the visible check
     padding_mask(fn, cases=hidden)   # a hidden test brings its own cases
 """
 from __future__ import annotations
 
+import importlib
+import json
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 
-from ..codec import GraderError
+from ..codec import GraderError, decode, digest, encode
 from ..kernel import STEP_LR, weighted_backward
 from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
@@ -39,29 +43,23 @@ class Unclear(CheckFailed):
 
 @dataclass(frozen=True)
 class Mistake:
-    """A usual wrong answer: `output(*inputs)` is what it returns, `message` the words that name it.
+    """A usual wrong answer as the learner reads it: `key` names it, `message` says what is wrong.
 
     `message` is a format string over `where` (the case, in words), `out` and `expected` (a number as it
-    is, a tensor shown short) and the exercise's `fields`, or a function `(out, *inputs) -> str`. `output`
-    may raise or return None where the mistake does not apply to a case.
+    is, a tensor shown short) and the exercise's `fields`, or a function `(out, *inputs) -> str`. It is the
+    diagnosis (what is wrong, on which input, which concept); `fix`, written like it, is the code that mends it,
+    shown only when the learner makes the same mistake again (core.shown).
 
-    With `twist`, `output(expected, *inputs)` is given the right answer and returns it with the mistake's twist
-    (the mask transposed, one position too many): the check then holds no function that computes the answer,
-    which a student could call instead of writing one.
-
-    `message` is the diagnosis (what is wrong, on which input, which concept); `fix`, written like it, is the
-    code that mends it, shown only when the learner makes the same mistake again (core.shown)."""
+    What the mistake returns is not here: a function general enough to compute a wrong answer is one argument
+    away from the right one, which a student could call instead of writing it. The outputs live on the grader's
+    side (heads_mistakes, not installed with headlab): the i-th output registered for an exercise is what its
+    i-th mistake returns. In the student's kernel, where that module is not, a mistake's outputs on the inputs
+    the visible checks judge are data (`RECORDING`); on any other input it does not apply."""
 
     key: str
-    output: Callable[..., Any]
     message: str | Callable[..., str]
-    twist: bool = False
     fix: str | Callable[..., str] = ""
-
-
-def twist(key: str, output: Callable[..., Any], message: str | Callable[..., str], fix: str = "") -> Mistake:
-    """A mistake given as a twist of the right answer: `output(expected, *inputs)`."""
-    return Mistake(key, output, message, twist=True, fix=fix)
+    index: int = -1   # its place in its exercise's table, set by the exercise: its outputs are found by it
 
 
 @dataclass
@@ -87,6 +85,10 @@ class Exercise:
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
+    convert: type | None = None                # set by _converted: the mistakes' outputs are of this kind, as written
+
+    def __post_init__(self):
+        self.mistakes = [m if m.index >= 0 else replace(m, index=i) for i, m in enumerate(self.mistakes)]
 
     def __call__(self, fn: Callable, cases: Sequence | None = None) -> None:
         require_function(fn, self.name)
@@ -124,7 +126,7 @@ class Exercise:
         except CheckFailed:   # judged again below, by the mistakes that the other cases do not refute
             pass
         table = [m for m in self.mistakes if all(self._agrees(got, wrong) for given, right, got in others
-                                                 if (wrong := _output(m, given, right)) is not None)]
+                                                 if (wrong := self.output(m, given, right)) is not None)]
         replace(self, mistakes=table).judge(out, expected, inputs)
 
     def _agrees(self, out: Any, wrong: Any) -> bool:
@@ -133,18 +135,22 @@ class Exercise:
         except Exception:   # not a value of the exercise's kind
             return False
 
-    def _as_tensor(self, x: Any) -> Any:
+    def _as_tensor(self, x: Any, kind: type | None = None) -> Any:
         """A value as the engine compares it: a Python number as a 0-d float64, a list of ints as a long tensor
         (None, a mistake that does not apply, stays None)."""
-        if x is None or self.returns is torch.Tensor:
+        kind = kind or self.returns
+        if x is None or kind is torch.Tensor:
             return x
-        return torch.tensor(list(x) if self.returns is list else float(x),
-                            dtype=torch.long if self.returns is list else torch.float64)
+        return torch.tensor(list(x) if kind is list else float(x), dtype=torch.long if kind is list else torch.float64)
 
     def _converted(self, **changes: Any) -> Exercise:
         """This exercise with its mistakes' outputs converted by `_as_tensor`, as the learner's output is."""
-        table = [replace(m, output=lambda *a, f=m.output: self._as_tensor(f(*a))) for m in self.mistakes]
-        return replace(self, mistakes=table, **changes)
+        return replace(self, convert=self.returns, **changes)
+
+    def output(self, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
+        """What `mistake` gives on `inputs` (None where it does not apply), as the engine compares it."""
+        wrong = mistake_output(self.name, mistake, inputs, expected)
+        return self._as_tensor(wrong, self.convert) if self.convert is not None else wrong
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:
         """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
@@ -176,6 +182,8 @@ class Exercise:
     # --- judging one output ------------------------------------------------------------------------
     def judge(self, out: Any, expected: Any, inputs: tuple) -> None:
         """Pass silently if `out` is right; otherwise fail with the message that fits it best."""
+        if _recording is not None:   # dev/record_mistakes.py: every mistake's output on what this check judges
+            _record(self, inputs, expected)
         if self.returns is list:
             return self._judge_list(out, expected, inputs)
         if self.returns is not torch.Tensor:
@@ -248,7 +256,7 @@ class Exercise:
         mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
         found = []
         for mistake in self.mistakes:
-            wrong = _output(mistake, inputs, expected)   # None: the mistake does not apply to this case
+            wrong = self.output(mistake, inputs, expected)   # None: the mistake does not apply to this case
             # a mistake that gives the right answer on this input is no mistake here
             if wrong is not None and same(out, wrong, self.atol) and not same(wrong, expected, self.atol):
                 found.append(mistake)
@@ -268,14 +276,113 @@ class Exercise:
         return False
 
 
-def _output(mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
-    """What `mistake` gives on `inputs` (on copies of them, and of `expected` for a twist), or None where it does
-    not apply."""
+# --- what a mistake returns -------------------------------------------------------------------------
+# The recording of the mistakes' outputs on the inputs the visible checks judge: exercise → digest of the inputs →
+# {mistake index: output}. Written by `python -m dev.record_mistakes` (tests/test_no_answer_in_package.py says when
+# it is out of date); read in a kernel without the grader's side.
+RECORDING = Path(__file__).resolve().parent.parent / "resources" / "mistakes.json"
+_UNSET = object()
+_grader_side: Any = _UNSET   # the module heads_mistakes, or None where it is not importable (a student's kernel)
+_recorded: dict | None = None
+_recording: dict | None = None   # while dev/record_mistakes.py runs: the recording it writes
+
+
+def grader_side() -> Any:
+    """The grader's module of mistake outputs, heads_mistakes, or None (the student's kernel: not installed there,
+    and hidden by the sandbox when grading)."""
+    global _grader_side
+    if _grader_side is _UNSET:
+        try:
+            _grader_side = importlib.import_module("heads_mistakes")
+        except ImportError:
+            _grader_side = None
+    return _grader_side
+
+
+def _key(name: str, inputs: tuple) -> str:
+    """The recording's key for an exercise's inputs. Only the inputs: a visible check's expected value is a
+    function of them (a case's, or the right head's under the grader's weights)."""
+    return digest(name, inputs, {})
+
+
+def right_gradients(name: str, inputs: tuple) -> tuple[torch.Tensor, ...] | None:
+    """The gradients the right answer of exercise `name` gives those of `inputs` that require grad: on the grader's
+    side from its function (heads_mistakes.right), in the kernel from the recording (None for inputs it does not
+    hold, which no visible check uses: the right answer is no more in the package than a mistake's function)."""
+    grader = grader_side()
+    if grader is None:
+        found = _recorded_entry(name, inputs, "right")
+        return None if found is None else decode(found)
+    right = gradient_of(grader.right(name), *inputs)
+    if _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["right"] = encode(right)
+    return right
+
+
+def reference(name: str, *inputs: Any) -> Any:
+    """What the right head `name` returns on `inputs` (its input and the weights the grader loads): the grader's
+    function (heads_mistakes.reference), or in the kernel the recording (which holds the visible checks' inputs
+    only). No head is computed in the package: a student could call it in place of writing the class."""
+    grader = grader_side()
+    if grader is None:
+        found = _recorded_entry(name, inputs, "reference")
+        if found is None:
+            raise GraderError(f"the right {name} on these inputs is the grader's: run this check on its own cases")
+        return decode(found)
+    out = grader.reference(name)(*inputs)
+    if _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["reference"] = encode(out)
+    return out
+
+
+def reference_step(name: str, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
+    """`_step` of the right head `name`: the grader's, or in the kernel the recording's ((None, None) where it holds
+    none)."""
+    grader, inputs = grader_side(), (x, *(weights or ()), seed)
+    if grader is None:
+        found = _recorded_entry(name, inputs, "step")
+        return (None, None) if found is None else decode(found)
+    step = _step(grader.reference(name), x, weights, seed)
+    if _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["step"] = encode(step)
+    return step
+
+
+def _recorded_entry(name: str, inputs: tuple, entry: str) -> Any:
+    """What the recording holds for exercise `name` on `inputs` under `entry` (a mistake's index, or "right")."""
+    global _recorded
+    if _recorded is None:
+        _recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
+    return _recorded.get(name, {}).get(_key(name, inputs), {}).get(entry)
+
+
+def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
+    """Every mistake's output on `inputs`, into the recording, once the exercise's table is seen to match the
+    grader's row for row."""
+    keys, outputs = [m.key for m in exercise.mistakes], [w.key for w in grader_side().outputs(exercise.name)]
+    if keys != outputs:
+        raise GraderError(f"{exercise.name}: headlab's mistakes {keys} and heads_mistakes' outputs {outputs} differ")
+    for mistake in exercise.mistakes:
+        exercise.output(mistake, inputs, expected)
+
+
+def mistake_output(name: str, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
+    """What `mistake` of exercise `name` gives on `inputs`, or None where it does not apply (its output raises, or
+    in the kernel no output was recorded for these inputs). On the grader's side, its function run on copies of the
+    inputs (and of `expected` for a twist); in the kernel, the recording."""
+    grader = grader_side()
+    if grader is None:
+        found = _recorded_entry(name, inputs, str(mistake.index))
+        return None if found is None else decode(found)
+    wrong = grader.output(name, mistake.index, mistake.key)
     copy = lambda x: x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else x  # noqa: E731
     try:
-        return mistake.output(*([copy(expected)] if mistake.twist else []), *[copy(x) for x in inputs])
+        out = wrong.output(*([copy(expected)] if wrong.twist else []), *[copy(x) for x in inputs])
     except Exception:
-        return None
+        out = None
+    if _recording is not None and out is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})[str(mistake.index)] = encode(out)
+    return out
 
 
 def _fail(message: str, key: str, unclear: bool, fix: str = "") -> None:
@@ -334,12 +441,13 @@ WRONG_GRADIENT = ("{name} returns the right loss, but `loss.backward()` does not
                   "values), so training would follow another loss than the one printed.")
 
 
-def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable | Sequence[torch.Tensor],
+def backward_through(fn: Callable, name: str, *inputs: Any, want: Sequence[torch.Tensor] | None = None,
                      rules: Callable | None = None, said: tuple[str, str] = (NO_GRADIENT, WRONG_GRADIENT)) -> None:
     """A loss's `then` step: `fn(*inputs)` must carry the graph, so that `loss.backward()` gives each of the
-    logits among the inputs (those that require grad) a gradient, and the gradient `want(*inputs)`, the right
-    loss, gives them (or `want` itself: those gradients, stored as data). `rules(*inputs)`, run on the gradients
-    before that comparison, names the mistakes an exercise knows; `said` holds the two messages, over {name}."""
+    logits among the inputs (those that require grad) a gradient, and the gradient the right answer gives them:
+    `want`, stored as data, or the grader's right answer's (`right_gradients`). `rules(*inputs)`, run on the
+    gradients before that comparison, names the mistakes an exercise knows; `said` holds the two messages, over
+    {name}."""
     backward(call(fn, name, *inputs), name)   # replayed, the output carries the gradients the learner's gave
     logits = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     if any(x.grad is None or not bool(x.grad.abs().sum() > 0) for x in logits):
@@ -347,8 +455,8 @@ def backward_through(fn: Callable, name: str, *inputs: Any, want: Callable | Seq
     if rules is not None:
         rules(*inputs)
     # The gradient is measured in the learner's process, so it is compared, not only seen to be nonzero.
-    right = gradient_of(want, *inputs) if callable(want) else want
-    if not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
+    right = want if want is not None else right_gradients(name, inputs)
+    if right is not None and not all(close_gradient(x.grad, g) for x, g in zip(logits, right)):
         fail(said[1].format(name=name), "wrong-gradient", GRADIENT_FIX)
 
 
@@ -367,21 +475,20 @@ def close_gradient(got: Any, right: torch.Tensor) -> bool:
         got.detach().double(), right.detach().double(), rtol=1e-3, atol=1e-5 * (1 + float(right.abs().max()))))
 
 
-def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: Callable, seed: int,
+def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: str | Callable, seed: int,
                     weights: Sequence[torch.Tensor] | None) -> None:
-    """Fail unless, after the step of `gradient_facts(…, x, seed)`, the head gives the outputs that `want(x,
-    *weights)`, the right head under the grader's `weights`, gives after the same step (so every weight was
-    trained, by its own gradient), and the gradient that reached its input (`given`, the input's name) is the
-    right head's: a head is trained by these gradients, and the encoder below it learns only through the
-    gradient of its input. Both are measured in the learner's process, and compared here. `weights` None: the
-    head may hold its weights in any layout, whose step differs (SpanHead judges its step itself)."""
-    leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
-    xg = x.detach().clone().requires_grad_()
-    with torch.enable_grad():
-        weighted_backward(want(xg, *leaves), seed)
+    """Fail unless, after the step of `gradient_facts(…, x, seed)`, the head gives the outputs that the right head
+    under the grader's `weights` gives after the same step (so every weight was trained, by its own gradient), and
+    the gradient that reached its input (`given`, the input's name) is the right head's: a head is trained by these
+    gradients, and the encoder below it learns only through the gradient of its input. Both are measured in the
+    learner's process, and compared here. The right head is `want`, the name of the grader's (`reference_step`), or
+    a function `want(x, *weights)`. `weights` None: the head may hold its weights in any layout, whose step differs
+    (SpanHead judges its step itself, from the learner's own scorers)."""
+    input_grad, after = reference_step(want, x, weights, seed) if isinstance(want, str) else \
+        _step(want, x, weights, seed)
+    if input_grad is None:   # a kernel given inputs the recording does not hold: the grader judges these
+        return
     if weights is not None:
-        with torch.no_grad():
-            after = want(x.detach(), *[w if w.grad is None else w - STEP_LR * w.grad for w in leaves])
         if not close_gradient(facts["stepped"], after):
             fail(f"after one step of gradient descent on its outputs, {name} gives other outputs than a head whose "
                  "every weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, "
@@ -397,12 +504,25 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: C
              "below the head learns only through this gradient, so fine-tuning would train the head alone.",
              "input-detached", f"Compute the output from {given} itself: drop the `.detach()`, `.data` or "
              "`torch.no_grad()` between it and the output.")
-    if not close_gradient(grad, xg.grad):
+    if not close_gradient(grad, input_grad):
         fail(f"the gradient that flows back through {name} to its input {given} is not the gradient of the outputs "
              f"it returns: part of them is computed from a detached copy of {given} (`.detach()`, `.data`, "
              "`torch.no_grad()`), so fine-tuning would train the encoder below for another output than the one "
              "the head gives.", "wrong-input-gradient", f"Compute every part of the output from {given} itself, "
              "with torch operations: no `.detach()`, `.data` or `.item()` on the way.")
+
+
+def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
+    """The gradient that the right head `want` under `weights` gives its input x, in `judge_gradients`'s step, and
+    its outputs after that step (None without `weights`)."""
+    leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
+    xg = x.detach().clone().requires_grad_()
+    with torch.enable_grad():
+        weighted_backward(want(xg, *leaves), seed)
+    if weights is None:
+        return xg.grad, None
+    with torch.no_grad():
+        return xg.grad, want(x.detach(), *[w if w.grad is None else w - STEP_LR * w.grad for w in leaves])
 
 
 _CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")

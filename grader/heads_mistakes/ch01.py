@@ -1,0 +1,71 @@
+"""What the mistakes of lesson 01's checks return (headlab/checks/ch01.py holds their words)."""
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from . import register, register_reference, twist, wrong
+
+
+# --- MLMHead: from the right logits R (a twist of them, or unused) and the judge's inputs: h, the loaded W, v, b
+# and the embedding's E -----------------------------------------------------------------------------------------
+def _transform(h, W, v, act, dense_bias=True, norm_weight=True, norm_bias=True):
+    """LN(act(h Wᵀ + v)), one vector v as the dense bias and the LayerNorm's weight and bias (each optional): the
+    transform of a wrong head below."""
+    z = F.linear(h, W, v if dense_bias else None)
+    return F.layer_norm(act(z), (h.shape[-1],), v if norm_weight else None, v if norm_bias else None)
+
+
+def _head(x, W, c, gain, shift, E, b):
+    """The right MLM head, a weight and bias of its own per layer: LN(GELU(x Wᵀ + c)) @ Eᵀ + b."""
+    return F.layer_norm(F.gelu(F.linear(x, W, c)), (x.shape[-1],), gain, shift) @ E.T + b
+
+
+register_reference("MLMHead", _head)
+register("MLMHead(h)", [twist(key, output) for key, output in [
+    ("no-output-bias", lambda R, h, W, v, E, b: R - b),
+    ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))
+     @ E.T + b),
+    ("no-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: z) @ E.T + b),
+    ("no-layernorm", lambda R, h, W, v, E, b: F.gelu(F.linear(h, W, v)) @ E.T + b),
+    ("relu-not-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, torch.relu) @ E.T + b),
+    ("tanh-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: F.gelu(z, approximate="tanh")) @ E.T + b),
+    ("no-transform", lambda R, h, W, v, E, b: h @ E.T + b),
+    ("dense-without-bias", lambda R, h, W, v, E, b: _transform(h, W, v, F.gelu, dense_bias=False) @ E.T + b),
+    # without the LayerNorm's bias, then without its weight and bias (the kernel's two rows, in this order)
+    *[("layernorm-without-affine", lambda R, h, W, v, E, b, w=w: _transform(h, W, v, F.gelu, norm_weight=w,
+                                                                            norm_bias=False) @ E.T + b)
+      for w in (False, True)],
+    ("softmax-inside-head", lambda R, h, W, v, E, b: (R - b).softmax(-1)),
+    ("softmax-inside-head", lambda R, h, W, v, E, b: R.softmax(-1)),
+    ("log-softmax-inside-head", lambda R, h, W, v, E, b: R.log_softmax(-1)),
+]])
+
+
+# --- mlm_loss: each written on flat logits x (N, V), targets y (N,) with −100 read as class 0, and the chosen rows --
+def _flat(key: str, loss: Callable):
+    def output(logits, labels):
+        x, y = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
+        return loss(x, y.clamp(min=0), y != -100)
+    return wrong(key, output)
+
+
+register("mlm_loss", [
+    _flat("divides-by-all-positions", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep].sum() / len(y)),
+    _flat("unchosen-counted", lambda x, y, keep: F.cross_entropy(x, y)),
+    _flat("sum-not-mean", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum")),
+    _flat("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep])),
+    _flat("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep])),
+], right=lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)))
+
+register("tying_savings", [
+    wrong("both-matrices", lambda V, d: 2 * V * d),
+    wrong("bias-counted", lambda V, d: V * d + V),
+    wrong("whole-untied-head", lambda V, d: V * d + d * d + 3 * d + V),
+    wrong("linear-counted", lambda V, d: V * d + d * d + d),
+    wrong("adds-the-sizes", lambda V, d: V + d),
+    wrong("only-the-bias", lambda V, d: V),
+    wrong("only-the-linear", lambda V, d: d * d + d),
+    wrong("only-the-square", lambda V, d: d * d),
+    wrong("one-row", lambda V, d: d),
+])

@@ -107,11 +107,29 @@ def python_paths() -> list[str]:
     return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
 
 
+GRADER_ONLY = ("heads_mistakes",)   # the mistakes' functions and reference heads: answers one argument away
+
+
+def grader_only_paths(binds: list[str]) -> list[str]:
+    """Folders of grader-only packages that lie inside what the kernel is shown: a non-editable install of the
+    grader puts them in site-packages, which the kernel's Python needs. Each is covered by an empty read-only
+    tmpfs. (An editable install, as the README's, keeps them in grader/, which is not shown at all.)"""
+    found = []
+    for name in GRADER_ONLY:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            real = os.path.realpath(location)
+            if any(real == b or real.startswith(b.rstrip("/") + "/") for b in binds):
+                found.append(real)
+    return found
+
+
 def sandbox_command(cmd: list[str], workdir: str, private: str, scratch_size: int = 0,
-                    process_limit: int = 0, uid: int | None = None) -> list[str]:
+                    process_limit: int = 0, uid: int | None = None, hide: list[str] | None = None) -> list[str]:
     """`cmd` wrapped in bubblewrap: read-only system and Python, `workdir` and `private` writable,
     a private /scratch of at most `scratch_size` bytes, at most `process_limit` processes and
-    threads (0: no limit), run as `uid` (when the grader is root; None: the grader's user)."""
+    threads (0: no limit), run as `uid` (when the grader is root; None: the grader's user); the folders in `hide`
+    (default: `grader_only_paths`) are shown empty."""
     scratch = ["--size", str(scratch_size)] if scratch_size > 0 else []
     # /dev would be a writable tmpfs of unbounded size: it is made read-only below.
     args = ["bwrap", *namespaces(), "--die-with-parent", "--dev", "/dev", "--proc", "/proc",
@@ -127,7 +145,10 @@ def sandbox_command(cmd: list[str], workdir: str, private: str, scratch_size: in
         args += ["--ro-bind", path, path]
     # Only the two binds are writable; the folders bwrap creates to hold them, /tmp and the rest of
     # the root are made read-only, and /scratch (private, discarded) is the kernel's temp and home.
-    args += ["--bind", private, private, "--bind", workdir, workdir, "--remount-ro", "/tmp",
+    args += ["--bind", private, private, "--bind", workdir, workdir]
+    for path in grader_only_paths(binds) if hide is None else hide:   # after every bind, so that none covers it
+        args += ["--tmpfs", path, "--remount-ro", path]
+    args += ["--remount-ro", "/tmp",
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", workdir]
     env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
     env.update(HOME="/scratch", TMPDIR="/scratch", MPLCONFIGDIR="/scratch/matplotlib",

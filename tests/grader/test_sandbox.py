@@ -160,3 +160,30 @@ def test_kernel_sees_only_its_own_folder(graded, tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["['private',", "'work']", "False", "False"], out.stdout
     assert shutil.which("bwrap")
+
+
+def test_grader_only_packages_inside_what_the_kernel_sees_are_shown_empty(tmp_path, monkeypatch):
+    """heads_mistakes holds the mistakes' functions, answers one argument away. A non-editable install of the grader
+    puts it in site-packages, which the kernel's Python needs: the sandbox covers it with an empty read-only tmpfs.
+    Planted in the kernel's own (bound, writable) folder here, it must be found and shown empty."""
+    from heads_sandbox import grader_only_paths, sandbox_command
+
+    workdir, private = tmp_path / "work", tmp_path / "private"
+    (workdir / "heads_mistakes").mkdir(parents=True)
+    (workdir / "heads_mistakes" / "__init__.py").write_text("ANSWER = 42\n")
+    private.mkdir()
+    monkeypatch.syspath_prepend(str(workdir))
+    monkeypatch.delitem(sys.modules, "heads_mistakes", raising=False)
+    hidden = grader_only_paths([str(workdir)])
+    assert hidden == [os.path.realpath(workdir / "heads_mistakes")]
+    probe = ("import os, sys; sys.path.insert(0, os.getcwd()); print(os.listdir('heads_mistakes'))\n"
+             "try:\n    import heads_mistakes; print(getattr(heads_mistakes, 'ANSWER', 'no answer'))\n"
+             "except ImportError as err:\n    print('not importable')\n"
+             "try:\n    open('heads_mistakes/x', 'w')\nexcept OSError:\n    print('read-only')")
+    out = subprocess.run(sandbox_command([sys.executable, "-c", probe], str(workdir), str(private), hide=hidden),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "[]" and "42" not in out.stdout and "read-only" in out.stdout, out.stdout
+    shown = subprocess.run(sandbox_command([sys.executable, "-c", probe], str(workdir), str(private), hide=[]),
+                           capture_output=True, text=True, timeout=120)
+    assert "42" in shown.stdout, shown.stdout + shown.stderr   # the control: without the cover it is importable

@@ -31,7 +31,10 @@ predict_or_reject = Exercise(
             0.75, 99, [0, 99, 1, 1, 99]),
            ([[0.0, 1.0, 0.0], [0.125, 0.125, 0.75]], 1.0, -1, [1, -1]),                       # =t (certain) <t
            # t < 0.5: several classes of a row reach it; the answer is still the row's argmax
-           ([[0.3125, 0.375, 0.3125, 0.0], [0.25, 0.25, 0.0, 0.5], [0.125, 0.125, 0.5, 0.25]], 0.25, -1, [1, 3, 2])],
+           ([[0.3125, 0.375, 0.3125, 0.0], [0.25, 0.25, 0.0, 0.5], [0.125, 0.125, 0.5, 0.25]], 0.25, -1, [1, 3, 2]),
+           # 2^-11 below t, then =t twice: a tolerance on the threshold (a simulated student's `>= t - 1e-3`) keeps row 0
+           ([[0.49951171875, 0.25048828125, 0.25, 0.0], [0.5, 0.0, 0.25, 0.25], [0.0, 0.25, 0.25, 0.5]], 0.5, -1,
+            [-1, 0, 3])],
     read=inputs_as(torch.float32, None, None, torch.long),
     shape=lambda probs, t, r: (probs.shape[0],),
     dtype=torch.long,

@@ -170,6 +170,11 @@ _TORCH_LACKS = re.compile(r"not implemented for '")
 # Crashes that name an operation the learner used where it cannot work: (torch's words, key, diagnosis, fix).
 # The first line of the failure says which operation; the fix comes when the same crash comes again.
 _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
+    (("leaf Variable that requires grad is being used in an in-place operation",), "changed-input",
+     "{name} changed a tensor it was given in place (an operation ending in `_`, such as `mul_`, or `*=`): autograd "
+     "refuses that on a tensor it must carry a gradient back to, and the caller's tensor would change too.",
+     "Use the out-of-place form (`x = x * m`, not `x *= m`; `masked_fill`, not `masked_fill_`), so that the "
+     "inputs are only read."),
     # found by a simulated student: `argmax()` with no dim, then an axis of its one number, was told "past the end"
     (("Dimension out of range", "but tensor has no dimensions"), "axis-not-there",
      "{name} named an axis (a `dim`) that a tensor does not have. Often an earlier reduction with no `dim`, such "

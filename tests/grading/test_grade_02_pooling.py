@@ -123,6 +123,8 @@ WRONG = [
     Wrong.edit("max_pool-fill-minus-one", "max_pool", MAX, "H.masked_fill(padding, -1.0).amax(dim=1)", "zero-fill"),
     # The sixth simulated student's wrong passes: cls_pool's gradient check did not yet cover the other two.
     Wrong.edit("mean_pool-detached", "mean_pool", MEAN, "return (total / count).detach()", "no-gradient"),
+    Wrong.edit("mean_pool-in-place-no-op-on-H", "mean_pool", MEAN, "H.mul_(1.0)\n    return total / count",
+               "changed-input"),
     Wrong.edit("max_pool-detached", "max_pool", MAX, f"{MAX}.detach()", "no-gradient"),
 ]
 

@@ -161,6 +161,12 @@ WRONG = [
     # Found by a simulated student (issue 27): each got the recipe, a row, or torch's error; the unshifted exp passed.
     Wrong.edit("predict_or_reject-softmax-of-probabilities", "predict_or_reject", "probs.max(dim=-1)",
                "probs.softmax(dim=-1).max(dim=-1)", "softmax-of-probabilities"),
+    # The seventh simulated student's wrong pass: a tolerance on the threshold
+    Wrong("predict_or_reject-threshold-tolerance", "predict_or_reject", """
+        def predict_or_reject(probs, threshold, reject=-1):
+            top, pred = probs.max(dim=-1)
+            return torch.where(top >= threshold - 1e-3, pred, torch.full_like(pred, reject))
+        """, mistake="wrong-values"),
     Wrong.edit("ece-unweighted-sum", "expected_calibration_error", "ece += count / len(labels) * gap", "ece += gap",
                "unweighted-bins"),
     Wrong.edit("ece-class-one-as-two-classes", "expected_calibration_error", TOP,

@@ -49,12 +49,29 @@ def _invisible(ch: str) -> str | None:
     return REFUSED_CATEGORIES.get(unicodedata.category(ch))
 
 
+# Scripts whose letters draw alike (Latin a, Cyrillic а, Greek ο): mixed in one name, the fewer are escaped.
+LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+
+
+def _script(ch: str) -> str | None:
+    """`ch`'s script when it is a letter of one of LOOKALIKE_SCRIPTS, else None."""
+    word = unicodedata.name(ch, "").split(" ", 1)[0]
+    return word if ch.isalpha() and word in LOOKALIKE_SCRIPTS else None
+
+
 def shown(name: str) -> str:
-    """`name` quoted as a report shows it: every character that cannot be seen, and every combining
-    mark, as `\\uXXXX`, so that two names a screen draws alike (`Zoë` composed, `Zoe\\u0308` with a
-    combining diaeresis) read differently in the report."""
-    return "'" + "".join(f"\\u{ord(ch):04x}" if _invisible(ch) or unicodedata.combining(ch) else ch
-                         for ch in name) + "'"
+    """`name` quoted as a report shows it, so that two names a screen draws alike read differently:
+    every character that cannot be seen, every combining mark (`Zoe\\u0308` beside a composed `Zoë`)
+    and, in a name mixing Latin, Cyrillic and Greek letters, those of the rarer scripts (`d\\u0430ve`,
+    a Cyrillic а, beside `dave`) as `\\uXXXX`."""
+    scripts = [_script(ch) for ch in name]
+    counts = {s: scripts.count(s) for s in set(scripts) - {None}}
+    main = max(counts, key=lambda s: (counts[s], s == "LATIN"), default=None)
+
+    def escaped(ch: str, script: str | None) -> bool:
+        return bool(_invisible(ch) or unicodedata.combining(ch) or script not in (None, main))
+
+    return "'" + "".join(f"\\u{ord(ch):04x}" if escaped(ch, sc) else ch for ch, sc in zip(name, scripts)) + "'"
 
 
 def refusal(name: str) -> str | None:

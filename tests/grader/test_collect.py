@@ -314,6 +314,9 @@ def test_the_report_tells_apart_names_a_screen_draws_alike():
     assert shown(composed) == "'Zo\u00eb Li'" and shown(combining) == "'Zoe\\u0308 Li'"
     said = identities([composed, combining]).shared[composed]
     assert "'Zoe\\u0308 Li' (Zoë_Li~2)" in said, said
+    # a Cyrillic а in a Latin name (a red team's N3 lookalike); a name in one script reads as it is
+    assert shown("d\u0430ve") == "'d\\u0430ve'" and shown("dave") == "'dave'"
+    assert shown("Ольга Петрова") == "'Ольга Петрова'" and shown("王伟") == "'王伟'"
 
 
 @pytest.mark.parametrize("typed, lookalike", [

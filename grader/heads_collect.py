@@ -195,24 +195,21 @@ def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset(),
         return ids.ids.get(name) or ("" if refusal(name) else student_id(name))
 
     mine = {id_of(owner).lower(), student_id(owner).lower()}  # with a roster, either says "the owner"
+    students = {i.lower() for name, sid in ids.ids.items() for i in (sid, student_id(name))}
 
     def someone_else(name: str) -> bool:
         return bool(id_of(name)) and not {id_of(name).lower(), student_id(name).lower()} & mine
 
     for folder in path.parts[top + 1:-1]:
-        other = id_of(folder)
-        if someone_else(folder) and (other in ids.ids.values() or lms_named(folder)):
+        if someone_else(folder) and (lms_named(folder) or
+                                     {id_of(folder).lower(), student_id(folder).lower()} & students):
             return (f"it is in a folder named {shown(folder)} inside {id_of(owner)}'s hand-in: counted as "
-                    f"{id_of(owner)}'s, never {other}'s")
+                    f"{id_of(owner)}'s, never {id_of(folder)}'s")
     stem = COPY_OF.sub("", path.stem.strip())
-    for notebook in sorted(notebooks, key=len, reverse=True):
-        match_ = name_pattern(notebook).search(stem)
-        if match_:
-            prefix = _prefix_id(stem, match_)
-            if top < len(path.parts) - 1 and prefix and someone_else(prefix):
-                return (f"its name says {prefix} but it is in {id_of(owner)}'s folder: counted as "
-                        f"{id_of(owner)}'s, never {prefix}'s")
-            return None
+    prefix = _prefix_id(stem, name_pattern(found[1]).search(stem))
+    if top < len(path.parts) - 1 and prefix and someone_else(prefix):
+        return (f"its name says {prefix} but it is in {id_of(owner)}'s folder: counted as "
+                f"{id_of(owner)}'s, never {prefix}'s")
     return None
 
 

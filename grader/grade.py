@@ -138,7 +138,7 @@ def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None 
     """Collect `sources` for every lesson; return {"collected": {...}, "not_collected": {...},
     "misnamed": {...}, "shared": {...}, "unlisted": [...], "not_extracted": [...], "failed": {...}}.
     `roster`: an LMS roster export that decides the ids of the students it lists."""
-    from heads_collect import match, name_conflict, survey
+    from heads_collect import NOT_THIS_LESSON, match, name_conflict, survey
     from heads_flags import SHARED_IDS
     from heads_identity import read_roster
 
@@ -180,13 +180,14 @@ def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None 
             if isinstance(found, tuple):
                 student, notebook, _ = found
                 collected[rel] = (student, lesson, notebook)
-                conflict = name_conflict(rel, course.notebooks(lesson), wrappers)
+                conflict = name_conflict(rel, course.notebooks(lesson), wrappers, ids)
                 if conflict:
                     misnamed[rel] = conflict
                 break
             reasons.append(found)
-        else:
-            not_collected[rel] = reasons[0] if reasons and all(r == reasons[0] for r in reasons) \
+        else:  # the reason of a lesson whose notebook it is (a refused name), else why it is none
+            named = [r for r in reasons if not r.startswith(NOT_THIS_LESSON)]
+            not_collected[rel] = named[0] if named else reasons[0] if len(set(reasons)) == 1 \
                 else "not a notebook of any lesson"
     # Older copies of the same notebook: kept in downloaded/, reported, not graded.
     by_target = defaultdict(list)
@@ -224,7 +225,8 @@ def print_collect(result: dict, report: Path) -> None:
         ("not_collected", "NOT COLLECTED ({} files, kept in downloaded/):", lambda k, v: f"{seen(k)}: {v}"),
         ("shared", "ONE ID FOR TWO NAMES ({} names; each kept apart, none replaced):", lambda k, v: v),
         ("unlisted", "NOT IN THE ROSTER ({} names; their ids come from the names):", lambda k, v: shown(k)),
-        ("misnamed", "NAMED FOR ANOTHER STUDENT ({} files; the folder decides):", lambda k, v: f"{seen(k)}: {v}"),
+        ("misnamed", "NAMED FOR ANOTHER STUDENT ({} files; the owner's folder or archive decides):",
+         lambda k, v: f"{seen(k)}: {v}"),
         ("not_extracted", "NOT EXTRACTED ({} archive members, left packed):", lambda k, v: seen(k)),
     ]
     for key, heading, entry in sections:

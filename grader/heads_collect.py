@@ -12,12 +12,17 @@ the notebook. `HeadsCollector` recognises the names students really submit:
 
 where `class` is the container: the LMS zip (nbgrader extracts `class.zip` into `class/`) or the
 downloads folder given to `grade.py collect`; it is never taken for a student. The notebook name is
-found inside the file name (case, spaces and dashes do not matter). The student is the nearest
-folder below the container when there is one (the LMS put the file there), else what comes before
-the notebook name: a file in alice's folder is alice's whatever its name says, and a name that says
-someone else (`alice/bob_03_sequence_head.ipynb`) is reported by `name_conflict`, never obeyed. (A
-folder that only wraps the class, `class/submissions/alice_…, bob_…`, the single entry of its
-parent, is not a student: `wrapper_folders`.) When
+found inside the file name (case, spaces and dashes do not matter). The student is named at the
+outermost level below the container (`_owner_level`): the folder there (the LMS made it, or it holds
+what a student's own archive unpacked to: `class/frank.zip` -> `class/frank/`), else, for a file
+lying there, what comes before the notebook name. Nothing deeper names a student: a file in alice's
+folder, or in an archive alice handed in, is alice's whatever its name or its folders inside say,
+and a name there that says someone else (`alice/bob_03_sequence_head.ipynb`,
+`Mallory_5678_assignsubmission_file/hw.zip` holding `Bob Smith_1234_assignsubmission_file/…`) is
+reported by `name_conflict`, never obeyed; so the copy is only ever in competition with its owner's
+other copies, and a classmate's hand-in cannot be replaced from inside someone else's. (Folders that
+only wrap the class, `class/submissions/alice_…, bob_…`, the single entry of the container, are not
+students: `wrapper_folders`.) When
 one student has several copies of a notebook, the newest file wins (the archive's own timestamps,
 kept by `HeadsExtractor`); between copies of the same age, the higher copy number ("(2)" over "(1)"
 over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data file) is not
@@ -50,8 +55,9 @@ from pathlib import PurePath, PurePosixPath
 from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
 
 from heads_files import setting
-from heads_identity import Identities, identities, read_roster, refusal, student_id
+from heads_identity import Identities, identities, lms_named, read_roster, refusal, shown, student_id
 
+NOT_THIS_LESSON = "not a notebook of this lesson"  # the one reason that depends on the lesson asked about
 COPY_OF = re.compile(r"^(copy[\s_-]+of[\s_-]+)+", re.I)
 COPY_SUFFIX = re.compile(r"^(?:[\s_.-]*(?:\(\d+\)|copy|kopie|final|v?\d+))*[\s_.-]*$", re.I)
 
@@ -80,11 +86,12 @@ def locate(relpath: str, notebooks: list[str], wrappers=frozenset()) -> tuple[st
         numbers = [int(n) for n in re.findall(r"\d+", suffix)]
         rank = max([1 if stem != path.stem.strip() else 0, 1 if suffix.strip(" _.-") else 0,
                     *(n + 1 for n in numbers)])
-        name = _folder_name(path, wrappers) or _prefix_name(stem, found)
+        top = _owner_level(path, wrappers)
+        name = path.parts[top] if top < len(path.parts) - 1 else _prefix_name(stem, found)
         if not name:
             return "no student id: neither a prefix in the file name nor a student folder"
         return name, notebook, rank
-    return f"not a notebook of this lesson (expected {', '.join(notebooks)})"
+    return f"{NOT_THIS_LESSON} (expected {', '.join(notebooks)})"
 
 
 def match(relpath: str, notebooks: list[str], wrappers=frozenset(),
@@ -119,33 +126,44 @@ def survey(extracted: str, notebooks: list[str], roster=None) -> tuple[set[str],
     return wrappers, identities(names_in(extracted, notebooks, wrappers), roster)
 
 
-def _folder_name(path: PurePath, wrappers=frozenset()) -> str:
-    """The nearest folder below the container (the LMS zip or downloads folder) that is not a
-    wrapper: a student's folder, its name as found."""
-    folders = [p for i, p in enumerate(path.parts[1:-1], 2)
-               if (refusal(p) or student_id(p)) and str(PurePath(*path.parts[:i])) not in wrappers]
-    return folders[-1] if folders else ""
+def _owner_level(path: PurePath, wrappers=frozenset()) -> int:
+    """Where in `path.parts` the hand-in's owner is named: the outermost entry below the container (the
+    LMS zip or downloads folder) and the folders that only wrap the class. A folder there is the student's
+    (the LMS made it, or it holds what one student's archive unpacked to); a file there names its student
+    by its prefix. Nothing deeper ever names the owner: it is inside someone's hand-in."""
+    level = 1
+    while level < len(path.parts) - 1 and str(PurePath(*path.parts[:level + 1])) in wrappers:
+        level += 1
+    return level
 
 
 def wrapper_folders(extracted: str, notebooks: list[str]) -> set[str]:
-    """Folders (relative to the extraction folder) that only wrap a class: the single entry of
-    their parent, holding notebooks named for two or more students (`class/submissions/alice_…,
-    bob_…`). In a class of student folders, a folder is never a wrapper, whatever its files say."""
+    """Folders (relative to the extraction folder) that only wrap a class (`class/submissions/alice_…,
+    bob_…`, `downloads/course-export/alice/, bob/`): the only entry of the container or of another
+    wrapper, not named as an LMS names one student's folder, and holding two or more students
+    (folders, or notebooks named for two or more). Looked for from the container down only, so no
+    folder inside a student's hand-in is ever a wrapper."""
     out = set()
-    for dirpath, dirnames, filenames in os.walk(extracted):
-        rel = os.path.relpath(dirpath, extracted)
-        parent = os.path.dirname(dirpath)
-        if rel.count(os.sep) < 1 or len(os.listdir(parent)) != 1:
-            continue
-        prefixes = set()
-        for name in filenames:
-            stem = COPY_OF.sub("", PurePath(name).stem.strip())
-            for notebook in notebooks:
-                found = name_pattern(notebook).search(stem)
-                if found and _prefix_id(stem, found):
-                    prefixes.add(_prefix_id(stem, found).lower())
-        if len(prefixes) >= 2:
-            out.add(rel)
+    for container in sorted(os.listdir(extracted)):
+        rel = container
+        while os.path.isdir(os.path.join(extracted, rel)):
+            entries = os.listdir(os.path.join(extracted, rel))
+            inner = os.path.join(rel, entries[0]) if len(entries) == 1 else ""
+            full = os.path.join(extracted, inner)
+            if not inner or os.path.islink(full) or not os.path.isdir(full) or lms_named(entries[0]):
+                break
+            folders = [e for e in os.listdir(full) if os.path.isdir(os.path.join(full, e))]
+            prefixes = set()
+            for name in os.listdir(full):
+                stem = COPY_OF.sub("", PurePath(name).stem.strip())
+                for notebook in notebooks:
+                    found = name_pattern(notebook).search(stem)
+                    if found and _prefix_id(stem, found):
+                        prefixes.add(_prefix_id(stem, found).lower())
+            if len(folders) + len(prefixes) < 2:
+                break
+            out.add(inner)
+            rel = inner
     return out
 
 
@@ -159,19 +177,39 @@ def _prefix_id(stem: str, found: re.Match) -> str:
     return "" if refusal(name) else student_id(name)
 
 
-def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset()) -> str | None:
-    """When a file's name names another student than the folder the LMS put it in: why that name
-    was not obeyed. None otherwise."""
-    path = PurePath(relpath)
+def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset(),
+                  ids: Identities | None = None) -> str | None:
+    """When a file's name, or a folder it lies in inside a student's hand-in, names another student
+    than its owner (`_owner_level`): why that name was not obeyed. A folder inside the hand-in is
+    reported when it names a student of the collection (`ids`) or is shaped like an LMS's student
+    folder or file (`Bob Smith_1234_assignsubmission_file`, `smithbob_1234_5555`); any other folder
+    (`hw/`) is just how its owner packed it. None otherwise."""
+    found = locate(relpath, notebooks, wrappers)
+    if isinstance(found, str):
+        return None
+    ids = ids or Identities()
+    path, owner = PurePath(relpath), found[0]
+    top = _owner_level(path, wrappers)
+
+    def id_of(name: str) -> str:
+        return ids.ids.get(name) or ("" if refusal(name) else student_id(name))
+
+    mine = {id_of(owner).lower(), student_id(owner).lower()}  # with a roster, either says "the owner"
+    students = {i.lower() for name, sid in ids.ids.items() for i in (sid, student_id(name))}
+
+    def someone_else(name: str) -> bool:
+        return bool(id_of(name)) and not {id_of(name).lower(), student_id(name).lower()} & mine
+
+    for folder in path.parts[top + 1:-1]:
+        if someone_else(folder) and (lms_named(folder) or
+                                     {id_of(folder).lower(), student_id(folder).lower()} & students):
+            return (f"it is in a folder named {shown(folder)} inside {id_of(owner)}'s hand-in: counted as "
+                    f"{id_of(owner)}'s, never {id_of(folder)}'s")
     stem = COPY_OF.sub("", path.stem.strip())
-    for notebook in sorted(notebooks, key=len, reverse=True):
-        found = name_pattern(notebook).search(stem)
-        if found:
-            folder, prefix = student_id(_folder_name(path, wrappers)), _prefix_id(stem, found)
-            if folder and prefix and folder.lower() != prefix.lower():
-                return (f"its name says {prefix} but it is in {folder}'s folder: counted as "
-                        f"{folder}'s, never {prefix}'s")
-            return None
+    prefix = _prefix_id(stem, name_pattern(found[1]).search(stem))
+    if top < len(path.parts) - 1 and prefix and someone_else(prefix):
+        return (f"its name says {prefix} but it is in {id_of(owner)}'s folder: counted as "
+                f"{id_of(owner)}'s, never {prefix}'s")
     return None
 
 

@@ -20,6 +20,8 @@ What it does:
   cleaned, and stored as one line of HTML that any markdown renderer passes through unchanged: the
   templates render markdown with links like `[x](javascript:...)` intact, and nbgrader's formgrade
   template does not clean them;
+- a lone surrogate anywhere (a kernel's exception text, the notebook's JSON) is written out as the
+  text `\\udcff`: no UTF-8 file can hold one, and nbgrader would fail the whole notebook writing it;
 - cell attachments keep only PNG and JPEG; widget state (rendered inside a <script>) is dropped; a
   cell's nbgrader metadata whose `grade_id` is not a plain name is dropped (the formgrade template prints
   it unescaped).
@@ -123,6 +125,25 @@ class _Renderer(IPythonRenderer):
         return super()._embed_image_or_attachment(src)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value):
+    """`value` (a notebook, or any part of one) with every lone surrogate in a string or a key written
+    out as the text `\\udcff`. A kernel's output (a repr, an exception's text) and a notebook's JSON
+    (`"\\ud800"`) can carry one, but no UTF-8 file can: nbgrader then fails the whole notebook when
+    it writes it, and the student scores 0 for cells that passed."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", value)
+    if isinstance(value, dict):
+        items = [(without_lone_surrogates(k), without_lone_surrogates(v)) for k, v in value.items()]
+        value.clear()
+        value.update(items)
+    elif isinstance(value, list):
+        value[:] = [without_lone_surrogates(v) for v in value]
+    return value
+
+
 def _image_attachments(attachments: dict) -> dict:
     return {name: {m: data for m, data in bundle.items() if m in IMAGE_MIMETYPES}
             for name, bundle in attachments.items()
@@ -163,6 +184,7 @@ class SanitizeOutputs(Preprocessor):
     enabled = setting(True, "nbconvert's preprocessors are off unless enabled; this one must run.")
 
     def preprocess(self, nb, resources):
+        without_lone_surrogates(nb)  # so that the notebook can be written at all
         nb.metadata.pop("widgets", None)  # rendered inside a <script> tag of the page
         self._released = self._released_text(resources)
         return super().preprocess(nb, resources)

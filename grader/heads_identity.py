@@ -15,8 +15,9 @@ A name (`alice`, `Frank Li`, `王伟`, the folder an LMS made) becomes an id in 
    decides the id of every name it lists.
 
 Two different names that still give one id (`Frank Li/` and `Frank_Li/`, or two names a roster
-lists for one id) are both kept: the one written as people type it keeps the id and the other gets
-`ID~2`, so neither replaces the other, and both are reported for the instructor to settle.
+lists for one id) are both kept, as `ID~1` and `ID~2`: neither replaces the other, neither takes the
+id itself (a name chosen to win it could then take a classmate's row), and both are reported for the
+instructor to settle.
 """
 from __future__ import annotations
 
@@ -48,9 +49,29 @@ def _invisible(ch: str) -> str | None:
     return REFUSED_CATEGORIES.get(unicodedata.category(ch))
 
 
+# Scripts whose letters draw alike (Latin a, Cyrillic а, Greek ο): mixed in one name, the fewer are escaped.
+LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+
+
+def _script(ch: str) -> str | None:
+    """`ch`'s script when it is a letter of one of LOOKALIKE_SCRIPTS, else None."""
+    word = unicodedata.name(ch, "").split(" ", 1)[0]
+    return word if ch.isalpha() and word in LOOKALIKE_SCRIPTS else None
+
+
 def shown(name: str) -> str:
-    """`name` quoted as a report shows it, every character that cannot be seen as `\\uXXXX`."""
-    return "'" + "".join(f"\\u{ord(ch):04x}" if _invisible(ch) else ch for ch in name) + "'"
+    """`name` quoted as a report shows it, so that two names a screen draws alike read differently:
+    every character that cannot be seen, every combining mark (`Zoe\\u0308` beside a composed `Zoë`)
+    and, in a name mixing Latin, Cyrillic and Greek letters, those of the rarer scripts (`d\\u0430ve`,
+    a Cyrillic а, beside `dave`) as `\\uXXXX`."""
+    scripts = [_script(ch) for ch in name]
+    counts = {s: scripts.count(s) for s in set(scripts) - {None}}
+    main = max(counts, key=lambda s: (counts[s], s == "LATIN"), default=None)
+
+    def escaped(ch: str, script: str | None) -> bool:
+        return bool(_invisible(ch) or unicodedata.combining(ch) or script not in (None, main))
+
+    return "'" + "".join(f"\\u{ord(ch):04x}" if escaped(ch, sc) else ch for ch, sc in zip(name, scripts)) + "'"
 
 
 def refusal(name: str) -> str | None:
@@ -88,6 +109,14 @@ def _key(text: str) -> str:
 # The names LMS downloads give a student's folder or file prefix, and the part a roster lists.
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_\d+_assignsubmission_\w+?_?$")  # "Jo Li_1234_assignsubmission_file_"
 CANVAS_PREFIX = re.compile(r"^(?P<name>[^_]+)(?:_late)?_(?P<uid>\d+)(?:_\d+)*$", re.I)  # "lijo_1234_5678"
+CANVAS_FILE = re.compile(r"^[^_]+(?:_late)?_\d+_\d+(?:_|$)", re.I)  # "lijo_1234_5678_hw.zip": a Canvas upload
+
+
+def lms_named(name: str) -> bool:
+    """Whether `name` is shaped like an LMS's name for one student's folder or file (Moodle's
+    `Jo Li_1234_assignsubmission_file`, Canvas's `lijo_1234_5678…`): such a folder is a student's,
+    never one that wraps the class, and inside someone else's hand-in it claims a classmate."""
+    return bool(MOODLE_FOLDER.match(name) or CANVAS_FILE.match(name))
 
 
 class RosterError(ValueError):
@@ -200,24 +229,25 @@ def identities(names, roster: Roster | None = None) -> Identities:
         else:
             claims.setdefault(sid, []).append(name)
     for sid, claimants in claims.items():
-        # Who keeps the id: the name that is its id already (`Frank_Li`), then a name written as people type it
-        # (`Frank Li` over `Frank  Li`, a composed `Zoë` over one with a combining accent, which a lookalike would
-        # use), then the first in code-point order. Never the newer or the odder of two spellings.
-        claimants.sort(key=lambda n: (n != sid, not _as_typed(n), n))
-        n = 1
-        for rank, name in enumerate(claimants):
-            given = sid
-            if rank:
+        if len(claimants) == 1:
+            out.ids[claimants[0]] = sid
+            continue
+        # Two names, one id: neither gets the id itself. Whichever rule chose the keeper, a name could be
+        # picked to win it (`Frank_Li/`, the id as a folder name, beside `Frank Li/`), and the gradebook
+        # row an LMS matches back would silently be the other student's. Both are numbered, the name
+        # written as people type it first (`Frank Li` before `Frank  Li`, a composed `Zoë` before one with
+        # a combining accent), then in code-point order; both are reported for the instructor to settle.
+        claimants.sort(key=lambda n: (not _as_typed(n), n))
+        n = 0
+        for name in claimants:
+            n += 1
+            while f"{sid}{DUPLICATE_MARK}{n}" in claims:
                 n += 1
-                while f"{sid}{DUPLICATE_MARK}{n}" in claims:
-                    n += 1
-                given = f"{sid}{DUPLICATE_MARK}{n}"
-            out.ids[name] = given
-        if len(claimants) > 1:
-            for name in claimants:
-                others = ", ".join(f"{shown(o)} ({out.ids[o]})" for o in claimants if o != name)
-                out.shared[name] = (f"{shown(name)} and {others} give one id, {sid}: kept apart as "
-                                    f"{out.ids[name]}; check who is who")
+            out.ids[name] = f"{sid}{DUPLICATE_MARK}{n}"
+        for name in claimants:
+            others = ", ".join(f"{shown(o)} ({out.ids[o]})" for o in claimants if o != name)
+            out.shared[name] = (f"{shown(name)} and {others} give one id, {sid}: kept apart as "
+                                f"{out.ids[name]}, neither as {sid}; check who is who")
     return out
 
 

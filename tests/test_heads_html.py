@@ -114,3 +114,17 @@ def test_a_grade_id_that_is_not_a_plain_name_loses_its_nbgrader_metadata():
     cells[1].metadata["nbgrader"] = {"grade": True, "grade_id": "test_padding_mask"}
     nb, _ = SanitizeOutputs().preprocess(nbformat.v4.new_notebook(cells=cells), {})
     assert "nbgrader" not in nb.cells[0].metadata and nb.cells[1].metadata["nbgrader"]["grade"]
+
+
+def test_a_lone_surrogate_is_written_out_as_text_so_the_notebook_can_be_saved():
+    """A kernel's exception text with a lone surrogate (a red team's S1) made nbgrader fail writing the
+    notebook, and the student scored 0; escaped, the notebook is written and reads the same."""
+    error = nbformat.v4.new_output("error", ename="ValueError", evalue="boom \udcff", traceback=["at \ud800 x"])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("f()", outputs=[error])])
+    nb.metadata["key \udfff"] = "value"
+    with pytest.raises(UnicodeEncodeError):
+        nbformat.writes(nb).encode("utf-8")
+    nb, _ = SanitizeOutputs().preprocess(nb, {})
+    saved = nbformat.reads(nbformat.writes(nb).encode("utf-8").decode("utf-8"), as_version=4)
+    assert saved.cells[0].outputs[0].evalue == "boom \\udcff"
+    assert saved.cells[0].outputs[0].traceback == ["at \\ud800 x"] and saved.metadata["key \\udfff"] == "value"

@@ -61,6 +61,11 @@ def build(root):
         "    positions =", "    for _ in range(2000): print('flood ' * 100)\n    positions ="))),
         4, "output truncated")
 
+    # an exception whose text holds a lone surrogate: in the notebook nbgrader writes, it stopped this
+    # student's notebook at 0 (a red team's S1); escaped, the passing cell keeps its points
+    add("lone-surrogate", fill(rel, answers(
+        causal_mask='def causal_mask(n):\n    raise ValueError("boom \\udcff")\n')), 2)
+
     nb = fill(rel, answers())
     del nb.cells[cell_index(nb, "test_padding_mask")]
     add("deleted-test-cell", nb, 4)
@@ -133,7 +138,8 @@ def graded(tmp_path_factory):
 CASES = ["ok-solution", "ok-untouched", "loop-in-function", "kernel-exit", "kernel-segfault",
          "memory-hog", "output-flood", "deleted-test-cell", "duplicated-cells", "edited-test-cell",
          "malformed-json", "colab-saved", "missing-notebook", "schema-too-old", "schema-too-new",
-         "deep-attribute-chain", "too-many-bytes", "too-many-cells", "too-much-output", "extra-files"]
+         "deep-attribute-chain", "too-many-bytes", "too-many-cells", "too-much-output", "extra-files",
+         "lone-surrogate"]
 
 
 @pytest.mark.parametrize("student", CASES)

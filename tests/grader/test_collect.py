@@ -8,8 +8,8 @@ import nbformat
 import pytest
 
 from course import LESSON, fill, grade_py, make_course, release_nb, scores, solution_answers
-from heads_collect import match
-from heads_identity import Roster, RosterError, identities, student_id
+from heads_collect import match, wrapper_folders
+from heads_identity import Roster, RosterError, identities, shown, student_id
 
 LESSON_03 = "03_sequence_head"
 NOTEBOOKS = [LESSON_03]
@@ -22,10 +22,10 @@ def tagged(rel, tag: str, answers=None) -> bytes:
     return nbformat.writes(book).encode()
 
 
-def new_course(tmp_path_factory, name: str, answers=None):
+def new_course(tmp_path_factory, name: str, answers=None, lessons=(LESSON,)):
     """A course in a fresh folder, and `nb(tag)`: its released lesson filled with `answers`, tagged."""
     tmp = tmp_path_factory.mktemp(name)
-    root = make_course(tmp / "course")
+    root = make_course(tmp / "course", names=lessons)
     rel = release_nb(root)
     return tmp, root, lambda tag: tagged(rel, tag, answers)
 
@@ -48,9 +48,27 @@ def collect(root, *sources) -> tuple:
     ("class/Copy of dave_03_sequence_head.ipynb", "dave", 1),
     ("class/course-export/erin.smith@uni.edu/03_sequence_head.ipynb", "erin.smith@uni.edu", 0),
     ("class/course-export/Frank Li/03_Sequence_Head.ipynb", "Frank_Li", 0),
+    ("class/mallory/hw/bob/03_sequence_head.ipynb", "mallory", 0),   # inside mallory's hand-in: hers
+    ("class/mallory.zip/bob_03_sequence_head.ipynb", "mallory.zip", 0),
 ])
 def test_names_students_submit(path, student, rank):
-    assert match(path, NOTEBOOKS) == (student, "03_sequence_head", rank)
+    assert match(path, NOTEBOOKS, wrappers={"class/course-export"}) == (student, "03_sequence_head", rank)
+
+
+def test_only_a_folder_that_wraps_the_whole_class_is_passed_over(tmp_path):
+    for rel in ("class/course-export/alice/03_sequence_head.ipynb",
+                "class/course-export/bob/03_sequence_head.ipynb",
+                "flat/submissions/hana_03_sequence_head.ipynb", "flat/submissions/ivan_03_sequence_head.ipynb",
+                # a one-student LMS zip: the student's own folder, whatever its hand-in holds
+                "moodle/Mal Evil_5678_assignsubmission_file/hw/Bob Li_1234_assignsubmission_file/03.ipynb",
+                "moodle/Mal Evil_5678_assignsubmission_file/bob_03_sequence_head.ipynb",
+                "moodle/Mal Evil_5678_assignsubmission_file/carl_03_sequence_head.ipynb",
+                # two students beside each other: neither wraps the other's folders
+                "pair/alice/x/03_sequence_head.ipynb", "pair/alice/y/03_sequence_head.ipynb",
+                "pair/bob/03_sequence_head.ipynb"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    assert wrapper_folders(str(tmp_path), NOTEBOOKS) == {"class/course-export", "flat/submissions"}
 
 
 @pytest.mark.parametrize("path, reason", [
@@ -199,6 +217,59 @@ def test_bombs_deep_nesting_and_links_are_not_extracted(hostile):
     assert sum(p.stat().st_size for p in files) < 2**20
 
 
+def dated_zip(entries: dict[str, tuple[bytes, tuple]]) -> bytes:
+    """A zip of {name: (data, date_time)}: each member with the date its archive claims."""
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, (data, when) in entries.items():
+            z.writestr(zipfile.ZipInfo(name, when), data)
+    return buf.getvalue()
+
+
+EARLY, LATER, FUTURE = (2026, 12, 5, 9, 30, 0), (2026, 12, 5, 10, 0, 0), (2030, 1, 1, 0, 0, 0)
+BOB_MOODLE, BOB_CANVAS = "Bob Smith_1234_assignsubmission_file", "smithbob_1234_5555"
+
+
+@pytest.fixture(scope="module")
+def smuggled(tmp_path_factory):
+    """A held-out red team's L1 and L2: Mallory's own upload is a zip holding a folder named like Bob's
+    LMS folder (Moodle) or Canvas prefix, with a stub dated 2030 in it, newer than Bob's hand-in."""
+    tmp, root, nb = new_course(tmp_path_factory, "collect-smuggled")
+    moodle = tmp / "moodle.zip"
+    hw = dated_zip({f"{LESSON}.ipynb": (nb("mallory"), LATER),
+                    f"{BOB_MOODLE}/{LESSON}.ipynb": (nb("mallory-as-bob"), FUTURE)})
+    moodle.write_bytes(dated_zip({f"Alice Good_1111_assignsubmission_file/{LESSON}.ipynb": (nb("alice"), EARLY),
+                                  f"{BOB_MOODLE}/{LESSON}.ipynb": (nb("bob"), EARLY),
+                                  f"Mallory Evil_5678_assignsubmission_file/hw.zip": (hw, LATER)}))
+    canvas = tmp / "canvas.zip"
+    hw = dated_zip({f"{BOB_CANVAS}/{LESSON}.ipynb": (nb("mallory-as-bob"), FUTURE)})
+    canvas.write_bytes(dated_zip({f"goodalice_1111_4444_{LESSON}.ipynb": (nb("alice"), EARLY),
+                                  f"{BOB_CANVAS}_{LESSON}.ipynb": (nb("bob"), EARLY),
+                                  f"evilmallory_5678_6666_{LESSON}.ipynb": (nb("mallory"), LATER),
+                                  "evilmallory_5678_7777_hw.zip": (hw, LATER)}))
+    return collect(root, moodle, canvas)
+
+
+def test_a_name_inside_a_students_own_archive_never_takes_a_classmates_hand_in(smuggled):
+    root, out = smuggled
+    assert tag(root, "Bob_Smith_1234_assignsubmission_file") == "bob"
+    assert tag(root, BOB_CANVAS) == "bob"
+    assert tag(root, "evilmallory_5678_6666") == "mallory"
+    # the stub is its owner's: Mallory's in Moodle (her newest copy), her archive's in Canvas
+    assert tag(root, "Mallory_Evil_5678_assignsubmission_file") == "mallory-as-bob"
+    assert tag(root, "evilmallory_5678_7777_hw") == "mallory-as-bob"
+    named = out.split("NAMED FOR ANOTHER STUDENT")[1]
+    assert (f"moodle/Mallory Evil_5678_assignsubmission_file/hw/{BOB_MOODLE}/{LESSON}.ipynb: it is in a "
+            f"folder named '{BOB_MOODLE}' inside Mallory_Evil_5678_assignsubmission_file's hand-in: counted "
+            f"as Mallory_Evil_5678_assignsubmission_file's, never Bob_Smith_1234_assignsubmission_file's") \
+        in named, out
+    assert (f"canvas/evilmallory_5678_7777_hw/{BOB_CANVAS}/{LESSON}.ipynb: it is in a folder named "
+            f"'{BOB_CANVAS}' inside evilmallory_5678_7777_hw's hand-in") in named, out
+    assert "older copy of Bob" not in out and f"older copy of {BOB_CANVAS}" not in out
+
+
 # --- identities: who a folder or prefix is ---------------------------------------------------------
 @pytest.mark.parametrize("name, what", [
     ("bob\u200b", "U+200B ZERO WIDTH SPACE"),
@@ -230,10 +301,22 @@ def test_names_in_every_script_are_kept(name, student):
 
 def test_two_names_that_give_one_id_are_both_kept_and_reported():
     found = identities(["Frank_Li", "Frank Li", "Frank  Li", "Zoë Li", "Zoé Li"])
-    assert found.ids == {"Frank_Li": "Frank_Li", "Frank Li": "Frank_Li~2", "Frank  Li": "Frank_Li~3",
+    # nobody keeps Frank_Li itself: a name chosen to be the id (a red team's N3c) would take the row
+    assert found.ids == {"Frank Li": "Frank_Li~1", "Frank_Li": "Frank_Li~2", "Frank  Li": "Frank_Li~3",
                          "Zoë Li": "Zoë_Li", "Zoé Li": "Zoé_Li"}
     assert sorted(found.shared) == ["Frank  Li", "Frank Li", "Frank_Li"]
     assert "'Frank Li' and" in found.shared["Frank Li"] and "Frank_Li~2" in found.shared["Frank Li"]
+    assert "neither as Frank_Li" in found.shared["Frank_Li"]
+
+
+def test_the_report_tells_apart_names_a_screen_draws_alike():
+    composed, combining = "Zo\u00eb Li", "Zoe\u0308 Li"
+    assert shown(composed) == "'Zo\u00eb Li'" and shown(combining) == "'Zoe\\u0308 Li'"
+    said = identities([composed, combining]).shared[composed]
+    assert "'Zoe\\u0308 Li' (Zoë_Li~2)" in said, said
+    # a Cyrillic а in a Latin name (a red team's N3 lookalike); a name in one script reads as it is
+    assert shown("d\u0430ve") == "'d\\u0430ve'" and shown("dave") == "'dave'"
+    assert shown("Ольга Петрова") == "'Ольга Петрова'" and shown("王伟") == "'王伟'"
 
 
 @pytest.mark.parametrize("typed, lookalike", [
@@ -243,7 +326,7 @@ def test_two_names_that_give_one_id_are_both_kept_and_reported():
 def test_a_lookalike_spelling_never_takes_the_id_from_the_name_as_typed(typed, lookalike):
     for names in ([typed, lookalike], [lookalike, typed]):
         found = identities(names)
-        assert found.ids[typed] == student_id(typed) and found.ids[lookalike] == student_id(typed) + "~2"
+        assert found.ids[typed] == student_id(typed) + "~1" and found.ids[lookalike] == student_id(typed) + "~2"
         assert set(found.shared) == {typed, lookalike}
 
 
@@ -293,8 +376,9 @@ def test_a_roster_never_guesses(tmp_path):
 def names(tmp_path_factory):
     """An LMS zip where attackers' folders differ from their victims' by what cannot be seen (a
     zero-width space, a trailing space) and hold a newer file; two students whose names differ by an
-    accent; two with no Latin letter; two folder names that give one id."""
-    tmp, root, nb = new_course(tmp_path_factory, "collect-names")
+    accent; two with no Latin letter; two folder names that give one id. Two lessons are released, so
+    a refused name is a notebook of one lesson and not of the other."""
+    tmp, root, nb = new_course(tmp_path_factory, "collect-names", lessons=(LESSON, "01_mlm_head"))
 
     lms = tmp / "lms.zip"
     with zipfile.ZipFile(lms, "w") as z:
@@ -308,8 +392,10 @@ def test_an_invisible_difference_never_takes_a_classmates_hand_in(names):
     root, out = names
     assert tag(root, "bob") == "bob" and tag(root, "carol") == "carol"
     refused = out.split("NOT COLLECTED")[1]
-    assert "lms/bob\\u200b/" in refused and "U+200B ZERO WIDTH SPACE" in refused, out
-    assert "'carol ' begins or ends with whitespace" in refused, out
+    # the reason it was refused, not "not a notebook of any lesson" (a red team's M1/M2 report)
+    assert (f"lms/bob\\u200b/{LESSON}.ipynb: the name 'bob\\u200b' holds an invisible character (U+200B "
+            "ZERO WIDTH SPACE)") in refused, out
+    assert f"lms/carol /{LESSON}.ipynb: the name 'carol ' begins or ends with whitespace" in refused, out
 
 
 def test_accented_and_non_latin_names_are_students(names):
@@ -319,13 +405,15 @@ def test_accented_and_non_latin_names_are_students(names):
 
 
 def test_two_folders_with_one_id_are_both_kept_and_reported(names):
+    """N3c: `Frank_Li/`, newer, named as the id itself beside `Frank Li/`: neither gets Frank_Li."""
     root, out = names
-    assert tag(root, "Frank_Li") == "Frank_Li" and tag(root, "Frank_Li~2") == "Frank Li"
+    assert tag(root, "Frank_Li~1") == "Frank Li" and tag(root, "Frank_Li~2") == "Frank_Li"
     shared = out.split("ONE ID FOR TWO NAMES")[1]
-    assert "'Frank Li' and 'Frank_Li' (Frank_Li) give one id, Frank_Li: kept apart as Frank_Li~2" in shared
-    assert "'Frank_Li' and 'Frank Li' (Frank_Li~2) give one id" in shared
+    assert ("'Frank Li' and 'Frank_Li' (Frank_Li~2) give one id, Frank_Li: kept apart as Frank_Li~1, "
+            "neither as Frank_Li") in shared, out
+    assert "'Frank_Li' and 'Frank Li' (Frank_Li~1) give one id" in shared
     assert sorted(p.name for p in (root / "submitted").iterdir()) == \
-        sorted(["bob", "carol", "Zoë_Li", "Zoé_Li", "王伟", "李娜", "Frank_Li", "Frank_Li~2"])
+        sorted(["bob", "carol", "Zoë_Li", "Zoé_Li", "王伟", "李娜", "Frank_Li~1", "Frank_Li~2"])
 
 
 def test_collect_with_a_roster(tmp_path):
@@ -352,7 +440,7 @@ def test_collect_with_a_roster(tmp_path):
 
 def test_unicode_ids_are_graded_fed_back_and_exported(tmp_path):
     """nbgrader takes a student id in any script end to end: autograde, feedback, export. A lookalike spelling
-    (a combining accent, newer) beside the name as typed gets `~2`, and the export flags both ids."""
+    (a combining accent, newer) beside the name as typed: `~2` and `~1`, and the export flags both ids."""
     root = make_course(tmp_path / "course")
     rel = release_nb(root)
     lms = tmp_path / "lms.zip"
@@ -364,9 +452,9 @@ def test_unicode_ids_are_graded_fed_back_and_exported(tmp_path):
                  ["export", "--to", str(tmp_path / "grades.csv")]):
         proc = grade_py("--course", str(root), *step)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert {s: v["score"] for s, v in scores(root).items()} == {"王伟": 4, "Zoé_Li": 4, "Zoé_Li~2": 0}
+    assert {s: v["score"] for s, v in scores(root).items()} == {"王伟": 4, "Zoé_Li~1": 4, "Zoé_Li~2": 0}
     assert (root / "feedback" / "王伟" / LESSON / f"{LESSON}.html").exists()
     rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "grades.csv").open(encoding="utf-8"))}
-    assert sorted(rows) == ["Zoé_Li", "Zoé_Li~2", "王伟"] and float(rows["王伟"]["total"]) == 4
-    assert all("id shared by two names" in rows[s]["flags"] for s in ("Zoé_Li", "Zoé_Li~2")), rows
+    assert sorted(rows) == ["Zoé_Li~1", "Zoé_Li~2", "王伟"] and float(rows["王伟"]["total"]) == 4
+    assert all("id shared by two names" in rows[s]["flags"] for s in ("Zoé_Li~1", "Zoé_Li~2")), rows
     assert "shared" not in rows["王伟"]["flags"], rows

@@ -72,5 +72,25 @@ def spearman(x: torch.Tensor, y: torch.Tensor) -> float:
     rx, ry = average_ranks(x), average_ranks(y)
     if rx.numel() != ry.numel() or rx.numel() < 2:
         raise ValueError(f"spearman needs two samples of the same size ≥ 2, got {rx.numel()} and {ry.numel()}")
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    return float((rx * ry).sum() / (rx.norm() * ry.norm()))
+    return float(_pearson(rx, ry))
+
+
+def spearman_rows(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Spearman's ρ of each row of x (R, N) with the same row of y, (R,) in float64: a bootstrap's resamples
+    in one call instead of R calls of `spearman` (the same ranks and the same arithmetic, so the same values)."""
+    if x.shape != y.shape or x.dim() != 2 or x.shape[1] < 2:
+        raise ValueError(f"spearman_rows needs two (R, N ≥ 2) tensors of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+    return _pearson(_row_ranks(x), _row_ranks(y))
+
+
+def _row_ranks(x: torch.Tensor) -> torch.Tensor:
+    # average_ranks along the last dim: the values below, plus the mean rank among the equal ones (N² compares)
+    below = (x[..., None, :] < x[..., :, None]).sum(-1).double()
+    equal = (x[..., None, :] == x[..., :, None]).sum(-1).double()
+    return below + (equal + 1) / 2
+
+
+def _pearson(rx: torch.Tensor, ry: torch.Tensor) -> torch.Tensor:
+    # The correlation along the last dim
+    rx, ry = rx - rx.mean(-1, keepdim=True), ry - ry.mean(-1, keepdim=True)
+    return (rx * ry).sum(-1) / (rx.norm(dim=-1) * ry.norm(dim=-1))

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from headlab.checks import CheckFailed, ch08
-from headlab.metrics import average_ranks, spearman
+from headlab.metrics import average_ranks, spearman, spearman_rows
 from heads_lessons import lesson
 
 
@@ -133,6 +133,19 @@ def test_spearman_matches_scipy_when_available():
         x = torch.randint(0, 6, (48,), generator=g).float()
         y = x + torch.randn(48, generator=g)
         assert spearman(x, y) == pytest.approx(stats.spearmanr(x.numpy(), y.numpy()).statistic, abs=1e-12)
+
+
+def test_spearman_rows_is_spearman_on_each_row():
+    # Lesson 08's bootstrap reads its 1,000 resamples in one call: each row must be spearman's value to the
+    # last bit, ties (the integer gold scores) included, or the printed interval would move
+    g = torch.Generator().manual_seed(1)
+    gold = torch.randint(0, 6, (48,), generator=g).float()
+    cosine = gold / 5 + torch.randn(48, generator=g)
+    k = torch.randint(0, 48, (200, 48), generator=g)
+    rows = spearman_rows(cosine[k], gold[k])
+    assert rows.tolist() == [spearman(cosine[i], gold[i]) for i in k]
+    with pytest.raises(ValueError):
+        spearman_rows(cosine[None], gold[None, :10])
 
 
 def test_a_mean_over_no_position_says_that_specials_count():

@@ -574,7 +574,7 @@ def lesson06(k: int) -> dict:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(k)
             mlp = nn.Sequential(nn.Linear(Z.shape[1], Z.shape[1]), nn.GELU(), nn.Linear(Z.shape[1], 2))
-        fit(mlp, lambda step: F.cross_entropy(mlp((Z - mu) / sd), y_train), steps=300, lr=1e-2, progress=False)
+        fit(mlp, lambda step: F.cross_entropy(mlp((Z - mu) / sd), y_train), steps=200, lr=1e-2, progress=False)
         with torch.no_grad():
             out["mlp"][r] = scores(mlp((Z_test - mu) / sd).argmax(-1), y_test)
     def span_mean(H, start, stop):                 # the lesson's split of the mean at the sentiment word

@@ -49,6 +49,11 @@ IPYTHON_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "input
 SHELL_ONLY_ATTRS = {"events", "user_ns", "user_global_ns", "ex", "ev", "push", "magics_manager"}
 LINK_CALLS = {"os.symlink", "os.link", "os.mkfifo", "os.mknod"}
 LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
+# Builtins that the grader's line in a test cell (heads_outside.RESPOND) or the IPython machinery around it
+# could look up: a notebook that defines one at its top level (`def globals(): ...`, `def __import__(...)`)
+# shadows the builtin for every later cell. A red team handed the grader another answer that way.
+SHADOWED_BUILTINS = {"__import__", "globals", "locals", "vars", "get_ipython", "getattr", "setattr", "hasattr",
+                     "__build_class__", "exec", "eval", "compile", "isinstance", "type", "print", "open"}
 CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module",
                     "importlib.reload", "builtins.exec", "builtins.eval"}
 
@@ -211,6 +216,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"inspects frames or modules: imports {name}")
     # rebinding a name that held a watched module: check = ..., import numpy as torch
     for name, node in module_level_stores(tree):
+        if name in SHADOWED_BUILTINS:
+            found.append(f"shadows a builtin the grader uses: binds {name}")
         if name in watched_names:
             rebinds_same = isinstance(node, (ast.Import, ast.ImportFrom)) and own.get(name) == watched_names[name]
             if not rebinds_same:
@@ -224,17 +231,12 @@ def cell_id(cell) -> str:
 
 
 def student_cells(submitted: dict, release: dict) -> list[dict]:
-    """Code cells whose code the student wrote: answer cells and any cell not in the release
-    (inserted, or a demo cell changed). Locked nbgrader cells are restored before grading."""
+    """Code cells whose code the student wrote: every code cell whose source is not in the release (an answer,
+    an inserted cell, a demo cell changed), whatever its metadata says: a red team inserted a cell marked
+    `locked` with a grade_id the release does not have, which the grader then ran as an ordinary cell."""
     released = {_norm(c["source"]) for c in release["cells"] if c["cell_type"] == "code"}
-    out = []
-    for cell in submitted["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell["cell_type"] != "code" or (meta.get("locked") and not meta.get("solution")):
-            continue
-        if _norm(cell["source"]) not in released:
-            out.append(cell)
-    return out
+    return [cell for cell in submitted["cells"]
+            if cell["cell_type"] == "code" and _norm(cell["source"]) not in released]
 
 
 def code_flags(submitted: dict, release: dict) -> list[str]:

@@ -375,6 +375,13 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: C
     right head's: a head is trained by these gradients, and the encoder below it learns only through the
     gradient of its input. Both are measured in the learner's process, and compared here. `weights` None: the
     head may hold its weights in any layout, whose step differs (SpanHead judges its step itself)."""
+    if facts.get("moved"):
+        fail(f"{name} changed its own weights while the grader ran it ({', '.join(facts['moved'])}): its forward, "
+             "or a hook it registered, wrote into its parameters or buffers (e.g. `bias.data -= ...` when the "
+             "gradient arrives), or its outputs after the step come from something other than them. A head is "
+             "trained only by the optimiser: every weight is an `nn.Parameter` that autograd gives a gradient.",
+             "parameters-without-gradient", "Keep every parameter trainable, compute the output from them with torch "
+             "operations, and write no weight in forward or in a hook.")
     leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
     xg = x.detach().clone().requires_grad_()
     with torch.enable_grad():

@@ -79,6 +79,9 @@ FORGERIES = {
     "module-dict-update": "import headlab.checks.ch00 as _c\n_c.__dict__.update(padding_mask=lambda *a, **k: None)",
     "vars-update": "import headlab.checks.ch00 as _c\nvars(_c).update(padding_mask=lambda *a, **k: None)",
     "module-by-assignment": "_c = check\n_c.padding_mask = lambda *a, **k: None",
+    # Issue 25, K3b/K3c: the names the test cell's line looked up, shadowed to hand the grader another answer
+    "shadow-import": "def __import__(name, *a, **k):\n    return None",
+    "shadow-globals": "_g = globals\ndef globals():\n    return {**_g(), 'causal_mask': lambda n: n}",
 }
 
 
@@ -139,3 +142,15 @@ def test_code_too_deep_to_read_is_flagged_not_fatal():
     nb.cells.insert(3, nbformat.v4.new_code_cell("if False:\n    x = a" + ".a" * 1500))
     flags = code_flags(nb, rel)
     assert flags and all("too deep" in f for f in flags), flags
+
+
+def test_a_cell_marked_locked_that_the_release_does_not_hold_is_read():
+    """Issue 25, F2: an inserted cell marked `locked` with a grade_id of its own (nbgrader runs it as an ordinary
+    cell) that patches the driver and imports subprocess: its metadata does not hide its code."""
+    rel, sol = release(LESSON), solution_answers(LESSON)
+    nb = fill(rel, sol)
+    cell = nbformat.v4.new_code_cell("import subprocess\nimport headlab.kernel\nheadlab.kernel.drive_head = print")
+    cell.metadata["nbgrader"] = {"locked": True, "grade_id": "cell-helper-7", "solution": False, "grade": False}
+    nb.cells.insert(3, cell)
+    flags = code_flags(nb, rel)
+    assert any("spawns processes" in f for f in flags) and any("patches a module" in f for f in flags), flags

@@ -161,8 +161,7 @@ def drive_head(cls, spec: dict) -> dict:
     """The kernel's one driver for every class head: the facts of `spec` (see headlab.checks.heads.spec), as plain
     data.
     {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
-    "holds_linear": whether an nn.Linear is among its modules (which way round a (d, d) weight acts: a layout,
-    never a verdict); "gradients": kernel.gradient_facts when asked; with an embedding, "embedding_changed":
+    "gradients": kernel.gradient_facts when asked; with an embedding, "embedding_changed":
     whether building the head changed its values, and "swapped": the output on inputs[0] while it held E2;
     or "raised": {"type", "message", "stage"}, the exception that stopped it and where: "build" or the index of
     the input being run}."""
@@ -186,7 +185,6 @@ def drive_head(cls, spec: dict) -> dict:
                     facts["swapped"] = detached(head(inputs[0].clone()))
                     emb[0].weight.copy_(E)
             facts["changed"] = any(not torch.equal(x, given) for x, given in zip(inputs, spec["inputs"]))
-            facts["holds_linear"] = any(isinstance(m, torch.nn.Linear) for m in head.modules())
             if spec["step"] and not facts["changed"]:   # a head that writes into its input fails on that first
                 stage = 0
                 facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"],

@@ -182,3 +182,24 @@ def test_a_pooler_with_a_hidden_extra_layer_is_judged_by_its_outputs():
     with pytest.raises(CheckFailed) as caught:
         ch02.Pooler(Hidden)
     assert caught.value.mistake == "wrong-values"
+
+
+class TransposedHidingItsLinear(nn.Module):
+    """Issue 25, P1: the stored weight used as it is (`c @ W`, the transposed-weight mistake) and the nn.Linear
+    hidden from modules(), which decided whether the non-symmetric case ran: the symmetric ones cannot tell."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.dense = nn.Linear(d, d)
+
+    def modules(self):
+        return iter([self])
+
+    def forward(self, c):
+        return torch.tanh(c @ self.dense.weight + self.dense.bias)
+
+
+def test_a_pooler_that_hides_its_linear_is_still_judged_on_a_non_symmetric_weight():
+    with pytest.raises(CheckFailed) as caught:
+        ch02.Pooler(TransposedHidingItsLinear)
+    assert caught.value.mistake == "linear-weight-not-transposed"

@@ -82,6 +82,31 @@ FORGERIES = {
     # Issue 25, K3b/K3c: the names the test cell's line looked up, shadowed to hand the grader another answer
     "shadow-import": "def __import__(name, *a, **k):\n    return None",
     "shadow-globals": "_g = globals\ndef globals():\n    return {**_g(), 'causal_mask': lambda n: n}",
+    # Issue 25, K3/F1: a watched module reached by any binding or expression, a setter passed as a value, and
+    # modules no answer needs (written here for these tests; the red team's own attacks are held out)
+    "loop-alias": "import headlab.kernel\nfor k in (headlab.kernel,):\n    k.drive_head = len",
+    "unpacked-alias": "import os\n(o, _) = (os, 1)\no.replace = len",
+    "comprehension-alias": "import json\n[setattr(m, 'loads', len) for m in [json]]",
+    "with-alias": "import io\nclass C:\n    def __enter__(self):\n        return io\n    def __exit__(self, *a):\n"
+                  "        pass\nwith C() as m:\n    m.open = len",
+    "default-alias": "import json\ndef g(mod=json):\n    mod.loads = len\ng()",
+    "walrus-store": "import json\n(q := json).loads = len",
+    "container-alias": "import headlab.kernel as hk\nbox = [hk]\nbox[0].drive_head = len",
+    "class-attr-alias": "class Box:\n    mod = torch\nBox.mod.equal = len",
+    "call-result-store": "getattr(torch, 'nn').functional.relu = len",
+    "globals-lookup-store": "globals()['torch'].equal = len",
+    "type-dunder": "Tensor = type(torch.ones(1))\nTensor.__ne__ = lambda a, b: False",
+    "bound-self-store": "len.__self__.print = len",
+    "fn-globals-store": "def f():\n    pass\nf.__globals__['torch'].equal = len",
+    "map-setter": "import json\nlist(map(setattr, [json], ['loads'], [len]))",
+    "partial-setter": "import functools, json\nfunctools.partial(setattr, json)('loads', len)",
+    "threads": "from threading import Timer",
+    "ctypes": "import ctypes as c",
+    "runpy": "import runpy",
+    "getattr-spawn": "import os\ngetattr(os, 'system')('true')",
+    "list-alias-spawn": "import os\nm = [os][0]\nm.fork()",
+    "from-bytes": "import pickle\npickle.loads(b'.')",
+    "answers-folder": "open('.heads_answers/test_causal_mask.json', 'w').write('[]')",
 }
 
 

@@ -235,7 +235,10 @@ def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, 
     other change of that state is reported, and with `rebuild` (a new instance of the head's class) the outputs
     after the step are those of a new head holding the stepped state, whose forward saw no backward."""
     x = x.detach().clone().requires_grad_()
+    probe = x.detach().clone() if probe is None else probe
     before = _snapshot(module)
+    with torch.no_grad():
+        unstepped = forward(probe.clone())   # a new head holding `before` must give these, after the backward too
     # what an optimiser would train, found without `parameters()`, which a class can override to hide a layer
     trained = list({id(t): t for t, _, _ in before.values() if t.requires_grad and t.is_leaf}.values())
     with torch.enable_grad():
@@ -249,22 +252,31 @@ def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, 
                 p -= STEP_LR * g
     after = _snapshot(module)
     with torch.no_grad():
-        stepped = forward(x.detach().clone() if probe is None else probe.clone())
+        stepped = forward(probe.clone())
     moved += _moved(after, module)
     if rebuild is not None:
-        fresh = rebuild()
-        held = _state(fresh)
-        if held.keys() != after.keys() or any(held[k].shape != v.shape for k, (_, _, v) in after.items()):
+        # New heads holding the state before and after the step, built after the backward: a head whose outputs
+        # depend on more than its state (a step kept on the instance, or on its class) gives other outputs
+        again = [_run_holding(rebuild, state, probe) for state in (before, after)]
+        if again[0] is None:
             moved.append("<a new head holds other state>")
-        else:
-            with torch.no_grad():
-                for k, (_, _, v) in after.items():
-                    held[k].copy_(v)
-                again = fresh(x.detach().clone() if probe is None else probe.clone())
-            if not _same(again, stepped):   # a head whose outputs depend on more than its state: kept from the backward
-                moved.append("<outputs not set by the state>")
-            stepped = again
+        elif not (_same(again[0], unstepped) and _same(again[1], stepped)):
+            moved.append("<outputs not set by the state>")
+        stepped = stepped if again[1] is None else again[1]
     return {"input_grad": grads[0], "stepped": detached(stepped), "moved": sorted(set(moved))}
+
+
+def _run_holding(rebuild: Callable, state: dict[str, tuple], x: torch.Tensor) -> Any:
+    """The outputs on x of a new head (`rebuild()`) holding the values of `state` (a `_snapshot`), or None when
+    the new head's state has other entries or shapes."""
+    head = rebuild()
+    held = _state(head)
+    if held.keys() != state.keys() or any(held[k].shape != v.shape for k, (_, _, v) in state.items()):
+        return None
+    with torch.no_grad():
+        for k, (_, _, v) in state.items():
+            held[k].copy_(v)
+        return head(x.clone())
 
 
 def _state(module: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -49,6 +49,26 @@ IPYTHON_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "input
 SHELL_ONLY_ATTRS = {"events", "user_ns", "user_global_ns", "ex", "ev", "push", "magics_manager"}
 LINK_CALLS = {"os.symlink", "os.link", "os.mkfifo", "os.mknod"}
 LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
+# Builtins that the grader's line in a test cell (heads_outside.RESPOND) or the IPython machinery around it
+# could look up: a notebook that defines one at its top level (`def globals(): ...`, `def __import__(...)`)
+# shadows the builtin for every later cell. A red team handed the grader another answer that way.
+SHADOWED_BUILTINS = {"__import__", "globals", "locals", "vars", "get_ipython", "getattr", "setattr", "hasattr",
+                     "__build_class__", "exec", "eval", "compile", "isinstance", "type", "print", "open"}
+# The submodules a patch goes through (`headlab.kernel`, `torch.nn.functional`, `os.path`): a name whose last part
+# is one of these is a module, not an object of one (holds_watched).
+MODULE_PARTS = {"kernel", "checks", "codec", "grading", "nn", "functional", "path", "core", "interactiveshell",
+                "ipkernel", "kernelbase", "autograd", "utils", "data", "modules", "linalg", "special", "fft",
+                "random", "init", "parameter", "decoder", "encoder", "parallel", "testing", "backends",
+                *(f"ch{i:02d}" for i in range(20)), "engine", "heads", "display"}
+# Modules a correct answer never needs, whose import is flagged: code run beside the cell's (threads, C calls,
+# other files run), and objects rebuilt from bytes.
+UNNEEDED_IMPORTS = {"ctypes", "runpy", "threading", "_thread", "signal", "marshal", "importlib", "code",
+                    "codeop", "cffi", "_ctypes", "faulthandler", "atexit", "asyncio", "concurrent.futures",
+                    "sched", "dill", "cloudpickle"}
+CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
+                   "torch.load", "dill.loads", "cloudpickle.loads"}
+SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
+           "builtins.delattr", "type.__setattr__"}
 CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module",
                     "importlib.reload", "builtins.exec", "builtins.eval"}
 
@@ -92,14 +112,89 @@ def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 def module_aliases(tree: ast.AST, aliases: dict[str, str]) -> dict[str, str]:
-    """`aliases` and the names `tree` gives a watched module or object: m = headlab.checks.ch03."""
+    """`aliases` and the names `tree` gives a watched module or object, by any binding: m = headlab.checks.ch03,
+    and (a red team's) `for m in [headlab.kernel]`, `m, = [json]`, `(m := json)`, `with json as m`, a
+    comprehension's variable, `def f(m=json)`, `d = {"a": kernel}`, a class attribute `class A: m = torch`
+    (as "A.m"). A name bound to anything that holds a watched module is taken for it."""
     aliases = dict(aliases)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
-            target = dotted(node.value, aliases)
-            if root(target) in WATCHED:
-                aliases.update({t.id: target for t in node.targets if isinstance(t, ast.Name)})
+    for _ in range(2):   # a name bound from another alias, in any order
+        for node in ast.walk(tree):
+            for target, value in bindings(node):
+                held = holds_watched(value, aliases)
+                if held:
+                    aliases.update({name: held for name in names_in(target)})
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.Assign) and holds_watched(item.value, aliases):
+                        aliases.update({f"{node.name}.{n}": holds_watched(item.value, aliases)
+                                        for t in item.targets for n in names_in(t)})
     return aliases
+
+
+def bindings(node: ast.AST):
+    """(target, value) for each binding `node` makes: assignments, loop and comprehension variables, walrus,
+    with-as, and a function's parameters with their defaults."""
+    if isinstance(node, ast.Assign):
+        yield from ((t, node.value) for t in node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+        yield node.target, node.value
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        yield node.target, node.iter
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        yield from ((i.optional_vars, i.context_expr) for i in node.items if i.optional_vars is not None)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        positional = [*a.posonlyargs, *a.args]
+        yield from zip(positional[len(positional) - len(a.defaults):], a.defaults)
+        yield from ((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+
+
+def names_in(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.arg):
+        return [target.arg]
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def holds_watched(expr: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The watched module `expr` is or holds as a value (in a list, a dict, a call's arguments...), not one
+    reached through: `torch.zeros(3)` holds none, `[json]` and `f(torch)` hold one."""
+    parents = {id(c): n for n in ast.walk(expr) for c in ast.iter_child_nodes(n)}
+    for node in ast.walk(expr):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and parent.func is node):
+                continue   # reached through or called: `torch.zeros`, `torch.zeros(3)`
+            name = resolved(node, aliases)
+            if root(name) in WATCHED and not _is_object(name):
+                return name
+    return None
+
+
+def _is_object(name: str) -> bool:
+    """Whether a dotted name names an object of a module (a class, a dtype, a function: `torch.Tensor`,
+    `torch.float32`, `torch.tanh` passed as a value), not a module: a module path is lowercase and one of the
+    packages' folders, which is all a patch needs to be flagged on."""
+    parts = name.split(".")
+    return len(parts) > 1 and parts[-1] not in MODULE_PARTS
+
+
+def resolved(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """`dotted`, with the longest prefix that names an alias (a class attribute "A.m") resolved too."""
+    name = dotted(node, aliases)
+    if name is None:
+        return None
+    parts = name.split(".")
+    for i in range(len(parts), 1, -1):
+        if ".".join(parts[:i]) in aliases:
+            return ".".join([aliases[".".join(parts[:i])], *parts[i:]])
+    return name
+
+
+def chain_root(node: ast.AST) -> ast.AST:
+    """What an attribute or subscript chain starts from: `d` of `d['a'].x`, the call of `type(t).x`."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node
 
 
 def root(name: str | None) -> str:
@@ -142,12 +237,19 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
     def is_shell(expr):
         return dotted(expr, aliases) in shells or (isinstance(expr, ast.Name) and expr.id in shells)
 
+    aliases = module_aliases(tree, aliases)
+
     def watched(expr) -> str | None:
-        name = dotted(expr, aliases)
+        name = resolved(expr, aliases)
         if isinstance(expr, ast.Call) and dotted(expr.func, aliases) in ("vars", "getattr") \
                 and expr.args:
-            name = dotted(expr.args[0], aliases)
+            name = resolved(expr.args[0], aliases)
+        if name is None and isinstance(expr, (ast.Subscript, ast.Attribute)):   # d["a"].x, with d = {"a": json}
+            base = chain_root(expr)
+            name = resolved(base, aliases) if isinstance(base, ast.Name) else None
         return name if root(name) in WATCHED else None
+
+    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
 
     for node in ast.walk(tree):
         # patching modules: torch.equal = ..., check.x = ..., setattr(torch, ...), vars(sys)[...] = ...
@@ -160,17 +262,34 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             for part in ast.walk(t):
                 if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
                     base = watched(part.value)
+                    start = chain_root(part.value)
                     if base:
                         found.append(f"patches a module: assigns {base}.{getattr(part, 'attr', '[...]')}")
+                    elif isinstance(part, ast.Attribute) and not isinstance(start, ast.Name):
+                        # reached through an expression: type(t).__eq__, getattr(torch, "nn").x, (j := json).x,
+                        # globals()["torch"].x, (lambda m: m)(torch).x
+                        found.append(f"patches an object: assigns an attribute of {_shown(part.value)}")
+                    elif isinstance(part, ast.Attribute) and any(
+                            isinstance(a, ast.Attribute) and a.attr.startswith("__") for a in ast.walk(part)):
+                        # a dunder, or through one: T.__eq__ (T = type(t)), print.__self__.open,
+                        # f.__globals__["torch"].x
+                        found.append(f"patches an object: assigns an attribute of {_shown(part.value)}")
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and \
                             dotted(part.value.func, aliases) in ("globals", "vars", "locals"):
                         found.append("patches a module: assigns into globals()")
         if isinstance(node, ast.Call):
             func = dotted(node.func, aliases)
-            if func in ("setattr", "delattr", "object.__setattr__", "builtins.setattr") and node.args:
+            if func in SETTERS and node.args:
                 base = watched(node.args[0])
                 if base:
                     found.append(f"patches a module: {func}({base}, ...)")
+                elif not isinstance(chain_root(node.args[0]), ast.Name) or any(
+                        isinstance(a, ast.Attribute) and a.attr.startswith("__") for a in ast.walk(node.args[0])):
+                    found.append(f"patches an object: {func}({_shown(node.args[0])}, ...)")
+            if func == "getattr" and len(node.args) > 1 and watched(node.args[0]):
+                found.append(f"reads a module's attribute by name: getattr({watched(node.args[0])}, ...)")
+            if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES:
+                found.append(f"runs code from bytes: {func}()")
             if func == "vars" and node.args and watched(node.args[0]):
                 found.append(f"patches a module: touches vars({watched(node.args[0])})")
             if func in CODE_FROM_STRING:
@@ -200,6 +319,20 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"patches a module: touches {watched(node.value)}.__dict__")
             if attr in ("__torch_function__", "__torch_dispatch__"):
                 found.append(f"patches torch: defines {attr}")
+            parent = parents.get(id(node))
+            if isinstance(node.ctx, ast.Load) and not isinstance(parent, ast.Attribute) and not (
+                    isinstance(parent, ast.Call) and parent.func is node) and not (
+                    isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets)):
+                held = resolved(node, aliases)
+                if root(held) in WATCHED and not _is_object(held):
+                    # a module passed, returned, put in a list: `return io`, `[headlab.kernel]`, `f(torch)`
+                    found.append(f"holds a module as a value: {held}")
+            if name in SETTERS and isinstance(node.ctx, ast.Load) and not (
+                    isinstance(parent, ast.Call) and parent.func is node):
+                found.append(f"patches an object: passes {name} as a value")   # map(setattr, ...), partial(setattr)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                ".heads_answers" in node.value or ".heads_grader" in node.value):
+            found.append("touches the grader's folders: names .heads_answers or .heads_grader")
         if isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
             found.append(f"patches torch: defines {node.name}")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -207,15 +340,24 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                          else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]):
                 if name in SPAWN_MODULES:
                     found.append(f"spawns processes: imports {name}")
+                if name in UNNEEDED_IMPORTS or root(name) in UNNEEDED_IMPORTS:
+                    found.append(f"imports a module no answer needs: {name}")
                 if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
                     found.append(f"inspects frames or modules: imports {name}")
     # rebinding a name that held a watched module: check = ..., import numpy as torch
     for name, node in module_level_stores(tree):
+        if name in SHADOWED_BUILTINS:
+            found.append(f"shadows a builtin the grader uses: binds {name}")
         if name in watched_names:
             rebinds_same = isinstance(node, (ast.Import, ast.ImportFrom)) and own.get(name) == watched_names[name]
             if not rebinds_same:
                 found.append(f"patches a module: rebinds {name} ({watched_names[name]})")
     return found
+
+
+def _shown(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def cell_id(cell) -> str:
@@ -224,17 +366,12 @@ def cell_id(cell) -> str:
 
 
 def student_cells(submitted: dict, release: dict) -> list[dict]:
-    """Code cells whose code the student wrote: answer cells and any cell not in the release
-    (inserted, or a demo cell changed). Locked nbgrader cells are restored before grading."""
+    """Code cells whose code the student wrote: every code cell whose source is not in the release (an answer,
+    an inserted cell, a demo cell changed), whatever its metadata says: a red team inserted a cell marked
+    `locked` with a grade_id the release does not have, which the grader then ran as an ordinary cell."""
     released = {_norm(c["source"]) for c in release["cells"] if c["cell_type"] == "code"}
-    out = []
-    for cell in submitted["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell["cell_type"] != "code" or (meta.get("locked") and not meta.get("solution")):
-            continue
-        if _norm(cell["source"]) not in released:
-            out.append(cell)
-    return out
+    return [cell for cell in submitted["cells"]
+            if cell["cell_type"] == "code" and _norm(cell["source"]) not in released]
 
 
 def code_flags(submitted: dict, release: dict) -> list[str]:

@@ -5,7 +5,7 @@ student's kernel, which the student controls. These two steps take the scoring a
 
 - `RunAnswersOnly` (before `HeadsExecute`) records the lesson's checks on the instructor's solution,
   once per hidden seed (cached under `recordings`), and replaces each test cell, for the run, by
-  `respond(grade_id, globals())`: the kernel calls the student's answers on the grader's inputs and
+  `respond(grade_id)` (RESPOND): the kernel calls the student's answers on the grader's inputs and
   writes the results as data. No hidden case, expected value or check runs in the kernel.
   - The hidden tests draw their inputs from `hidden_seed`, a fresh one for every grading run unless
     one is given, so knowing last run's inputs is worth nothing.
@@ -53,8 +53,13 @@ def _headlab(module: str):
     return importlib.import_module(f"headlab.{module}")
 
 
+# The line that replaces a test cell. It names nothing the notebook's namespace can rebind: an `import` statement
+# finds `__import__` among the builtins, never in the notebook's globals, and `respond` takes the namespace from
+# its caller's frame, not from a `globals()` call (a red team defined `__import__` and `globals` at the top of a
+# notebook and handed respond a namespace holding another answer). Rebinding `__builtins__`, `headlab` or a
+# builtin module's attributes is flagged (heads_flags).
 RESPOND = ("# Graded outside this notebook: your answers run on the grader's inputs, and the grader compares.\n"
-           "__import__('headlab.kernel', fromlist=['respond']).respond({grade_id!r}, globals())\n")
+           "import headlab.kernel\nheadlab.kernel.respond({grade_id!r})\n")
 _STATE = "heads_outside"
 
 

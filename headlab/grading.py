@@ -11,7 +11,7 @@ check run in three ways:
 - **replaying**, in the grader's own process (`Replay`): the check runs again on the recorded
   arguments, and each call or drive returns what the *student's* kernel returned for those inputs.
 
-Between the last two, the student's kernel runs `kernel.respond(grade_id, globals())` in place of the test
+Between the last two, the student's kernel runs `kernel.respond(grade_id)` in place of the test
 cell: it reads the recorded inputs (never the expected values), calls the student's answers on them
 and writes the results as data (`codec`: JSON, tensors as raw bytes, never pickle). Whatever the student's
 code patches in its own process can change only what its answers return.

@@ -1,6 +1,6 @@
 """The student's kernel's side of grading: what runs there, and nothing that judges.
 
-In place of a test cell the kernel runs `respond(grade_id, globals())`: it reads the grader's inputs for that
+In place of a test cell the kernel runs `respond(grade_id)`: it reads the grader's inputs for that
 cell, calls the student's answers on them (a function directly; a class through a driver of this module) and
 writes what they returned, as data (`codec`). A driver builds the learner's class, loads the grader's weights,
 runs it and returns plain facts: outputs, gradients, outputs after the grader's training step, exceptions. It
@@ -13,6 +13,7 @@ import importlib
 import io
 import json
 import os
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -41,9 +42,13 @@ def describe(answer: Any) -> dict:
 _MISSING = object()
 
 
-def respond(grade_id: str, namespace: dict) -> None:
-    """Run this test cell's answers on the grader's inputs and leave the results for the grader."""
+def respond(grade_id: str, namespace: dict | None = None) -> None:
+    """Run this test cell's answers on the grader's inputs and leave the results for the grader. The answers are
+    looked up in `namespace`, by default the globals of the frame that called: the test cell's, which a notebook
+    cannot replace by rebinding `globals` as it could a `globals()` call's result."""
     from .checks.core import checked   # not at import: headlab.checks imports this module
+
+    namespace = sys._getframe(1).f_globals if namespace is None else namespace
 
     folder = Path(FOLDER)
     book = json.loads((folder / "calls.json").read_text())
@@ -156,8 +161,7 @@ def drive_head(cls, spec: dict) -> dict:
     """The kernel's one driver for every class head: the facts of `spec` (see headlab.checks.heads.spec), as plain
     data.
     {"outs": per input, the list of its outputs; "changed": whether an input was changed in place;
-    "holds_linear": whether an nn.Linear is among its modules (which way round a (d, d) weight acts: a layout,
-    never a verdict); "gradients": kernel.gradient_facts when asked; with an embedding, "embedding_changed":
+    "gradients": kernel.gradient_facts when asked; with an embedding, "embedding_changed":
     whether building the head changed its values, and "swapped": the output on inputs[0] while it held E2;
     or "raised": {"type", "message", "stage"}, the exception that stopped it and where: "build" or the index of
     the input being run}."""
@@ -168,8 +172,7 @@ def drive_head(cls, spec: dict) -> dict:
     with torch.random.fork_rng(devices=[]):   # the grader's draws; the notebook's random state kept
         torch.manual_seed(spec["seed"])
         try:
-            emb = [] if E is None else [torch.nn.Embedding(*E.shape, _weight=E.clone())]
-            head = cls(*emb, *spec["args"], **spec["kwargs"])
+            head, emb = _build(cls, spec, E)
             with torch.no_grad():
                 facts["embedding_changed"] = bool(emb) and not torch.equal(emb[0].weight, E)
                 load(head, spec["weights"], spec["fill"])
@@ -182,14 +185,22 @@ def drive_head(cls, spec: dict) -> dict:
                     facts["swapped"] = detached(head(inputs[0].clone()))
                     emb[0].weight.copy_(E)
             facts["changed"] = any(not torch.equal(x, given) for x, given in zip(inputs, spec["inputs"]))
-            facts["holds_linear"] = any(isinstance(m, torch.nn.Linear) for m in head.modules())
             if spec["step"] and not facts["changed"]:   # a head that writes into its input fails on that first
                 stage = 0
                 facts["gradients"] = gradient_facts(head, head, spec["inputs"][0], spec["seed"],
-                                                    probe=spec["inputs"][spec["stepped_on"]])
+                                                    probe=spec["inputs"][spec["stepped_on"]],
+                                                    rebuild=lambda: _build(cls, spec, E)[0])
         except Exception as err:   # the learner's bug is a fact like any other; the check explains it
             facts["raised"] = {"type": type(err).__name__, "message": str(err)[:2000], "stage": stage}
     return facts
+
+
+def _build(cls, spec: dict, E: torch.Tensor | None) -> tuple:
+    """A new head as `spec` asks, and the nn.Embedding (holding E) it was given, in a list: empty without E."""
+    emb = [] if E is None else [torch.nn.Embedding(*E.shape, _weight=E.clone())]
+    head = cls(*emb, *spec["args"], **spec["kwargs"])
+    head.train(spec["train"])
+    return head, emb
 
 
 def drive_names(namespace: dict, names: list[str]) -> dict:
@@ -210,26 +221,107 @@ STEP_LR = 0.5
 
 
 def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, seed: int,
-                   probe: torch.Tensor | None = None) -> dict:
+                   probe: torch.Tensor | None = None, rebuild: Callable | None = None) -> dict:
     """A driver's step for a head: run `forward(x)` with gradients on, from a fresh copy of x, back-propagate its
     outputs weighted by seeded random numbers, take one plain gradient-descent step (STEP_LR) on the module's
     parameters (a tied embedding's too) and run it on x again (or on `probe`).
-    Returns the gradient that reached x ("input_grad", None if none did) and the outputs after the step
-    ("stepped"). Only outputs are judged, never which parameters the kernel says it has or what their `.grad`
-    holds: a weight that is frozen, detached or hidden from `parameters()` does not move, and a `.grad` written
-    by hand is not the gradient of the grader's weighted outputs, so either leaves other outputs after the step."""
+    Returns the gradient that reached x ("input_grad", None if none did), the outputs after the step ("stepped")
+    and "moved": the state entries (parameters, buffers) that changed other than by the grader's step.
+    Only outputs are judged, never which parameters the kernel says it has or what their `.grad` holds: a weight
+    that is frozen, detached or hidden from `parameters()` does not move, and a `.grad` written by hand is not the
+    gradient of the grader's weighted outputs, so either leaves other outputs after the step. The head's code runs
+    during the forward and, through its hooks, during the backward: there it can take the step itself (a frozen
+    bias moved by hand, `bias.data -= STEP_LR * g`). So the grader steps the state it found by its own walk, any
+    other change of that state is reported, and with `rebuild` (a new instance of the head's class) the outputs
+    after the step are those of a new head holding the stepped state, whose forward saw no backward."""
     x = x.detach().clone().requires_grad_()
-    trained = [p for p in module.parameters() if p.requires_grad]   # what an optimiser would train
+    probe = x.detach().clone() if probe is None else probe
+    before = _snapshot(module)
+    with torch.no_grad():
+        unstepped = forward(probe.clone())   # a new head holding `before` must give these, after the backward too
+    # what an optimiser would train, found without `parameters()`, which a class can override to hide a layer
+    trained = list({id(t): t for t, _, _ in before.values() if t.requires_grad and t.is_leaf}.values())
     with torch.enable_grad():
         total = weighted_sum(forward(x), seed)
         grads = torch.autograd.grad(total, [x, *trained], allow_unused=True) if total is not None else [None]
+    moved = _moved(before, module)
     # The step reads the gradients autograd returns, never `.grad`: a hook can write `.grad` of a frozen weight
     with torch.no_grad():
         for p, g in zip(trained, grads[1:]):
             if g is not None:
                 p -= STEP_LR * g
-        stepped = forward(x.detach().clone() if probe is None else probe.clone())
-    return {"input_grad": grads[0], "stepped": detached(stepped)}
+    after = _snapshot(module)
+    with torch.no_grad():
+        stepped = forward(probe.clone())
+    moved += _moved(after, module)
+    if rebuild is not None:
+        # New heads holding the state before and after the step, built after the backward: a head whose outputs
+        # depend on more than its state (a step kept on the instance, or on its class) gives other outputs
+        again = [_run_holding(rebuild, state, probe) for state in (before, after)]
+        if again[0] is None:
+            moved.append("<a new head holds other state>")
+        elif not (_same(again[0], unstepped) and _same(again[1], stepped)):
+            moved.append("<outputs not set by the state>")
+        stepped = stepped if again[1] is None else again[1]
+    return {"input_grad": grads[0], "stepped": detached(stepped), "moved": sorted(set(moved))}
+
+
+def _run_holding(rebuild: Callable, state: dict[str, tuple], x: torch.Tensor) -> Any:
+    """The outputs on x of a new head (`rebuild()`) holding the values of `state` (a `_snapshot`), or None when
+    the new head's state has other entries or shapes."""
+    head = rebuild()
+    held = _state(head)
+    if held.keys() != state.keys() or any(held[k].shape != v.shape for k, (_, _, v) in state.items()):
+        return None
+    with torch.no_grad():
+        for k, (_, _, v) in state.items():
+            held[k].copy_(v)
+        return head(x.clone())
+
+
+def _state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer of `module` and of the modules it holds, by path, found through nn.Module's own
+    dicts read with the base types' methods: never a method the class defines (`modules()`, `parameters()`,
+    `state_dict()`, `__getattr__`), which it can override to hide a tensor."""
+    found: dict[str, torch.Tensor] = {}
+    todo, seen = [("", module)], set()
+    while todo:
+        prefix, m = todo.pop()
+        if id(m) in seen or not isinstance(m, torch.nn.Module):
+            continue
+        seen.add(id(m))
+        own = object.__getattribute__(m, "__dict__")
+        for kind in ("_parameters", "_buffers"):
+            for name, t in dict.items(own.get(kind) or {}):
+                if isinstance(t, torch.Tensor):
+                    found[prefix + name] = t
+        todo += [(f"{prefix}{name}.", sub) for name, sub in dict.items(own.get("_modules") or {})]
+    return found
+
+
+def _snapshot(module: torch.nn.Module) -> dict[str, tuple]:
+    """Each state entry of `_state` with its object, its version counter and a copy of its values."""
+    return {k: (t, t._version, t.detach().clone()) for k, t in _state(module).items()}
+
+
+def _moved(before: dict[str, tuple], module: torch.nn.Module) -> list[str]:
+    """The entries of `before` that the module's code changed since: replaced, written in place (even if written
+    back: the version counter), or holding other values (a write through `.data`); entries added or removed."""
+    now = _state(module)
+    changed = [k for k in before.keys() ^ now.keys()]
+    for k, (t, version, values) in before.items():
+        if k in now and (now[k] is not t or t._version != version or t.shape != values.shape
+                         or not torch.equal(t.detach(), values)):
+            changed.append(k)
+    return changed
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a.detach(), b.detach()))
+    return type(a) is type(b)
 
 
 def weighted_sum(out: Any, seed: int) -> torch.Tensor | None:

@@ -106,6 +106,83 @@ def test_a_frozen_bias_whose_forward_writes_its_grad_fails_the_grader_step():
     assert caught.value.mistake == "parameters-without-gradient"
 
 
+class StepsItself(Frozen):
+    """Issue 25, K1c: a frozen bias that a hook on the logits moves by the grader's public step (kernel.STEP_LR)
+    during the grader's backward, so the outputs after the step looked trained."""
+
+    def forward(self, H):
+        self.classifier.bias.requires_grad_(False)
+        logits = self.classifier(self.dropout(H))
+        if logits.requires_grad:
+            def step(g):
+                self.classifier.bias.data.sub_(kernel.STEP_LR * g.flatten(0, -2).sum(0))
+            logits.register_hook(step)
+        return logits
+
+
+class KeepsTheStep(Frozen):
+    """The same step kept on the side (a plain attribute, no parameter written) and added after the backward."""
+
+    def forward(self, H):
+        self.classifier.bias.requires_grad_(False)
+        logits = self.classifier(self.dropout(H))
+        if logits.requires_grad:
+            def keep(g):
+                self.kept = -kernel.STEP_LR * g.flatten(0, -2).sum(0)
+            logits.register_hook(keep)
+        return logits + getattr(self, "kept", 0)
+
+
+class KeepsTheStepOnTheClass(Frozen):
+    """The step kept on the class, where a new head of the class finds it too: added to the next two passes
+    without gradients (the head's own after the step, and a new head's), then dropped."""
+    kept, uses = 0, 0
+
+    def forward(self, H):
+        self.classifier.bias.requires_grad_(False)
+        logits = self.classifier(self.dropout(H))
+        if logits.requires_grad:
+            def keep(g):
+                KeepsTheStepOnTheClass.kept = -kernel.STEP_LR * g.flatten(0, -2).sum(0)
+                KeepsTheStepOnTheClass.uses = 2
+            logits.register_hook(keep)
+        elif KeepsTheStepOnTheClass.uses:
+            KeepsTheStepOnTheClass.uses -= 1
+            return logits + KeepsTheStepOnTheClass.kept
+        return logits
+
+
+class WritesAndRestores(Frozen):
+    """The step kept on the side, written into the bias for the pass after the step and written back after it,
+    so the bias holds its old values when the pass ends."""
+
+    def forward(self, H):
+        self.classifier.bias.requires_grad_(False)
+        kept = getattr(self, "kept", None)
+        if not torch.is_grad_enabled() and kept is not None:
+            with torch.no_grad():
+                self.classifier.bias -= kept
+                logits = self.classifier(self.dropout(H))
+                self.classifier.bias += kept
+            return logits
+        logits = self.classifier(self.dropout(H))
+        if logits.requires_grad:
+            def keep(g):
+                self.kept = kernel.STEP_LR * g.flatten(0, -2).sum(0)
+            logits.register_hook(keep)
+        return logits
+
+
+@pytest.mark.parametrize("head", [StepsItself, KeepsTheStep, KeepsTheStepOnTheClass, WritesAndRestores], ids=lambda c: c.__name__)
+def test_a_frozen_bias_that_the_heads_own_code_moves_by_the_step_fails(head):
+    """The head's code runs inside the grader's forward and backward (its hooks): a step it takes itself is not
+    the optimiser's. The grader steps the state it found, reports any other change of it, and takes the outputs
+    after the step from a new head holding the stepped state."""
+    with pytest.raises(CheckFailed) as caught:
+        ch04.TokenClassifier(head)
+    assert caught.value.mistake == "parameters-without-gradient"
+
+
 def test_a_pooler_with_a_hidden_extra_layer_is_judged_by_its_outputs():
     class Hidden(nn.Module):   # an extra Linear(d, d), hidden from modules() and parameters()
         def __init__(self, d):
@@ -124,3 +201,24 @@ def test_a_pooler_with_a_hidden_extra_layer_is_judged_by_its_outputs():
     with pytest.raises(CheckFailed) as caught:
         ch02.Pooler(Hidden)
     assert caught.value.mistake == "wrong-values"
+
+
+class TransposedHidingItsLinear(nn.Module):
+    """Issue 25, P1: the stored weight used as it is (`c @ W`, the transposed-weight mistake) and the nn.Linear
+    hidden from modules(), which decided whether the non-symmetric case ran: the symmetric ones cannot tell."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.dense = nn.Linear(d, d)
+
+    def modules(self):
+        return iter([self])
+
+    def forward(self, c):
+        return torch.tanh(c @ self.dense.weight + self.dense.bias)
+
+
+def test_a_pooler_that_hides_its_linear_is_still_judged_on_a_non_symmetric_weight():
+    with pytest.raises(CheckFailed) as caught:
+        ch02.Pooler(TransposedHidingItsLinear)
+    assert caught.value.mistake == "linear-weight-not-transposed"

@@ -484,6 +484,13 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: s
     learner's process, and compared here. The right head is `want`, the name of the grader's (`reference_step`), or
     a function `want(x, *weights)`. `weights` None: the head may hold its weights in any layout, whose step differs
     (SpanHead judges its step itself, from the learner's own scorers)."""
+    if facts.get("moved"):
+        fail(f"{name} changed its own weights while the grader ran it ({', '.join(facts['moved'])}): its forward, "
+             "or a hook it registered, wrote into its parameters or buffers (e.g. `bias.data -= ...` when the "
+             "gradient arrives), or its outputs after the step come from something other than them. A head is "
+             "trained only by the optimiser: every weight is an `nn.Parameter` that autograd gives a gradient.",
+             "parameters-without-gradient", "Keep every parameter trainable, compute the output from them with torch "
+             "operations, and write no weight in forward or in a hook.")
     input_grad, after = reference_step(want, x, weights, seed) if isinstance(want, str) else \
         _step(want, x, weights, seed)
     if input_grad is None:   # a kernel given inputs the recording does not hold: the grader judges these

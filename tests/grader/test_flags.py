@@ -79,6 +79,34 @@ FORGERIES = {
     "module-dict-update": "import headlab.checks.ch00 as _c\n_c.__dict__.update(padding_mask=lambda *a, **k: None)",
     "vars-update": "import headlab.checks.ch00 as _c\nvars(_c).update(padding_mask=lambda *a, **k: None)",
     "module-by-assignment": "_c = check\n_c.padding_mask = lambda *a, **k: None",
+    # Issue 25, K3b/K3c: the names the test cell's line looked up, shadowed to hand the grader another answer
+    "shadow-import": "def __import__(name, *a, **k):\n    return None",
+    "shadow-globals": "_g = globals\ndef globals():\n    return {**_g(), 'causal_mask': lambda n: n}",
+    # Issue 25, K3/F1: a watched module reached by any binding or expression, a setter passed as a value, and
+    # modules no answer needs (written here for these tests; the red team's own attacks are held out)
+    "loop-alias": "import headlab.kernel\nfor k in (headlab.kernel,):\n    k.drive_head = len",
+    "unpacked-alias": "import os\n(o, _) = (os, 1)\no.replace = len",
+    "comprehension-alias": "import json\n[setattr(m, 'loads', len) for m in [json]]",
+    "with-alias": "import io\nclass C:\n    def __enter__(self):\n        return io\n    def __exit__(self, *a):\n"
+                  "        pass\nwith C() as m:\n    m.open = len",
+    "default-alias": "import json\ndef g(mod=json):\n    mod.loads = len\ng()",
+    "walrus-store": "import json\n(q := json).loads = len",
+    "container-alias": "import headlab.kernel as hk\nbox = [hk]\nbox[0].drive_head = len",
+    "class-attr-alias": "class Box:\n    mod = torch\nBox.mod.equal = len",
+    "call-result-store": "getattr(torch, 'nn').functional.relu = len",
+    "globals-lookup-store": "globals()['torch'].equal = len",
+    "type-dunder": "Tensor = type(torch.ones(1))\nTensor.__ne__ = lambda a, b: False",
+    "bound-self-store": "len.__self__.print = len",
+    "fn-globals-store": "def f():\n    pass\nf.__globals__['torch'].equal = len",
+    "map-setter": "import json\nlist(map(setattr, [json], ['loads'], [len]))",
+    "partial-setter": "import functools, json\nfunctools.partial(setattr, json)('loads', len)",
+    "threads": "from threading import Timer",
+    "ctypes": "import ctypes as c",
+    "runpy": "import runpy",
+    "getattr-spawn": "import os\ngetattr(os, 'system')('true')",
+    "list-alias-spawn": "import os\nm = [os][0]\nm.fork()",
+    "from-bytes": "import pickle\npickle.loads(b'.')",
+    "answers-folder": "open('.heads_answers/test_causal_mask.json', 'w').write('[]')",
 }
 
 
@@ -139,3 +167,15 @@ def test_code_too_deep_to_read_is_flagged_not_fatal():
     nb.cells.insert(3, nbformat.v4.new_code_cell("if False:\n    x = a" + ".a" * 1500))
     flags = code_flags(nb, rel)
     assert flags and all("too deep" in f for f in flags), flags
+
+
+def test_a_cell_marked_locked_that_the_release_does_not_hold_is_read():
+    """Issue 25, F2: an inserted cell marked `locked` with a grade_id of its own (nbgrader runs it as an ordinary
+    cell) that patches the driver and imports subprocess: its metadata does not hide its code."""
+    rel, sol = release(LESSON), solution_answers(LESSON)
+    nb = fill(rel, sol)
+    cell = nbformat.v4.new_code_cell("import subprocess\nimport headlab.kernel\nheadlab.kernel.drive_head = print")
+    cell.metadata["nbgrader"] = {"locked": True, "grade_id": "cell-helper-7", "solution": False, "grade": False}
+    nb.cells.insert(3, cell)
+    flags = code_flags(nb, rel)
+    assert any("spawns processes" in f for f in flags) and any("patches a module" in f for f in flags), flags

@@ -99,3 +99,36 @@ def test_a_result_is_what_its_cell_left_whatever_a_later_cell_writes(tmp_path):
     cell_writes("test_a", '[{"answer": {"kind": "function"}, "results": ["forged"]}]')
     capture.after(graded_cell("test_a"))
     assert capture.answers == {"test_a": [{"answer": {"kind": "function"}, "results": ["honest"]}]}
+
+
+def _wrong_causal_mask(n):   # a wrong answer: the graded one in the attacks below
+    return None
+
+
+# Issue 25, K3b/K3c: a notebook shadows the names the test cell's line used (`__import__`, `globals`), so that
+# line handed respond a namespace in which `causal_mask` was another, right, function defined elsewhere.
+SHADOWS = {
+    "K3b-import": ("import builtins as _b\n_real_import = _b.__import__\n"
+                   "class _Mod:\n    def respond(self, grade_id, ns=None):\n"
+                   "        m = _real_import('headlab.kernel', fromlist=['respond'])\n"
+                   "        return m.respond(grade_id, {**(ns or {}), 'causal_mask': _right})\n"
+                   "def __import__(name, *a, **k):\n"
+                   "    return _Mod() if name.startswith('headlab') else _real_import(name, *a, **k)\n"),
+    "K3c-globals": "_g = globals\ndef globals():\n    return {**_g(), 'causal_mask': _right}\n",
+}
+
+
+@pytest.mark.parametrize("attack", SHADOWS)
+def test_the_test_cells_line_finds_the_notebooks_own_answer_whatever_names_it_shadows(tmp_path, monkeypatch,
+                                                                                    attack):
+    from headlab.checks.core import checked
+    from heads_outside import RESPOND
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / codec.FOLDER).mkdir()
+    (tmp_path / codec.FOLDER / "calls.json").write_text('{"test_causal_mask": [{"answer": "causal_mask", '
+                                                        '"calls": []}]}')
+    notebook = {"causal_mask": _wrong_causal_mask, "_right": lambda n: n}
+    exec(SHADOWS[attack], notebook)
+    exec(compile(RESPOND.format(grade_id="test_causal_mask"), "<test cell>", "exec"), notebook)
+    assert checked["causal_mask"] is _wrong_causal_mask

@@ -154,7 +154,7 @@ ALTERNATIVES = [
                 self.b = nn.Parameter(torch.zeros(d))
 
             def forward(self, c):
-                return torch.tanh(c @ self.W + self.b)
+                return torch.tanh(c @ self.W.T + self.b)   # W_p c: W held (out, in), as nn.Linear does
         """),
     Alternative("mean_pool-einsum", "mean_pool", """
         def mean_pool(H, mask):

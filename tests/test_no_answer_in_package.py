@@ -438,7 +438,8 @@ def test_the_knowledge_check_values_are_in_no_released_lesson():
     """The graded knowledge check's answers appear in no released lesson's markdown or outputs: an ungraded
     end-of-lesson question with the same numbers (lesson 06's left-padded batch, lesson 03's head size) would
     print the graded answer beside it in an Answer box. The code cells' sources are left out: the exercise's
-    own question states its inputs, and the release strips solutions and hidden tests (checked elsewhere)."""
+    own question states its inputs, and the release strips solutions and hidden tests (checked elsewhere).
+    The release clears outputs today; they are read too, so that a release with outputs stays covered."""
     patterns = {name: _written(value) for name, value in knowledge_check_values().items()}
     found = []
     for lesson in all_lessons():

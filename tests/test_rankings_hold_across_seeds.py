@@ -625,7 +625,7 @@ def lesson06(k: int) -> dict:
     out["switch"] = {trained: {side: h(z) for side, z in served_as.items()} for trained, h in by_side.items()}
     # How far the switch moves the right-trained head's margin, against moves of the same length per row in
     # DRAWS_06 random directions (the lesson's control, seeded with k): the median over draws of each draw's
-    # median shift, since one draw alone varies by about a fifth; and the width of the margins (medians).
+    # median shift, since one direction alone is a noisy control; and the width of the margins (medians).
     w, step = by_side["right"].w, (served_as["left"] - served_as["right"]).double()
     random_step = torch.randn((DRAWS_06, *step.shape), generator=torch.Generator().manual_seed(k), dtype=torch.double)
     random_step = random_step / random_step.norm(dim=-1, keepdim=True) * step.norm(dim=-1, keepdim=True)

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 
 import headlab
 from headlab.checks.engine import Exercise, Mistake, same
-from heads_lessons import all_lessons
+from heads_lessons import LESSONS, all_lessons
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 VISIBLE = re.compile(r"^check\.(\w+)\((\w+)\)$", re.M)
@@ -380,9 +380,9 @@ def test_the_search_finds_a_planted_answer():
     assert answers_among(pooler, [("planted.Pooler", pooler["solution"])])
 
 
-def test_the_knowledge_check_values_are_nowhere_in_the_package():
-    """Lesson 06's hidden test holds the knowledge check's values; no constant of the package may equal one
-    (a list of positions, the parameter count, the rounded loss), however deep in a table it sits."""
+def knowledge_check_values() -> dict[str, Any]:
+    """The graded knowledge check's answers, read from lesson 06's hidden test (its `expected=` argument), so
+    that these tests follow the graded question when it changes."""
     lesson = next(l for l in all_lessons() if l.number == "06")
     hidden = HIDDEN.search(next(c.source for c in lesson.read().cells
                                 if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{KNOWLEDGE_CHECK}")).group(1)
@@ -390,7 +390,14 @@ def test_the_knowledge_check_values_are_nowhere_in_the_package():
                 and any(k.arg == "expected" for k in node.keywords))
     values = eval(compile(ast.Expression(next(k.value for k in call.keywords if k.arg == "expected")), "<kc>", "eval"),
                   {"math": math})
-    assert values["kc_positions"] and values["kc_head_params"], values
+    assert values["kc_positions"] and values["kc_head_params"] and values["kc_initial_loss"], values
+    return values
+
+
+def test_the_knowledge_check_values_are_nowhere_in_the_package():
+    """Lesson 06's hidden test holds the knowledge check's values; no constant of the package may equal one
+    (a list of positions, the parameter count, the rounded loss), however deep in a table it sits."""
+    values = knowledge_check_values()
     modules = [headlab] + [importlib.import_module(m.name) for m in pkgutil.walk_packages(headlab.__path__, "headlab.")]
     found = []
 
@@ -411,3 +418,35 @@ def test_the_knowledge_check_values_are_nowhere_in_the_package():
             if not name.startswith("__"):
                 visit(obj, f"{module.__name__}.{name}", 0)
     assert not found, "the package holds the knowledge check's answers:\n" + "\n".join(found)
+
+
+def _written(value: Any) -> re.Pattern:
+    """How a knowledge-check answer would be written in prose or printed: a list as its numbers in order,
+    joined by commas and/or "and" (`6, 3 and 8`, `[6, 3, 8]`); an integer with or without a thousands
+    separator (`2565`, `2,565`, `2 565`); a float as its two decimals (`1.61`). Digits around it do not
+    count (`12565` is another number)."""
+    if isinstance(value, list):
+        return re.compile(r"(?<![\d.])" + r"(?:,\s*|\s+and\s+|,\s+and\s+)".join(map(str, value)) + r"(?![\d.])")
+    if isinstance(value, int):
+        text = str(value)
+        return re.compile(r"(?<![\d.,])" + (text[:-3] + r"[,\s]?" + text[-3:] if len(text) > 3 else text)
+                          + r"(?![\d]|\.\d)")
+    return re.compile(r"(?<![\d.])" + re.escape(f"{value:.2f}") + r"(?!\d)")
+
+
+def test_the_knowledge_check_values_are_in_no_released_lesson():
+    """The graded knowledge check's answers appear in no released lesson's markdown or outputs: an ungraded
+    end-of-lesson question with the same numbers (lesson 06's left-padded batch, lesson 03's head size) would
+    print the graded answer beside it in an Answer box. The code cells' sources are left out: the exercise's
+    own question states its inputs, and the release strips solutions and hidden tests (checked elsewhere).
+    The release clears outputs today; they are read too, so that a release with outputs stays covered."""
+    patterns = {name: _written(value) for name, value in knowledge_check_values().items()}
+    found = []
+    for lesson in all_lessons():
+        for cell in lesson.read(LESSONS).cells:
+            texts = [cell.source] if cell.cell_type == "markdown" else [
+                "".join(o.get("text", "")) + "".join("".join(v) for k, v in o.get("data", {}).items() if k.startswith("text/"))
+                for o in cell.get("outputs", [])]   # images left out: base64 holds digits by chance
+            for text, (name, pattern) in itertools.product(texts, patterns.items()):
+                found += [f"{lesson.name} {cell.get('id')}: {match.group(0)!r} is {name}" for match in pattern.finditer(text)]
+    assert not found, "released lessons print the graded knowledge check's answers:\n" + "\n".join(found)

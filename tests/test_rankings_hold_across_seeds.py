@@ -543,6 +543,9 @@ def pool06(rule, H, mask):
     return H[torch.arange(len(H)), position]
 
 
+DRAWS_06 = 20                                    # the lesson's random directions per row in the switch's control
+
+
 @lru_cache(maxsize=None)
 def lesson06(k: int) -> dict:
     decoder = pretrained_decoder()
@@ -620,12 +623,14 @@ def lesson06(k: int) -> dict:
     served_as = {"right": pool06("last_real", H_test, test.attention_mask),
                  "left": pool06("last_real", H_left_test, left_test.attention_mask)}
     out["switch"] = {trained: {side: h(z) for side, z in served_as.items()} for trained, h in by_side.items()}
-    # How far the switch moves the right-trained head's margin, against a move of the same length per row in a
-    # random direction (the lesson's control, seeded with k), and the width of the margins (medians).
+    # How far the switch moves the right-trained head's margin, against moves of the same length per row in
+    # DRAWS_06 random directions (the lesson's control, seeded with k): the median over draws of each draw's
+    # median shift, since one direction alone is a noisy control; and the width of the margins (medians).
     w, step = by_side["right"].w, (served_as["left"] - served_as["right"]).double()
-    random_step = torch.randn(step.shape, generator=torch.Generator().manual_seed(k), dtype=torch.double)
+    random_step = torch.randn((DRAWS_06, *step.shape), generator=torch.Generator().manual_seed(k), dtype=torch.double)
     random_step = random_step / random_step.norm(dim=-1, keepdim=True) * step.norm(dim=-1, keepdim=True)
-    out["margin"] = {"switch": (step @ w[:-1]).abs().median().item(), "random": (random_step @ w[:-1]).abs().median().item(),
+    out["margin"] = {"switch": (step @ w[:-1]).abs().median().item(),
+                     "random": (random_step @ w[:-1]).abs().median(dim=-1).values.median().item(),
                      "width": (served_as["right"].double() @ w[:-1] + w[-1]).abs().median().item()}
     out["y_test"] = y_test
 
@@ -716,8 +721,8 @@ def test_06_switching_the_padding_side_changes_a_few_answers(k):
 def test_06_the_switch_moves_the_margin_like_a_random_move_of_that_length(k):
     m = lesson06(k)["margin"]
     assert 1 < m["switch"] / m["random"] < 2, \
-        f"lesson 06, seed {k}: 'the switch moves the margin more than a random move of the same length, by less " \
-        f"than a factor of two' ({m})"
+        f"lesson 06, seed {k}: 'the switch moves the margin a little more than the median random move of the same " \
+        f"length, by less than a factor of two' ({m})"
     assert max(m["switch"], m["random"]) < m["width"] / 3, \
         f"lesson 06, seed {k}: 'the margins are wide next to such a move, so few answers cross zero' ({m})"
 

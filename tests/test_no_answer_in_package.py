@@ -434,6 +434,26 @@ def _written(value: Any) -> re.Pattern:
     return re.compile(r"(?<![\d.])" + re.escape(f"{value:.2f}") + r"(?!\d)")
 
 
+def _printed(cell) -> list[str]:
+    return ["".join(o.get("text", "")) + "".join("".join(v) for k, v in o.get("data", {}).items() if k.startswith("text/"))
+            for o in cell.get("outputs", [])]   # images left out: base64 holds digits by chance
+
+
+def test_no_cell_a_student_runs_prints_the_knowledge_check_values():
+    """What a student's Run All prints, read from the solutions' outputs: no cell other than the answer and its test
+    may print a graded knowledge-check value (lesson 06 measured an untrained 5-class head right after the question
+    and printed `1.61`, the graded loss, until a review found it; it now measures 4 classes)."""
+    patterns = {name: _written(value) for name, value in knowledge_check_values().items()}
+    found = []
+    for lesson in all_lessons():
+        for cell in lesson.read().cells:
+            if cell.cell_type != "code" or cell.metadata.get("nbgrader", {}).get("grade_id"):
+                continue
+            for text, (name, pattern) in itertools.product(_printed(cell), patterns.items()):
+                found += [f"{lesson.name} {cell.get('id')}: {match.group(0)!r} is {name}" for match in pattern.finditer(text)]
+    assert not found, "a lesson's cell prints the graded knowledge check's answers:\n" + "\n".join(found)
+
+
 def test_the_knowledge_check_values_are_in_no_released_lesson():
     """The graded knowledge check's answers appear in no released lesson's markdown or outputs: an ungraded
     end-of-lesson question with the same numbers (lesson 06's left-padded batch, lesson 03's head size) would
@@ -444,9 +464,7 @@ def test_the_knowledge_check_values_are_in_no_released_lesson():
     found = []
     for lesson in all_lessons():
         for cell in lesson.read(LESSONS).cells:
-            texts = [cell.source] if cell.cell_type == "markdown" else [
-                "".join(o.get("text", "")) + "".join("".join(v) for k, v in o.get("data", {}).items() if k.startswith("text/"))
-                for o in cell.get("outputs", [])]   # images left out: base64 holds digits by chance
+            texts = [cell.source] if cell.cell_type == "markdown" else _printed(cell)
             for text, (name, pattern) in itertools.product(texts, patterns.items()):
                 found += [f"{lesson.name} {cell.get('id')}: {match.group(0)!r} is {name}" for match in pattern.finditer(text)]
     assert not found, "released lessons print the graded knowledge check's answers:\n" + "\n".join(found)

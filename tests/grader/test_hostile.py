@@ -222,8 +222,8 @@ EXPECTED = {
     "honest": (4, False), "partial": (2, "refused"),
     "link-gradebook": (4, True), "link-classmate": (4, True),
     "xss-and-scratch": (4, False), "flood": (4, False), "disk-frames": (4, True), "spawner": (4, True),
-    "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, False),
-    "bad-signature": (2, False),
+    "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, True),   # its thread: flagged
+    "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
 }
 
 

@@ -10,6 +10,7 @@ import re
 
 import nbformat
 import pytest
+import torch
 
 import replay
 from headlab import codec, grading
@@ -55,6 +56,8 @@ def memoriser(book: dict, grade_id: str, solution):
             seen[call["digest"]] = solution(*args, **kwargs)
 
     def answer(*args, **kwargs):
+        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return solution(*args, **kwargs)   # a gradient check's fixed input, public: not what the seed hides
         out = seen.get(codec.digest(solution.__name__, args, kwargs))
         return out if out is not None else solution(*args, **kwargs) * 0
     answer.__name__ = solution.__name__

@@ -42,6 +42,9 @@ FRAME_CALLS = {"sys._getframe", "sys.settrace", "sys.setprofile", "threading.set
                "gc.get_objects", "gc.get_referrers", "gc.get_referents"}
 FRAME_ATTRS = {"tb_frame", "f_locals", "f_globals", "f_back", "f_builtins", "gi_frame", "cr_frame",
                "ag_frame", "_getframe", "currentframe"}
+# A function's own namespace and code: no answer needs them, and through any function of the course they reach
+# its module (the second held-out red team replaced the driver with `respond.__globals__.update(...)`)
+FUNCTION_INTERNALS = {"__globals__", "__closure__", "__code__", "__defaults__", "__kwdefaults__", "__builtins__"}
 IPYTHON_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "input_transformer_manager",
                  "ast_transformers", "showtraceback", "_showtraceback", "showsyntaxerror",
                  "set_custom_exc", "custom_exceptions", "run_ast_nodes", "run_cell", "run_cell_async",
@@ -315,6 +318,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"touches IPython's execution machinery: {attr}")
             if isinstance(node, ast.Attribute) and attr in LINK_ATTRS:
                 found.append(f"creates links: {attr}()")
+            if isinstance(node, ast.Attribute) and attr in FUNCTION_INTERNALS:
+                found.append(f"reaches into a function's internals: {attr}")
             if isinstance(node, ast.Attribute) and attr == "__dict__" and watched(node.value):
                 found.append(f"patches a module: touches {watched(node.value)}.__dict__")
             if attr in ("__torch_function__", "__torch_dispatch__"):
@@ -333,6 +338,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 ".heads_answers" in node.value or ".heads_grader" in node.value):
             found.append("touches the grader's folders: names .heads_answers or .heads_grader")
+        if isinstance(node, ast.Constant) and node.value in FUNCTION_INTERNALS:   # getattr(f, "__globals__")
+            found.append(f"reaches into a function's internals: {node.value}")
         if isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
             found.append(f"patches torch: defines {node.name}")
         if isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -299,7 +299,8 @@ def _csv_safe(value):
 def write_csv(outcomes: list[Outcome], path: Path) -> int:
     """A row per student, lesson, exercise not passed; the number of rows."""
     rows = sorted((o for o in outcomes if o.status != PASSED), key=lambda o: (o.student, o.lesson, o.exercise))
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    # errors: a lone surrogate a kernel put in a message (S1) is written as \udcff, not the end of the class's file
+    with path.open("w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
         writer = csv.writer(fh)
         writer.writerow(CSV_COLUMNS)
         for o in rows:
@@ -317,6 +318,6 @@ def write_report(course_root: Path, db_url: str, lessons: list[str], flags: dict
     outcomes, totals, order = read_class(db_url, Path(course_root) / "verdicts", lessons, flags, apart)
     exercises = tally(outcomes, order)
     page, table = out / "class.html", out / "mistakes.csv"
-    page.write_text(render(exercises, outcomes, totals, flags), encoding="utf-8")
+    page.write_text(render(exercises, outcomes, totals, flags), encoding="utf-8", errors="backslashreplace")
     write_csv(outcomes, table)
     return page, table, exercises

@@ -345,8 +345,10 @@ def test_no_callable_of_the_package_passes_an_exercise(index):
 def _composed() -> dict[str, Callable]:
     """A held-out red team's answers (stop 34), written as a student would: check helpers composed with a string
     argument, arithmetic on an argument or a lambda, which the search above does not try."""
-    from headlab.checks import ch05, ch07
+    from headlab.checks import ch05, ch07, ch08
     return {
+        # the second held-out red team's (stop 35): lesson 08's rule of first pieces, once a message helper
+        "align_labels": lambda w, l: [l[w[i]] if i in ch08._first_pieces(w) else -100 for i in range(len(w))],
         "best_span": lambda s, e, allowed, max_len: ch05._wrong_spans(ch05._RULES["one-too-long"], s, e, allowed,
                                                                       max_len - 1),
         "expected_calibration_error":
@@ -358,7 +360,7 @@ def _composed() -> dict[str, Callable]:
 # Each passed while the mistake tables held helpers general enough to give the answer (a search under a rule, a
 # binning). The mistakes' functions are now the grader's (grader/heads_mistakes), the kernel holding their outputs on
 # the visible cases as data (tests/test_mistake_recording.py), so these helpers are no longer in the package.
-@pytest.mark.parametrize("name", ["best_span", "expected_calibration_error", "predict_or_reject"])
+@pytest.mark.parametrize("name", ["best_span", "expected_calibration_error", "predict_or_reject", "align_labels"])
 def test_check_helpers_composed_by_hand_pass_no_exercise(name):
     exercise = next(e for e in exercises() if e["name"] == name)
     assert not passes(exercise, _composed()[name]), f"{name}: a composition of check helpers passes"

@@ -2,7 +2,7 @@
 import torch
 import torch.nn.functional as F
 
-from headlab.checks.ch08 import IGNORE, _first_pieces
+from headlab.checks.ch08 import IGNORE
 
 from . import register, twist, wrong
 
@@ -60,6 +60,10 @@ register("sentence_embedding", [
 
 # --- align_labels: each a rule of its own that never gives the right labels (it returns None where it would), or a
 # twist of the right labels E, so that no function here aligns labels as the answer does --------------------------
+def _first_pieces(word_ids) -> list[int]:
+    return [i for i, w in enumerate(word_ids) if w is not None and (i == 0 or word_ids[i - 1] != w)]
+
+
 def _ints(E) -> list:
     return E.tolist() if isinstance(E, torch.Tensor) else list(E)
 

@@ -200,13 +200,11 @@ def sentence_embedding(fn, cases=None, atol: float = 1e-4) -> None:
 
 
 # --- align_labels(word_ids, word_labels) → list of ints ---------------------------------------------
-def _first_pieces(word_ids) -> list[int]:
-    return [i for i, w in enumerate(word_ids) if w is not None and (i == 0 or word_ids[i - 1] != w)]
-
-
 def _skipped(out, word_ids, word_labels) -> str:
+    # The first labelled position whose label is not its own word's. (The rule of first pieces itself is the
+    # grader's: a red team composed it into an answer.)
     got = [int(x) for x in out]
-    i = next(i for k, i in enumerate(_first_pieces(word_ids)) if word_ids[i] != k)
+    i = next(i for i, w in enumerate(word_ids) if w is not None and got[i] not in (IGNORE, word_labels[w]))
     w = word_ids[i]
     missing = [v for v in range(w) if v not in word_ids]
     why = (f"word {missing[0]} has no token (a tokenizer can drop a word), so " if missing else "")

@@ -107,6 +107,11 @@ FORGERIES = {
     "list-alias-spawn": "import os\nm = [os][0]\nm.fork()",
     "from-bytes": "import pickle\npickle.loads(b'.')",
     "answers-folder": "open('.heads_answers/test_causal_mask.json', 'w').write('[]')",
+    # Stop 35's red team: a module's names replaced through any function of it
+    "fn-globals-update": "from headlab.kernel import respond as _r\n_r.__globals__.update(drive_head=len)",
+    "fn-globals-of-package": "import headlab\nheadlab.setup.__globals__.update(kernel=None)",
+    "fn-globals-by-name": "import headlab.kernel\ngetattr(headlab.kernel.respond, '__glo' 'bals__')['drive_head'] = len",
+    "fn-code-swap": "def f():\n    pass\nimport headlab.kernel\nheadlab.kernel.respond.__code__ = f.__code__",
 }
 
 

@@ -141,6 +141,21 @@ def test_write_report_writes_both_files(small_class):
     assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>") and table.stat().st_size
 
 
+def test_a_lone_surrogate_in_a_message_does_not_stop_the_report(small_class, tmp_path, monkeypatch):
+    """A red team's answer raised an exception whose text held a lone surrogate: it reached the verdict, and the
+    report (strict UTF-8) failed for the whole class. Both files are written, the surrogate shown as text."""
+    import dataclasses
+    import heads_report
+
+    root, db_url, (outcomes, _, _) = small_class
+    odd = [dataclasses.replace(o, message=o.message + " boom \udcff") for o in outcomes]
+    write_csv(odd, tmp_path / "mistakes.csv")
+    assert "boom \\udcff" in (tmp_path / "mistakes.csv").read_text(encoding="utf-8")
+    monkeypatch.setattr(heads_report, "render", lambda *a: "<!DOCTYPE html> boom \udcff")
+    page, _, _ = write_report(root, db_url, ["L"], FLAGS, out=tmp_path / "out")
+    assert "boom \\udcff" in page.read_text(encoding="utf-8")
+
+
 # --- end to end: a generated class of lesson 00 -------------------------------------------------------
 CELL_TIMEOUT = 15   # the loop costs this many seconds; the setup cell imports torch in a few
 SOL = solution_answers()

@@ -263,7 +263,39 @@ def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, 
         elif not (_same(again[0], unstepped) and _same(again[1], stepped)):
             moved.append("<outputs not set by the state>")
         stepped = stepped if again[1] is None else again[1]
-    return {"input_grad": grads[0], "stepped": detached(stepped), "moved": sorted(set(moved))}
+    secret = _secret_step(module, forward, probe, trained, grads[1:], rebuild, moved)
+    return {"input_grad": grads[0], "stepped": detached(stepped), "moved": sorted(set(moved)), "secret": secret}
+
+
+def _secret_step(module: torch.nn.Module, forward: Callable, probe: torch.Tensor, trained: list, grads: Sequence,
+                 rebuild: Callable | None, moved: list[str]) -> dict:
+    """A second step from the state before the public one, by the same gradients, each parameter by a step size
+    drawn now, after the backward, from the OS (no seed): {"sizes": rows (numel, step size), one per size of
+    state entry, "stepped": the outputs on `probe` after it}. The public step (STEP_LR) is known to code that runs
+    during the backward: a hook can compute the weights it will give and the step a frozen bias "should" take,
+    keep both outside the head (the notebook's globals) and add that step to a later pass that finds those
+    weights (issue 25, K1G). This step it cannot foresee, and a weight's own move tells nothing of another size's
+    step. Sizes are keyed by numel so that the grader can give them to its own weights, held in another layout
+    (transposed); a frozen parameter's size is drawn too: the grader's step moves it, the head's cannot.
+    The step sizes travel with the facts: the grader replays them, never draws its own."""
+    import random
+    state = _state(module)
+    draw = random.SystemRandom()
+    sizes = {n: draw.uniform(0.25, 0.75) for n in sorted({t.numel() for t in state.values()})}
+    with torch.no_grad():
+        for p, g in zip(trained, grads):
+            if g is not None:   # back to the state before the public step, then this step
+                p += STEP_LR * g
+                p -= sizes[p.numel()] * g
+    after = _snapshot(module)
+    with torch.no_grad():
+        stepped = forward(probe.clone())
+    moved += _moved(after, module)
+    if rebuild is not None:
+        again = _run_holding(rebuild, after, probe)
+        stepped = stepped if again is None else again
+    rows = torch.tensor(list(sizes.items()), dtype=torch.float64).reshape(-1, 2)
+    return {"sizes": rows, "stepped": detached(stepped)}
 
 
 def _run_holding(rebuild: Callable, state: dict[str, tuple], x: torch.Tensor) -> Any:

@@ -173,7 +173,34 @@ class WritesAndRestores(Frozen):
         return logits
 
 
-@pytest.mark.parametrize("head", [StepsItself, KeepsTheStep, KeepsTheStepOnTheClass, WritesAndRestores], ids=lambda c: c.__name__)
+# RemembersTheStep's notebook: module globals, not the head, so no state of the head changes
+_NOTEBOOK: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+
+class RemembersTheStep(Frozen):
+    """Issue 25, K1G (held-out red team): a hook on the logits computes, from their gradient, the weight the grader's
+    public step (W - STEP_LR * dW) will give and the step the frozen bias would take, and keeps both in the
+    notebook's globals; a later pass that finds its weight there adds the remembered bias step. The head's state
+    never changes, and a new head holding the stepped weight finds it too."""
+
+    def forward(self, H):
+        self.classifier.bias.requires_grad_(False)
+        X = self.dropout(H)
+        logits = self.classifier(X)
+        if logits.requires_grad:
+            def remember(g):
+                g2, x2 = g.flatten(0, -2), X.detach().flatten(0, -2)
+                weight = self.classifier.weight.detach() - kernel.STEP_LR * g2.T @ x2
+                _NOTEBOOK.append((weight, -kernel.STEP_LR * g2.sum(0)))
+            logits.register_hook(remember)
+            return logits
+        w = self.classifier.weight.detach()
+        kept = [step for weight, step in _NOTEBOOK if weight.shape == w.shape and torch.allclose(weight, w, atol=1e-5)]
+        return logits + kept[-1] if kept else logits
+
+
+@pytest.mark.parametrize("head", [StepsItself, KeepsTheStep, KeepsTheStepOnTheClass, WritesAndRestores,
+                                  RemembersTheStep], ids=lambda c: c.__name__)
 def test_a_frozen_bias_that_the_heads_own_code_moves_by_the_step_fails(head):
     """The head's code runs inside the grader's forward and backward (its hooks): a step it takes itself is not
     the optimiser's. The grader steps the state it found, reports any other change of it, and takes the outputs

@@ -497,13 +497,9 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: s
         return
     if weights is not None:
         if not close_gradient(facts["stepped"], after):
-            fail(f"after one step of gradient descent on its outputs, {name} gives other outputs than a head whose "
-                 "every weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, "
-                 "used under `torch.no_grad()` or through `.detach()`/`.data`, or kept outside the module's "
-                 "parameters) or moved by a gradient written by hand. Keep every parameter trainable and compute the "
-                 "output from them with torch operations; autograd fills `.grad`.", "parameters-without-gradient",
-                 "Hold every weight in a layer such as `nn.Linear` or an `nn.Parameter` set on self in __init__, leave "
-                 "requires_grad as it is, and use it in forward outside `torch.no_grad()` and without `.detach()`.")
+            fail_frozen(name)
+    if weights is not None and grader_side() is not None:
+        _judge_secret_step(facts.get("secret"), name, x, want, seed, weights)
     grad = facts["input_grad"]
     if not isinstance(grad, torch.Tensor) or not bool(grad.abs().sum() > 0):
         fail(f"no gradient flows back through {name} to its input {given}: the output is computed from a detached "
@@ -519,9 +515,38 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: s
              "with torch operations: no `.detach()`, `.data` or `.item()` on the way.")
 
 
-def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
+def _judge_secret_step(secret: Any, name: str, x: torch.Tensor, want: str | Callable, seed: int,
+                       weights: Sequence[torch.Tensor]) -> None:
+    """Fail unless the outputs after the kernel's secret step (kernel._secret_step), the step a hook could not
+    foresee, are the right head's after the same step. The grader alone judges it: its sizes are the kernel's,
+    drawn at random, so no recording holds the right head's outputs after it."""
+    sizes = {int(n): float(lr) for n, lr in secret["sizes"].tolist()} \
+        if isinstance(secret, dict) and isinstance(secret.get("sizes"), torch.Tensor) else {}
+    # A weight whose size the head holds in no state entry is not a trainable weight of it; no size stands in for
+    # it, or a head keeping its bias outside its state would foresee the step of that weight
+    if any(w.numel() not in sizes for w in weights):
+        fail_frozen(name)
+    right = grader_side().reference(want) if isinstance(want, str) else want
+    if not close_gradient(secret.get("stepped"), _step(right, x, weights, seed, sizes)[1]):
+        fail_frozen(name)
+
+
+def fail_frozen(name: str) -> None:
+    """Fail: after a step of gradient descent, the head `name` gives other outputs than the right head."""
+    fail(f"after one step of gradient descent on its outputs, {name} gives other outputs than a head whose "
+         "every weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, "
+         "used under `torch.no_grad()` or through `.detach()`/`.data`, or kept outside the module's "
+         "parameters) or moved by a gradient written by hand. Keep every parameter trainable and compute the "
+         "output from them with torch operations; autograd fills `.grad`.", "parameters-without-gradient",
+         "Hold every weight in a layer such as `nn.Linear` or an `nn.Parameter` set on self in __init__, leave "
+         "requires_grad as it is, and use it in forward outside `torch.no_grad()` and without `.detach()`.")
+
+
+def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int,
+          sizes: dict[int, float] | None = None) -> tuple:
     """The gradient that the right head `want` under `weights` gives its input x, in `judge_gradients`'s step, and
-    its outputs after that step (None without `weights`)."""
+    its outputs after that step (None without `weights`): each weight's step size is `sizes[its numel]` (the
+    kernel's secret step), or STEP_LR (the public one)."""
     leaves = [w.detach().clone().requires_grad_() for w in weights or ()]
     xg = x.detach().clone().requires_grad_()
     with torch.enable_grad():
@@ -529,7 +554,12 @@ def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | Non
     if weights is None:
         return xg.grad, None
     with torch.no_grad():
-        return xg.grad, want(x.detach(), *[w if w.grad is None else w - STEP_LR * w.grad for w in leaves])
+        return xg.grad, want(x.detach(), *[w if w.grad is None else w - _size(sizes, w) * w.grad for w in leaves])
+
+
+def _size(sizes: dict[int, float] | None, w: torch.Tensor) -> float:
+    """The step size of weight w: by its numel in the secret step's `sizes`, STEP_LR in the public step."""
+    return STEP_LR if sizes is None else sizes[w.numel()]
 
 
 _CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")

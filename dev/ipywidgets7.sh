@@ -10,6 +10,9 @@ venv=.venv-ipywidgets7
 pip install -q --upgrade pip
 pip install -q torch==2.13.0
 pip install -q -e . "ipywidgets==7.7.1" "nbval==0.11.0" "pytest==9.2.*" ipykernel
+# The solutions hold the hidden tests, which judge with the mistakes' functions of the grader's side
+# (heads_mistakes: headlab and torch only, hence no dependencies).
+pip install -q --no-deps -e ./grader
 python -c "import ipywidgets; assert ipywidgets.__version__ == '7.7.1', ipywidgets.__version__; print('ipywidgets', ipywidgets.__version__)"
 mapfile -t notebooks < <(grep -l -E "pooling_explorer\(|interact\(|import ipywidgets" solutions/*/*.ipynb)
 [ "${#notebooks[@]}" -gt 0 ] || { echo "no widget lesson found" >&2; exit 1; }

@@ -194,15 +194,17 @@ def name_conflict(relpath: str, notebooks: list[str], wrappers=frozenset(),
     def id_of(name: str) -> str:
         return ids.ids.get(name) or ("" if refusal(name) else student_id(name))
 
-    mine = {id_of(owner).lower(), student_id(owner).lower()}  # with a roster, either says "the owner"
+    def said(name: str) -> set[str]:   # with a roster, its id or the id of its own spelling
+        return {id_of(name).lower(), student_id(name).lower()}
+
+    mine = said(owner)
     students = {i.lower() for name, sid in ids.ids.items() for i in (sid, student_id(name))}
 
     def someone_else(name: str) -> bool:
-        return bool(id_of(name)) and not {id_of(name).lower(), student_id(name).lower()} & mine
+        return bool(id_of(name)) and not said(name) & mine
 
     for folder in path.parts[top + 1:-1]:
-        if someone_else(folder) and (lms_named(folder) or
-                                     {id_of(folder).lower(), student_id(folder).lower()} & students):
+        if someone_else(folder) and (lms_named(folder) or said(folder) & students):
             return (f"it is in a folder named {shown(folder)} inside {id_of(owner)}'s hand-in: counted as "
                     f"{id_of(owner)}'s, never {id_of(folder)}'s")
     stem = COPY_OF.sub("", path.stem.strip())

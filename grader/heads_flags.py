@@ -200,6 +200,14 @@ def chain_root(node: ast.AST) -> ast.AST:
     return node
 
 
+def _through_expression(node: ast.AST) -> bool:
+    """Whether an object patched is reached through an expression rather than a plain name (type(t).__eq__,
+    getattr(torch, "nn").x, (j := json).x, globals()["torch"].x), or is a dunder or reached through one
+    (T.__eq__ with T = type(t), print.__self__.open, f.__globals__["torch"].x)."""
+    return not isinstance(chain_root(node), ast.Name) or any(
+        isinstance(a, ast.Attribute) and a.attr.startswith("__") for a in ast.walk(node))
+
+
 def root(name: str | None) -> str:
     return (name or "").split(".")[0].rstrip("()")
 
@@ -265,17 +273,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             for part in ast.walk(t):
                 if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
                     base = watched(part.value)
-                    start = chain_root(part.value)
                     if base:
                         found.append(f"patches a module: assigns {base}.{getattr(part, 'attr', '[...]')}")
-                    elif isinstance(part, ast.Attribute) and not isinstance(start, ast.Name):
-                        # reached through an expression: type(t).__eq__, getattr(torch, "nn").x, (j := json).x,
-                        # globals()["torch"].x, (lambda m: m)(torch).x
-                        found.append(f"patches an object: assigns an attribute of {_shown(part.value)}")
-                    elif isinstance(part, ast.Attribute) and any(
-                            isinstance(a, ast.Attribute) and a.attr.startswith("__") for a in ast.walk(part)):
-                        # a dunder, or through one: T.__eq__ (T = type(t)), print.__self__.open,
-                        # f.__globals__["torch"].x
+                    elif isinstance(part, ast.Attribute) and _through_expression(part):
                         found.append(f"patches an object: assigns an attribute of {_shown(part.value)}")
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and \
                             dotted(part.value.func, aliases) in ("globals", "vars", "locals"):
@@ -286,8 +286,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 base = watched(node.args[0])
                 if base:
                     found.append(f"patches a module: {func}({base}, ...)")
-                elif not isinstance(chain_root(node.args[0]), ast.Name) or any(
-                        isinstance(a, ast.Attribute) and a.attr.startswith("__") for a in ast.walk(node.args[0])):
+                elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({_shown(node.args[0])}, ...)")
             if func == "getattr" and len(node.args) > 1 and watched(node.args[0]):
                 found.append(f"reads a module's attribute by name: getattr({watched(node.args[0])}, ...)")

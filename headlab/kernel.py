@@ -340,7 +340,7 @@ def _moved(before: dict[str, tuple], module: torch.nn.Module) -> list[str]:
     """The entries of `before` that the module's code changed since: replaced, written in place (even if written
     back: the version counter), or holding other values (a write through `.data`); entries added or removed."""
     now = _state(module)
-    changed = [k for k in before.keys() ^ now.keys()]
+    changed = list(before.keys() ^ now.keys())
     for k, (t, version, values) in before.items():
         if k in now and (now[k] is not t or t._version != version or t.shape != values.shape
                          or not torch.equal(t.detach(), values)):

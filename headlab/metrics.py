@@ -61,10 +61,7 @@ def mean_reciprocal_rank(scores: torch.Tensor, targets: Sequence[int]) -> float:
 
 def average_ranks(x: torch.Tensor) -> torch.Tensor:
     """Ranks 1 … N of the values of a 1-D tensor; tied values share the mean of their ranks."""
-    x = torch.as_tensor(x).flatten()
-    _, inverse, counts = torch.unique(x, sorted=True, return_inverse=True, return_counts=True)
-    first = torch.cumsum(counts, 0) - counts                    # ranks taken by smaller values
-    return (first.double() + (counts.double() + 1) / 2)[inverse]
+    return _row_ranks(torch.as_tensor(x).flatten())
 
 
 def spearman(x: torch.Tensor, y: torch.Tensor) -> float:

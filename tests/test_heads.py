@@ -106,6 +106,11 @@ def test_a_frozen_bias_whose_forward_writes_its_grad_fails_the_grader_step():
     assert caught.value.mistake == "parameters-without-gradient"
 
 
+def public_bias_step(g: torch.Tensor) -> torch.Tensor:
+    """What the grader's public step (kernel.STEP_LR) takes off a bias, from the gradient of the logits."""
+    return kernel.STEP_LR * g.flatten(0, -2).sum(0)
+
+
 class StepsItself(Frozen):
     """Issue 25, K1c: a frozen bias that a hook on the logits moves by the grader's public step (kernel.STEP_LR)
     during the grader's backward, so the outputs after the step looked trained."""
@@ -115,7 +120,7 @@ class StepsItself(Frozen):
         logits = self.classifier(self.dropout(H))
         if logits.requires_grad:
             def step(g):
-                self.classifier.bias.data.sub_(kernel.STEP_LR * g.flatten(0, -2).sum(0))
+                self.classifier.bias.data.sub_(public_bias_step(g))
             logits.register_hook(step)
         return logits
 
@@ -128,7 +133,7 @@ class KeepsTheStep(Frozen):
         logits = self.classifier(self.dropout(H))
         if logits.requires_grad:
             def keep(g):
-                self.kept = -kernel.STEP_LR * g.flatten(0, -2).sum(0)
+                self.kept = -public_bias_step(g)
             logits.register_hook(keep)
         return logits + getattr(self, "kept", 0)
 
@@ -143,7 +148,7 @@ class KeepsTheStepOnTheClass(Frozen):
         logits = self.classifier(self.dropout(H))
         if logits.requires_grad:
             def keep(g):
-                KeepsTheStepOnTheClass.kept = -kernel.STEP_LR * g.flatten(0, -2).sum(0)
+                KeepsTheStepOnTheClass.kept = -public_bias_step(g)
                 KeepsTheStepOnTheClass.uses = 2
             logits.register_hook(keep)
         elif KeepsTheStepOnTheClass.uses:
@@ -168,7 +173,7 @@ class WritesAndRestores(Frozen):
         logits = self.classifier(self.dropout(H))
         if logits.requires_grad:
             def keep(g):
-                self.kept = kernel.STEP_LR * g.flatten(0, -2).sum(0)
+                self.kept = public_bias_step(g)
             logits.register_hook(keep)
         return logits
 
@@ -191,7 +196,7 @@ class RemembersTheStep(Frozen):
             def remember(g):
                 g2, x2 = g.flatten(0, -2), X.detach().flatten(0, -2)
                 weight = self.classifier.weight.detach() - kernel.STEP_LR * g2.T @ x2
-                _NOTEBOOK.append((weight, -kernel.STEP_LR * g2.sum(0)))
+                _NOTEBOOK.append((weight, -public_bias_step(g)))
             logits.register_hook(remember)
             return logits
         w = self.classifier.weight.detach()

@@ -314,8 +314,7 @@ def right_gradients(name: str, inputs: tuple) -> tuple[torch.Tensor, ...] | None
         found = _recorded_entry(name, inputs, "right")
         return None if found is None else decode(found)
     right = gradient_of(grader.right(name), *inputs)
-    if _recording is not None:
-        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["right"] = encode(right)
+    _remember(name, inputs, "right", right)
     return right
 
 
@@ -330,8 +329,7 @@ def reference(name: str, *inputs: Any) -> Any:
             raise GraderError(f"the right {name} on these inputs is the grader's: run this check on its own cases")
         return decode(found)
     out = grader.reference(name)(*inputs)
-    if _recording is not None:
-        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["reference"] = encode(out)
+    _remember(name, inputs, "reference", out)
     return out
 
 
@@ -343,8 +341,7 @@ def reference_step(name: str, x: torch.Tensor, weights: Sequence[torch.Tensor] |
         found = _recorded_entry(name, inputs, "step")
         return (None, None) if found is None else decode(found)
     step = _step(grader.reference(name), x, weights, seed)
-    if _recording is not None:
-        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})["step"] = encode(step)
+    _remember(name, inputs, "step", step)
     return step
 
 
@@ -354,6 +351,12 @@ def _recorded_entry(name: str, inputs: tuple, entry: str) -> Any:
     if _recorded is None:
         _recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
     return _recorded.get(name, {}).get(_key(name, inputs), {}).get(entry)
+
+
+def _remember(name: str, inputs: tuple, entry: str, value: Any) -> None:
+    """While dev/record_mistakes.py runs, `value` into the recording, where `_recorded_entry` finds it."""
+    if _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})[entry] = encode(value)
 
 
 def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
@@ -380,8 +383,8 @@ def mistake_output(name: str, mistake: Mistake, inputs: tuple, expected: Any = N
         out = wrong.output(*([copy(expected)] if wrong.twist else []), *[copy(x) for x in inputs])
     except Exception:
         out = None
-    if _recording is not None and out is not None:
-        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})[str(mistake.index)] = encode(out)
+    if out is not None:
+        _remember(name, inputs, str(mistake.index), out)
     return out
 
 

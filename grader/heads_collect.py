@@ -55,7 +55,8 @@ from pathlib import PurePath, PurePosixPath
 from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
 
 from heads_files import setting
-from heads_identity import Identities, identities, lms_named, read_roster, refusal, shown, student_id
+from heads_identity import (Identities, attempt_time, identities, lms_named, read_roster, refusal, shown,
+                            student_id)
 
 NOT_THIS_LESSON = "not a notebook of this lesson"  # the one reason that depends on the lesson asked about
 COPY_OF = re.compile(r"^(copy[\s_-]+of[\s_-]+)+", re.I)
@@ -243,7 +244,9 @@ class HeadsCollector(FileNameCollectorPlugin):
                              submitted_file, found)
             return None
         sid, notebook, rank = found
-        mtime = datetime.fromtimestamp(os.path.getmtime(submitted_file), timezone.utc)
+        name = locate(os.path.relpath(submitted_file, extracted), self._notebooks(), self._wrappers)[0]
+        # When the LMS names the attempt's time (Blackboard), that is when it was handed in; else the file's
+        mtime = attempt_time(name) or datetime.fromtimestamp(os.path.getmtime(submitted_file), timezone.utc)
         # Newest file first; between equally old copies the highest copy number. nbgrader keeps the
         # larger timestamp and writes it to timestamp.txt (used only if a due date is set).
         stamp = mtime.replace(microsecond=0) + timedelta(microseconds=min(rank, 999_999))

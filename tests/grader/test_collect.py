@@ -270,6 +270,28 @@ def test_a_name_inside_a_students_own_archive_never_takes_a_classmates_hand_in(s
     assert "older copy of Bob" not in out and f"older copy of {BOB_CANVAS}" not in out
 
 
+def test_blackboard_attempts_are_one_students_and_the_newest_attempt_wins(tmp_path_factory):
+    """A held-out red team's BB: Blackboard's "download assignment" zip names each file
+    `<assignment>_<user>_attempt_<time>_<file>`. Bob's two attempts are one student, the newer attempt (by
+    the time in its name, though the zip dates the older one later) graded; Mallory's own file name, read
+    as an attempt of bob's dated 2030, stays hers."""
+    tmp, root, nb = new_course(tmp_path_factory, "collect-blackboard")
+    hw = "Homework 0_"
+    bb = tmp / "bb.zip"
+    bb.write_bytes(dated_zip({
+        f"{hw}alice_attempt_2026-12-05-09-00-00_{LESSON}.ipynb": (nb("alice"), EARLY),
+        f"{hw}alice_attempt_2026-12-05-09-00-00.txt": (b"Name: Alice", EARLY),
+        f"{hw}bob_attempt_2026-12-05-09-30-00_{LESSON}.ipynb": (nb("bob-first"), LATER),
+        f"{hw}bob_attempt_2026-12-05-11-00-00_{LESSON}.ipynb": (nb("bob-second"), EARLY),
+        f"{hw}mallory_attempt_2026-12-05-12-00-00_x_bob_attempt_2030-01-01-00-00-00_{LESSON}.ipynb":
+            (nb("mallory"), LATER)}))
+    root, out = collect(root, bb)
+    assert sorted(p.name for p in (root / "submitted").iterdir()) == ["alice", "bob", "mallory"], out
+    assert (tag(root, "alice"), tag(root, "bob"), tag(root, "mallory")) == ("alice", "bob-second", "mallory")
+    assert (f"bb/{hw}bob_attempt_2026-12-05-09-30-00_{LESSON}.ipynb: an older copy of bob's {LESSON}") in out, out
+    assert "ONE ID FOR TWO NAMES" not in out, out
+
+
 # --- identities: who a folder or prefix is ---------------------------------------------------------
 @pytest.mark.parametrize("name, what", [
     ("bob\u200b", "U+200B ZERO WIDTH SPACE"),

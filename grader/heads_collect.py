@@ -6,6 +6,7 @@ the notebook. `HeadsCollector` recognises the names students really submit:
 
     class/alice/03_sequence_head.ipynb           a student folder (or a per-student zip)
     class/alice_03_sequence_head.ipynb           a prefix with the student id (Canvas, Moodle, ...)
+    class/HW 1_alice_attempt_2026-12-05-09-00-00_03_sequence_head.ipynb   Blackboard (heads_identity.lms_owner)
     class/bob/Copy of 03_sequence_head.ipynb     Colab's "Save a copy in Drive"
     class/bob/03_sequence_head (1).ipynb         a second browser download
     class/carol - 03 Sequence Head - Copy.ipynb  spaces, case, "- Copy"
@@ -24,8 +25,8 @@ other copies, and a classmate's hand-in cannot be replaced from inside someone e
 only wrap the class, `class/submissions/alice_…, bob_…`, the single entry of the container, are not
 students: `wrapper_folders`.) When
 one student has several copies of a notebook, the newest file wins (the archive's own timestamps,
-kept by `HeadsExtractor`); between copies of the same age, the higher copy number ("(2)" over "(1)"
-over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data file) is not
+kept by `HeadsExtractor`; Blackboard's attempt time where the name has one); between copies of the
+same age, the higher copy number ("(2)" over "(1)" over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data file) is not
 collected, and `grade.py collect` reports it by name.
 
 Which id a student name (a folder name or file prefix) becomes is grader/heads_identity.py's: names

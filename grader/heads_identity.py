@@ -110,7 +110,8 @@ def _key(text: str) -> str:
 # The names LMS downloads give a student's folder or file prefix, and the part a roster lists.
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_\d+_assignsubmission_\w+?_?$")  # "Jo Li_1234_assignsubmission_file_"
 CANVAS_PREFIX = re.compile(r"^(?P<name>[^_]+)(?:_late)?_(?P<uid>\d+)(?:_\d+)*$", re.I)  # "lijo_1234_5678"
-CANVAS_FILE = re.compile(r"^[^_]+(?:_late)?_\d+_\d+(?:_|$)", re.I)  # "lijo_1234_5678_hw.zip": a Canvas upload
+# "lijo_1234_5678_hw.zip", "lijo_LATE_1234_5679_hw.ipynb": a Canvas upload (login, user id, file id, the file's name)
+CANVAS_FILE = re.compile(r"^(?P<name>[^_]+)(?:_late)?_(?P<uid>\d+)_(?P<file>\d+)(?:_|$)", re.I)
 # Blackboard's "download assignment": "<assignment>_<user>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file>". Matched from the
 # start: the first attempt mark is Blackboard's, anything after it the student's own file name (which may
 # itself read "_bob_attempt_2030-…"). The user is the `_`-free field before it (the assignment may hold `_`).
@@ -120,10 +121,14 @@ BLACKBOARD = re.compile(r"^(?P<assignment>.+?)_(?P<name>[^_]+)_attempt_"
 
 def lms_owner(name: str) -> str:
     """The part of an LMS name that says who handed it in: Blackboard's user name, without the
-    assignment and the attempt time, so that two attempts are one student's copies competing by
-    time, not two students. Any other name is its own."""
+    assignment and the attempt time; Canvas's login and user id (`lijo_1234`), without the file id and
+    `LATE`. So a resubmission or second attempt is one student's copy competing by time, not another
+    student. Any other name is its own."""
     found = BLACKBOARD.match(name)
-    return found["name"] if found else name
+    if found:
+        return found["name"]
+    found = CANVAS_FILE.match(name)
+    return f"{found['name']}_{found['uid']}" if found else name
 
 
 def attempt_time(name: str) -> datetime | None:
@@ -186,8 +191,8 @@ class Roster:
         for one it does not list. Tried in turn: the name, the name in a Moodle folder name, the
         Canvas user number and name in a Canvas file prefix, the user in a Blackboard one."""
         keys = [name]
-        for pattern, group in ((MOODLE_FOLDER, "name"), (CANVAS_PREFIX, "uid"), (CANVAS_PREFIX, "name"),
-                               (BLACKBOARD, "name")):
+        for pattern, group in ((MOODLE_FOLDER, "name"), (CANVAS_FILE, "uid"), (CANVAS_PREFIX, "uid"),
+                               (CANVAS_FILE, "name"), (CANVAS_PREFIX, "name"), (BLACKBOARD, "name")):
             found = pattern.match(name)
             if found:
                 keys.append(found[group])

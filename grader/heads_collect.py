@@ -26,8 +26,8 @@ only wrap the class, `class/submissions/alice_…, bob_…`, the single entry of
 students: `wrapper_folders`.) When
 one student has several copies of a notebook, the newest file wins (the archive's own timestamps,
 kept by `HeadsExtractor`; Blackboard's attempt time where the name has one); between copies of the
-same age, the higher copy number ("(2)" over "(1)" over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data file) is not
-collected, and `grade.py collect` reports it by name.
+same age, the higher copy number ("(2)" over "(1)" over none). Everything else (another lesson's
+notebook, `Untitled.ipynb`, a data file) is not collected, and `grade.py collect` reports it by name.
 
 Which id a student name (a folder name or file prefix) becomes is grader/heads_identity.py's: names
 holding invisible or control characters or surrounding whitespace are refused and reported, names in

@@ -139,8 +139,8 @@ def attempt_time(name: str) -> datetime | None:
 
 def lms_named(name: str) -> bool:
     """Whether `name` is shaped like an LMS's name for one student's folder or file (Moodle's
-    `Jo Li_1234_assignsubmission_file`, Canvas's `lijo_1234_5678…`, Blackboard's `HW 1_lijo_attempt_…`): such a folder is a student's,
-    never one that wraps the class, and inside someone else's hand-in it claims a classmate."""
+    `Jo Li_1234_assignsubmission_file`, Canvas's `lijo_1234_5678…`, Blackboard's `HW 1_lijo_attempt_…`):
+    such a folder is a student's, never one that wraps the class, and inside someone else's hand-in it claims a classmate."""
     return bool(MOODLE_FOLDER.match(name) or CANVAS_FILE.match(name) or BLACKBOARD.match(name))
 
 

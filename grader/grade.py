@@ -138,8 +138,9 @@ def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None 
     """Collect `sources` for every lesson; return {"collected": {...}, "not_collected": {...},
     "misnamed": {...}, "shared": {...}, "unlisted": [...], "not_extracted": [...], "failed": {...}}.
     `roster`: an LMS roster export that decides the ids of the students it lists."""
-    from heads_collect import NOT_THIS_LESSON, match, name_conflict, survey
+    from heads_collect import NOT_THIS_LESSON, locate, match, name_conflict, survey
     from heads_flags import SHARED_IDS
+    from heads_lms import LMS_NAMES
     from heads_identity import read_roster
 
     lessons = course.lessons()
@@ -202,6 +203,12 @@ def collect(course: Course, sources: list[Path], jobs: int, roster: Path | None 
                 if (extracted / rel).read_bytes() != kept_bytes:
                     not_collected[rel] = f"an older copy of {student}'s {notebook}; the newer one is graded"
                     del collected[rel]
+    # The LMS's own name of each graded copy, for `feedback --zip`: Canvas matches a page back by its
+    # file id (`lijo_LATE_1234_5679`), which the student id (`lijo_1234`) leaves out. Newest copy last.
+    lms_names = defaultdict(dict)
+    for rel, (student, lesson, _) in sorted(collected.items(), key=lambda c: (extracted / c[0]).stat().st_mtime):
+        lms_names[lesson][student] = locate(rel, course.notebooks(lesson), wrappers)[0]
+    (downloaded / LMS_NAMES).write_text(json.dumps(lms_names, ensure_ascii=False), encoding="utf-8")
     # Ids two spellings shared, for `export`'s flags column: the instructor settles them where scores are read
     shared = {ids.ids[name]: said for name, said in ids.shared.items()}
     (downloaded / SHARED_IDS).write_text(json.dumps(shared, ensure_ascii=False), encoding="utf-8")
@@ -672,12 +679,14 @@ def main(argv=None) -> int:
                 print(f"PROBLEM {where}: {text}")
         print(f"feedback in {course.folder('feedback')}")
         if args.zip:
-            from heads_lms import write_feedback_zip
+            from heads_lms import LMS_NAMES, write_feedback_zip
 
+            names = course.base / "downloaded" / LMS_NAMES
+            lms_names = json.loads(names.read_text(encoding="utf-8")) if names.exists() else {}
             for lesson in lessons:
                 dest = course.base / "lms" / f"{lesson}_feedback.zip"
-                written, missing = write_feedback_zip(course.folder("feedback"), lesson,
-                                                      course.notebooks(lesson), course.students(lesson), dest)
+                written, missing = write_feedback_zip(course.folder("feedback"), lesson, course.notebooks(lesson),
+                                                      course.students(lesson), dest, lms_names.get(lesson, {}))
                 print(f"wrote {dest}: {len(written)} feedback pages")
                 for student, notebook in missing:
                     print(f"PROBLEM {student}/{lesson}: no feedback page for {notebook}, not in the zip")

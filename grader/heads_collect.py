@@ -6,6 +6,7 @@ the notebook. `HeadsCollector` recognises the names students really submit:
 
     class/alice/03_sequence_head.ipynb           a student folder (or a per-student zip)
     class/alice_03_sequence_head.ipynb           a prefix with the student id (Canvas, Moodle, ...)
+    class/HW 1_alice_attempt_2026-12-05-09-00-00_03_sequence_head.ipynb   Blackboard (heads_identity.lms_owner)
     class/bob/Copy of 03_sequence_head.ipynb     Colab's "Save a copy in Drive"
     class/bob/03_sequence_head (1).ipynb         a second browser download
     class/carol - 03 Sequence Head - Copy.ipynb  spaces, case, "- Copy"
@@ -24,9 +25,9 @@ other copies, and a classmate's hand-in cannot be replaced from inside someone e
 only wrap the class, `class/submissions/alice_…, bob_…`, the single entry of the container, are not
 students: `wrapper_folders`.) When
 one student has several copies of a notebook, the newest file wins (the archive's own timestamps,
-kept by `HeadsExtractor`); between copies of the same age, the higher copy number ("(2)" over "(1)"
-over none). Everything else (another lesson's notebook, `Untitled.ipynb`, a data file) is not
-collected, and `grade.py collect` reports it by name.
+kept by `HeadsExtractor`; Blackboard's attempt time where the name has one); between copies of the
+same age, the higher copy number ("(2)" over "(1)" over none). Everything else (another lesson's
+notebook, `Untitled.ipynb`, a data file) is not collected, and `grade.py collect` reports it by name.
 
 Which id a student name (a folder name or file prefix) becomes is grader/heads_identity.py's: names
 holding invisible or control characters or surrounding whitespace are refused and reported, names in
@@ -55,7 +56,8 @@ from pathlib import PurePath, PurePosixPath
 from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
 
 from heads_files import setting
-from heads_identity import Identities, identities, lms_named, read_roster, refusal, shown, student_id
+from heads_identity import (Identities, attempt_time, identities, lms_named, read_roster, refusal, shown,
+                            student_id)
 
 NOT_THIS_LESSON = "not a notebook of this lesson"  # the one reason that depends on the lesson asked about
 COPY_OF = re.compile(r"^(copy[\s_-]+of[\s_-]+)+", re.I)
@@ -245,7 +247,9 @@ class HeadsCollector(FileNameCollectorPlugin):
                              submitted_file, found)
             return None
         sid, notebook, rank = found
-        mtime = datetime.fromtimestamp(os.path.getmtime(submitted_file), timezone.utc)
+        name = locate(os.path.relpath(submitted_file, extracted), self._notebooks(), self._wrappers)[0]
+        # When the LMS names the attempt's time (Blackboard), that is when it was handed in; else the file's
+        mtime = attempt_time(name) or datetime.fromtimestamp(os.path.getmtime(submitted_file), timezone.utc)
         # Newest file first; between equally old copies the highest copy number. nbgrader keeps the
         # larger timestamp and writes it to timestamp.txt (used only if a due date is set).
         stamp = mtime.replace(microsecond=0) + timedelta(microseconds=min(rank, 999_999))

@@ -25,6 +25,7 @@ import csv
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 KEPT = "_.@-"
@@ -109,14 +110,38 @@ def _key(text: str) -> str:
 # The names LMS downloads give a student's folder or file prefix, and the part a roster lists.
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_\d+_assignsubmission_\w+?_?$")  # "Jo Li_1234_assignsubmission_file_"
 CANVAS_PREFIX = re.compile(r"^(?P<name>[^_]+)(?:_late)?_(?P<uid>\d+)(?:_\d+)*$", re.I)  # "lijo_1234_5678"
-CANVAS_FILE = re.compile(r"^[^_]+(?:_late)?_\d+_\d+(?:_|$)", re.I)  # "lijo_1234_5678_hw.zip": a Canvas upload
+# "lijo_1234_5678_hw.zip", "lijo_LATE_1234_5679_hw.ipynb": a Canvas upload (login, user id, file id, the file's name)
+CANVAS_FILE = re.compile(r"^(?P<name>[^_]+)(?:_late)?_(?P<uid>\d+)_(?P<file>\d+)(?:_|$)", re.I)
+# Blackboard's "download assignment": "<assignment>_<user>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file>". Matched from the
+# start: the first attempt mark is Blackboard's, anything after it the student's own file name (which may
+# itself read "_bob_attempt_2030-…"). The user is the `_`-free field before it (the assignment may hold `_`).
+BLACKBOARD = re.compile(r"^(?P<assignment>.+?)_(?P<name>[^_]+)_attempt_"
+                        r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_|$)")
+
+
+def lms_owner(name: str) -> str:
+    """The part of an LMS name that says who handed it in: Blackboard's user name, without the
+    assignment and the attempt time; Canvas's login and user id (`lijo_1234`), without the file id and
+    `LATE`. So a resubmission or second attempt is one student's copy competing by time, not another
+    student. Any other name is its own."""
+    found = BLACKBOARD.match(name)
+    if found:
+        return found["name"]
+    found = CANVAS_FILE.match(name)
+    return f"{found['name']}_{found['uid']}" if found else name
+
+
+def attempt_time(name: str) -> datetime | None:
+    """When an LMS name says the attempt was made (Blackboard's attempt time), else None."""
+    found = BLACKBOARD.match(name)
+    return datetime.strptime(found["time"], "%Y-%m-%d-%H-%M-%S").replace(tzinfo=timezone.utc) if found else None
 
 
 def lms_named(name: str) -> bool:
     """Whether `name` is shaped like an LMS's name for one student's folder or file (Moodle's
-    `Jo Li_1234_assignsubmission_file`, Canvas's `lijo_1234_5678…`): such a folder is a student's,
-    never one that wraps the class, and inside someone else's hand-in it claims a classmate."""
-    return bool(MOODLE_FOLDER.match(name) or CANVAS_FILE.match(name))
+    `Jo Li_1234_assignsubmission_file`, Canvas's `lijo_1234_5678…`, Blackboard's `HW 1_lijo_attempt_…`):
+    such a folder is a student's, never one that wraps the class, and inside someone else's hand-in it claims a classmate."""
+    return bool(MOODLE_FOLDER.match(name) or CANVAS_FILE.match(name) or BLACKBOARD.match(name))
 
 
 class RosterError(ValueError):
@@ -164,9 +189,10 @@ class Roster:
     def lookup(self, name: str) -> tuple[str | None, str | None]:
         """(id, None) for a name the roster lists, (None, why) for one it lists twice, (None, None)
         for one it does not list. Tried in turn: the name, the name in a Moodle folder name, the
-        Canvas user number and name in a Canvas file prefix."""
+        Canvas user number and name in a Canvas file prefix, the user in a Blackboard one."""
         keys = [name]
-        for pattern, group in ((MOODLE_FOLDER, "name"), (CANVAS_PREFIX, "uid"), (CANVAS_PREFIX, "name")):
+        for pattern, group in ((MOODLE_FOLDER, "name"), (CANVAS_FILE, "uid"), (CANVAS_PREFIX, "uid"),
+                               (CANVAS_FILE, "name"), (CANVAS_PREFIX, "name"), (BLACKBOARD, "name")):
             found = pattern.match(name)
             if found:
                 keys.append(found[group])
@@ -212,8 +238,9 @@ class Identities:
 
 def identities(names, roster: Roster | None = None) -> Identities:
     """Ids for every one of `names` (folder names and file prefixes, as found): refused names
-    left out with the reason, each id given to one name only."""
-    out, claims = Identities(), {}
+    left out with the reason, each id given to one student only. Names of one LMS owner (`lms_owner`:
+    a user's Blackboard attempts) are one student."""
+    out, claims = Identities(), {}  # claims: id -> owner -> the names that are the owner's
     for name in sorted(set(names)):
         why = refusal(name)
         sid = None
@@ -222,32 +249,33 @@ def identities(names, roster: Roster | None = None) -> Identities:
             if sid is None and why is None:
                 out.unlisted.add(name)
         if why is None:
-            sid = sid or student_id(name)
+            sid = sid or student_id(lms_owner(name))
             why = None if sid else f"the name {shown(name)} has no letter or digit"
         if why:
             out.refused[name] = why
         else:
-            claims.setdefault(sid, []).append(name)
-    for sid, claimants in claims.items():
-        if len(claimants) == 1:
-            out.ids[claimants[0]] = sid
+            claims.setdefault(sid, {}).setdefault(lms_owner(name), []).append(name)
+    for sid, owners in claims.items():
+        if len(owners) == 1:
+            out.ids.update((name, sid) for name in next(iter(owners.values())))
             continue
         # Two names, one id: neither gets the id itself. Whichever rule chose the keeper, a name could be
         # picked to win it (`Frank_Li/`, the id as a folder name, beside `Frank Li/`), and the gradebook
         # row an LMS matches back would silently be the other student's. Both are numbered, the name
         # written as people type it first (`Frank Li` before `Frank  Li`, a composed `Zoë` before one with
         # a combining accent), then in code-point order; both are reported for the instructor to settle.
-        claimants.sort(key=lambda n: (not _as_typed(n), n))
         n = 0
-        for name in claimants:
+        for owner in sorted(owners, key=lambda o: (not _as_typed(o), o)):
             n += 1
             while f"{sid}{DUPLICATE_MARK}{n}" in claims:
                 n += 1
-            out.ids[name] = f"{sid}{DUPLICATE_MARK}{n}"
-        for name in claimants:
-            others = ", ".join(f"{shown(o)} ({out.ids[o]})" for o in claimants if o != name)
-            out.shared[name] = (f"{shown(name)} and {others} give one id, {sid}: kept apart as "
-                                f"{out.ids[name]}, neither as {sid}; check who is who")
+            out.ids.update((name, f"{sid}{DUPLICATE_MARK}{n}") for name in owners[owner])
+        for owner, mine in owners.items():
+            for name in mine:
+                others = ", ".join(f"{shown(o)} ({out.ids[o]})" for other, theirs in owners.items()
+                                   if other != owner for o in theirs)
+                out.shared[name] = (f"{shown(name)} and {others} give one id, {sid}: kept apart as "
+                                    f"{out.ids[name]}, neither as {sid}; check who is who")
     return out
 
 

@@ -11,10 +11,12 @@ downloaded from attaches it to that student. The name is built from the student 
   page goes into a folder `Full-Name_<participant id>_assignfeedback_file/`. Moodle's "Upload multiple
   feedback files in a zip" (the "Feedback files" feedback type) splits each folder name at `_` and
   reads the participant id from the second field, so the full name may not keep its `_`.
-- **Canvas** ("Download Submissions": files `<lastfirst>_<user id>_<attachment id>_<file name>`,
-  collected as the id `<lastfirst>_<user id>_<attachment id>`): `<student id>_<notebook>.html` at the
-  top of the zip. Canvas's "Re-upload Submissions" takes the first two all-digit `_` fields of a file
-  name as the user and the submitted file, and attaches the page to that submission as a comment.
+- **Canvas** ("Download Submissions": files `<lastfirst>_[LATE_]<user id>_<attachment id>_<file name>`,
+  collected as the id `<lastfirst>_<user id>`, or a roster's): `<lastfirst>_<user id>_<attachment id>_
+  <notebook>.html` at the top of the zip, the attachment the graded (newest) copy's, which `grade.py
+  collect` keeps in `downloaded/lms_names.json`. Canvas's "Re-upload Submissions" takes the first two
+  all-digit `_` fields of a file name as the user and the submitted file, and attaches the page to that
+  submission as a comment.
 - Any other id (a student folder, a hub user name): `<student id>_<notebook>.html` as well, to hand
   out by name.
 """
@@ -24,11 +26,18 @@ import re
 import zipfile
 from pathlib import Path
 
+from heads_identity import CANVAS_FILE
+
 MOODLE_ID = re.compile(r"^(?P<name>.*?)_(?P<participant>\d+)_assignsubmission_[a-z]+$")
+LMS_NAMES = "lms_names.json"  # in the course's downloaded/: {lesson: {student id: the graded copy's LMS name}}
 
 
-def upload_name(student: str, notebook: str) -> str:
-    """The name of `student`'s feedback page for `notebook` inside the upload zip."""
+def upload_name(student: str, notebook: str, lms_name: str | None = None) -> str:
+    """The name of `student`'s feedback page for `notebook` inside the upload zip; `lms_name`: the name
+    the LMS gave the graded copy, where collect kept it."""
+    canvas = CANVAS_FILE.match(lms_name or "")
+    if canvas:
+        return f"{canvas['name']}_{canvas['uid']}_{canvas['file']}_{notebook}.html"
     moodle = MOODLE_ID.match(student)
     if moodle:
         name = moodle["name"].replace("_", "-") or "student"
@@ -37,8 +46,9 @@ def upload_name(student: str, notebook: str) -> str:
 
 
 def write_feedback_zip(feedback: Path, lesson: str, notebooks: list[str], students: list[str],
-                       dest: Path) -> tuple[list[str], list[tuple[str, str]]]:
-    """Zip `feedback/<student>/<lesson>/<notebook>.html` of every student into `dest`; return (the
+                       dest: Path, lms_names=None) -> tuple[list[str], list[tuple[str, str]]]:
+    """Zip `feedback/<student>/<lesson>/<notebook>.html` of every student into `dest` (`lms_names`: the
+    LMS's name of each student's graded copy, `upload_name`); return (the
     names written, (student, notebook) of each page that is missing). Only regular files are read:
     the feedback folder is the grader's, but nothing in it is followed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -51,7 +61,7 @@ def write_feedback_zip(feedback: Path, lesson: str, notebooks: list[str], studen
                 if page.is_symlink() or not page.is_file():
                     missing.append((student, notebook))
                     continue
-                name = upload_name(student, notebook)
+                name = upload_name(student, notebook, (lms_names or {}).get(student))
                 zf.write(page, name)
                 written.append(name)
     tmp.replace(dest)  # a zip half written is never left under the name an instructor uploads

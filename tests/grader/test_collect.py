@@ -255,19 +255,65 @@ def smuggled(tmp_path_factory):
 def test_a_name_inside_a_students_own_archive_never_takes_a_classmates_hand_in(smuggled):
     root, out = smuggled
     assert tag(root, "Bob_Smith_1234_assignsubmission_file") == "bob"
-    assert tag(root, BOB_CANVAS) == "bob"
-    assert tag(root, "evilmallory_5678_6666") == "mallory"
-    # the stub is its owner's: Mallory's in Moodle (her newest copy), her archive's in Canvas
+    assert tag(root, "smithbob_1234") == "bob"  # Canvas's login and user id
+    # the stub is its owner's, her newest copy: Mallory's in Moodle, and in Canvas (both her uploads are hers)
     assert tag(root, "Mallory_Evil_5678_assignsubmission_file") == "mallory-as-bob"
-    assert tag(root, "evilmallory_5678_7777_hw") == "mallory-as-bob"
+    assert tag(root, "evilmallory_5678") == "mallory-as-bob"
     named = out.split("NAMED FOR ANOTHER STUDENT")[1]
     assert (f"moodle/Mallory Evil_5678_assignsubmission_file/hw/{BOB_MOODLE}/{LESSON}.ipynb: it is in a "
             f"folder named '{BOB_MOODLE}' inside Mallory_Evil_5678_assignsubmission_file's hand-in: counted "
             f"as Mallory_Evil_5678_assignsubmission_file's, never Bob_Smith_1234_assignsubmission_file's") \
         in named, out
     assert (f"canvas/evilmallory_5678_7777_hw/{BOB_CANVAS}/{LESSON}.ipynb: it is in a folder named "
-            f"'{BOB_CANVAS}' inside evilmallory_5678_7777_hw's hand-in") in named, out
-    assert "older copy of Bob" not in out and f"older copy of {BOB_CANVAS}" not in out
+            f"'{BOB_CANVAS}' inside evilmallory_5678's hand-in: counted as evilmallory_5678's, never "
+            "smithbob_1234's") in named, out
+    assert "older copy of Bob" not in out and "older copy of smithbob" not in out
+
+
+def test_blackboard_attempts_are_one_students_and_the_newest_attempt_wins(tmp_path_factory):
+    """A held-out red team's BB: Blackboard's "download assignment" zip names each file
+    `<assignment>_<user>_attempt_<time>_<file>`. Bob's two attempts are one student, the newer attempt (by
+    the time in its name, though the zip dates the older one later) graded; Mallory's own file name, read
+    as an attempt of bob's dated 2030, stays hers."""
+    tmp, root, nb = new_course(tmp_path_factory, "collect-blackboard")
+    hw = "Homework 0_"
+    bb = tmp / "bb.zip"
+    bb.write_bytes(dated_zip({
+        f"{hw}alice_attempt_2026-12-05-09-00-00_{LESSON}.ipynb": (nb("alice"), EARLY),
+        f"{hw}alice_attempt_2026-12-05-09-00-00.txt": (b"Name: Alice", EARLY),
+        f"{hw}bob_attempt_2026-12-05-09-30-00_{LESSON}.ipynb": (nb("bob-first"), LATER),
+        f"{hw}bob_attempt_2026-12-05-11-00-00_{LESSON}.ipynb": (nb("bob-second"), EARLY),
+        f"{hw}mallory_attempt_2026-12-05-12-00-00_x_bob_attempt_2030-01-01-00-00-00_{LESSON}.ipynb":
+            (nb("mallory"), LATER)}))
+    root, out = collect(root, bb)
+    assert sorted(p.name for p in (root / "submitted").iterdir()) == ["alice", "bob", "mallory"], out
+    assert (tag(root, "alice"), tag(root, "bob"), tag(root, "mallory")) == ("alice", "bob-second", "mallory")
+    assert (f"bb/{hw}bob_attempt_2026-12-05-09-30-00_{LESSON}.ipynb: an older copy of bob's {LESSON}") in out, out
+    assert "ONE ID FOR TWO NAMES" not in out, out
+
+
+@pytest.mark.parametrize("roster", [False, True])
+def test_a_canvas_resubmission_is_the_same_students_newer_copy(tmp_path_factory, roster):
+    """A held-out red team's CL: Canvas names a file `<login>_<user id>_<file id>_<name>`, a late one
+    `<login>_LATE_<user id>_<file id>_<name>`; a resubmission has a new file id. Bob's two uploads are one
+    student, with or without a roster, his newer one graded; Mallory's own file name, which reads as Bob's
+    prefix, stays hers."""
+    tmp, root, nb = new_course(tmp_path_factory, "collect-canvas-late")
+    canvas = tmp / "canvas.zip"
+    canvas.write_bytes(dated_zip({f"goodalice_1111_4444_{LESSON}.ipynb": (nb("alice"), EARLY),
+                                  f"{BOB_CANVAS}_{LESSON}.ipynb": (nb("bob-first"), EARLY),
+                                  f"smithbob_LATE_1234_5556_{LESSON}-1.ipynb": (nb("bob-late"), LATER),
+                                  f"evilmallory_5678_6666_{BOB_CANVAS}_{LESSON}.ipynb": (nb("mallory"), FUTURE)}))
+    args = []
+    if roster:
+        (tmp / "roster.csv").write_text("name,id\nsmithbob,bob\ngoodalice,alice\n", encoding="utf-8")
+        args = ["--roster", tmp / "roster.csv"]
+    root, out = collect(root, *args, canvas)
+    alice, bob = ("alice", "bob") if roster else ("goodalice_1111", "smithbob_1234")
+    assert sorted(p.name for p in (root / "submitted").iterdir()) == sorted([alice, bob, "evilmallory_5678"]), out
+    assert (tag(root, alice), tag(root, bob), tag(root, "evilmallory_5678")) == ("alice", "bob-late", "mallory")
+    assert f"canvas/{BOB_CANVAS}_{LESSON}.ipynb: an older copy of {bob}'s {LESSON}" in out, out
+    assert "ONE ID FOR TWO NAMES" not in out, out
 
 
 # --- identities: who a folder or prefix is ---------------------------------------------------------
@@ -430,7 +476,7 @@ def test_collect_with_a_roster(tmp_path):
     proc = grade_py("--course", str(root), "collect", "--roster", str(roster), str(lms))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert tag(root, "jli") == "lijo_1234_5678" and tag(root, "wwang") == "wangwei_late_1235_5679"
-    assert tag(root, "nobody_9999_1") == "nobody_9999_1"
+    assert tag(root, "nobody_9999") == "nobody_9999_1"  # Canvas login and user id, without the file id
     assert "NOT IN THE ROSTER (1 names" in proc.stdout and "'nobody_9999_1'" in proc.stdout, proc.stdout
     bad = tmp_path / "grades.csv"
     bad.write_text("user,score\n")

@@ -19,9 +19,12 @@ from course import LESSON, fill, grade_py, make_course, release_nb, solution_ans
 
 OTHER = "01_mlm_head"  # released, taken by nobody
 SOL = solution_answers()
-CANVAS = {"doejane_12345_67890": SOL, "roelee_LATE_23456_78901": {"padding_mask": SOL["padding_mask"]}}
+# {prefix: (answers, archive date)}: Jane resubmitted; her newer file (attachment 67999) is graded
+CANVAS = {"doejane_12345_67890": ({}, (2026, 12, 1, 9, 0, 0)),
+          "doejane_12345_67999": (SOL, (2026, 12, 2, 9, 0, 0)),
+          "roelee_LATE_23456_78901": ({"padding_mask": SOL["padding_mask"]}, (2026, 12, 3, 9, 0, 0))}
 MOODLE = {"Sam Smith_345_assignsubmission_file": {}}
-SCORES = {"doejane_12345_67890": 4, "roelee_LATE_23456_78901": 2, "Sam_Smith_345_assignsubmission_file": 0}
+SCORES = {"doejane_12345": 4, "roelee_23456": 2, "Sam_Smith_345_assignsubmission_file": 0}
 
 
 def canvas_reads(name: str) -> tuple[str, str] | None:
@@ -49,8 +52,8 @@ def lms_class(tmp_path_factory):
     rel = release_nb(root)
     canvas = tmp / "submissions.zip"
     with zipfile.ZipFile(canvas, "w") as z:
-        for prefix, answers in CANVAS.items():
-            z.writestr(f"{prefix}_{LESSON}.ipynb", nbformat.writes(fill(rel, answers)))
+        for prefix, (answers, when) in CANVAS.items():
+            z.writestr(zipfile.ZipInfo(f"{prefix}_{LESSON}.ipynb", when), nbformat.writes(fill(rel, answers)))
     moodle = tmp / "moodle"
     for folder, answers in MOODLE.items():
         (moodle / folder).mkdir(parents=True)
@@ -74,13 +77,12 @@ def test_one_zip_per_lesson_named_as_each_lms_matches_it_back(lms_class):
     with zipfile.ZipFile(dest) as z:
         names = sorted(z.namelist())
         pages = {name: z.read(name) for name in names}
-    assert names == sorted([f"doejane_12345_67890_{LESSON}.html", f"roelee_LATE_23456_78901_{LESSON}.html",
+    assert names == sorted([f"doejane_12345_67999_{LESSON}.html", f"roelee_23456_78901_{LESSON}.html",
                             f"Sam-Smith_345_assignfeedback_file/{LESSON}.html"])
-    assert canvas_reads(names[1]) == ("12345", "67890")
+    assert canvas_reads(names[1]) == ("12345", "67999")  # the graded (newer) file, not the student id's
     assert canvas_reads(names[2]) == ("23456", "78901")
     assert moodle_reads(names[0]) == ("345", "assignfeedback", "file")
-    for name, student in zip(names, ["Sam_Smith_345_assignsubmission_file", "doejane_12345_67890",
-                                     "roelee_LATE_23456_78901"]):
+    for name, student in zip(names, ["Sam_Smith_345_assignsubmission_file", "doejane_12345", "roelee_23456"]):
         assert pages[name] == (root / "feedback" / student / LESSON / f"{LESSON}.html").read_bytes()
 
 

@@ -120,15 +120,31 @@ BLACKBOARD = re.compile(r"^(?P<assignment>.+?)_(?P<name>[^_]+)_attempt_"
 
 
 def lms_owner(name: str) -> str:
-    """The part of an LMS name that says who handed it in: Blackboard's user name, without the
-    assignment and the attempt time; Canvas's login and user id (`lijo_1234`), without the file id and
-    `LATE`. So a resubmission or second attempt is one student's copy competing by time, not another
-    student. Any other name is its own."""
+    """The part of an LMS name that says who handed it in: Blackboard's assignment and user, without the
+    attempt time; Canvas's login and user id (`lijo_1234`), without the file id and `LATE`. So a
+    resubmission or second attempt is one student's copy competing by time, not another student. Any other
+    name is its own."""
     found = BLACKBOARD.match(name)
     if found:
-        return found["name"]
+        return f"{found['assignment']}_{found['name']}"
     found = CANVAS_FILE.match(name)
     return f"{found['name']}_{found['uid']}" if found else name
+
+
+def blackboard_users(names) -> dict[str, str]:
+    """{name: Blackboard user} for the Blackboard names among `names`. All the names of one assignment start
+    with it, so an owner's assignment is the longest `_`-bounded start it shares with another owner, and a
+    user name may hold `_` (`j_smith` and `k_smith` are two users, not two `smith`). An owner that shares no
+    start (the assignment's one student) is read by the first `_attempt_` mark alone: the user is the last
+    `_`-free field before it; a roster settles such a name."""
+    owners = {name: lms_owner(name) for name in names if BLACKBOARD.match(name)}
+    distinct = set(owners.values())
+
+    def user(name: str, owner: str) -> str:
+        starts = [owner[:i] for i, c in enumerate(owner) if c == "_"]
+        shared = [a for a in starts if sum(o.startswith(a + "_") for o in distinct) > 1]
+        return owner[len(shared[-1]) + 1:] if shared else BLACKBOARD.match(name)["name"]
+    return {name: user(name, owner) for name, owner in owners.items()}
 
 
 def attempt_time(name: str) -> datetime | None:
@@ -241,20 +257,23 @@ def identities(names, roster: Roster | None = None) -> Identities:
     left out with the reason, each id given to one student only. Names of one LMS owner (`lms_owner`:
     a user's Blackboard attempts) are one student."""
     out, claims = Identities(), {}  # claims: id -> owner -> the names that are the owner's
+    users = blackboard_users(set(names))
     for name in sorted(set(names)):
         why = refusal(name)
         sid = None
         if why is None and roster is not None:
             sid, why = roster.lookup(name)
+            if sid is None and why is None and name in users:
+                sid, why = roster.lookup(users[name])
             if sid is None and why is None:
                 out.unlisted.add(name)
         if why is None:
-            sid = sid or student_id(lms_owner(name))
+            sid = sid or student_id(users.get(name) or lms_owner(name))
             why = None if sid else f"the name {shown(name)} has no letter or digit"
         if why:
             out.refused[name] = why
         else:
-            claims.setdefault(sid, {}).setdefault(lms_owner(name), []).append(name)
+            claims.setdefault(sid, {}).setdefault(users.get(name) or lms_owner(name), []).append(name)
     for sid, owners in claims.items():
         if len(owners) == 1:
             out.ids.update((name, sid) for name in next(iter(owners.values())))

@@ -284,12 +284,30 @@ def test_blackboard_attempts_are_one_students_and_the_newest_attempt_wins(tmp_pa
         f"{hw}bob_attempt_2026-12-05-09-30-00_{LESSON}.ipynb": (nb("bob-first"), LATER),
         f"{hw}bob_attempt_2026-12-05-11-00-00_{LESSON}.ipynb": (nb("bob-second"), EARLY),
         f"{hw}mallory_attempt_2026-12-05-12-00-00_x_bob_attempt_2030-01-01-00-00-00_{LESSON}.ipynb":
-            (nb("mallory"), LATER)}))
+            (nb("mallory"), LATER),
+        f"{hw}j_smith_attempt_2026-12-05-10-00-00_{LESSON}.ipynb": (nb("j_smith"), EARLY),
+        f"{hw}k_smith_attempt_2026-12-05-10-00-00_{LESSON}.ipynb": (nb("k_smith"), EARLY)}))
     root, out = collect(root, bb)
-    assert sorted(p.name for p in (root / "submitted").iterdir()) == ["alice", "bob", "mallory"], out
-    assert (tag(root, "alice"), tag(root, "bob"), tag(root, "mallory")) == ("alice", "bob-second", "mallory")
+    assert sorted(p.name for p in (root / "submitted").iterdir()) == ["alice", "bob", "j_smith", "k_smith",
+                                                                       "mallory"], out
+    assert [tag(root, s) for s in ("alice", "bob", "mallory", "j_smith", "k_smith")] == [
+        "alice", "bob-second", "mallory", "j_smith", "k_smith"]
     assert (f"bb/{hw}bob_attempt_2026-12-05-09-30-00_{LESSON}.ipynb: an older copy of bob's {LESSON}") in out, out
     assert "ONE ID FOR TWO NAMES" not in out, out
+
+
+@pytest.mark.parametrize("names, ids", [
+    # One download is one assignment: a user name may hold `_`, and two users are not one `smith`.
+    (["HW_0_j_smith_attempt_2026-12-05-09-00-00", "HW_0_k_smith_attempt_2026-12-05-09-00-00",
+      "HW_0_k_smith_attempt_2026-12-05-10-00-00_x"], ["j_smith", "k_smith", "k_smith"]),
+    # One user alone: the assignment cannot be told from the user; the last field is the user.
+    (["HW 0_bob_attempt_2026-12-05-09-00-00", "HW 0_bob_attempt_2026-12-05-10-00-00"], ["bob", "bob"]),
+    # Two assignments in one collection: the same user under each stays one id.
+    (["HW 0_bob_attempt_2026-12-05-09-00-00", "HW 1_bob_attempt_2026-12-06-09-00-00"], ["bob", "bob"]),
+])
+def test_blackboard_users(names, ids):
+    found = identities(names)
+    assert [found.ids.get(n) for n in names] == ids and not found.shared, found
 
 
 @pytest.mark.parametrize("roster", [False, True])

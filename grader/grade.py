@@ -7,6 +7,7 @@
     python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
     python grader/grade.py feedback --zip           # and grader/lms/<lesson>_feedback.zip for the LMS
     python grader/grade.py export [LESSON...] [--to grades.csv]  # a row per student, a column per notebook
+                                                    # (--clear STUDENT/LESSON: a flagged score reviewed, counted)
     python grader/grade.py report [LESSON...]       # reports/class.html, mistakes.csv: the class's mistakes
 
 `collect` runs `nbgrader zip_collect LESSON --force` for every lesson (the course's collector plugin,
@@ -25,7 +26,8 @@ every student's score, a `PROBLEM` line for what the grader had to clean up or s
 processes stopped, a kernel killed over a limit) and a `FLAG` line for a submission to look at
 (grader/heads_flags.py). `feedback` and `export` are `nbgrader generate_feedback` and `nbgrader export`.
 `feedback --zip` also writes one upload-ready zip a lesson for the LMS (grader/heads_lms.py). `export`
-prints the flags and refuses (exit status 1) a score above its maximum; it exports the lessons named, or
+prints the flags, holds the score of a notebook flagged for review out of the CSV until `--clear` names it
+(grader/heads_export.py), and refuses (exit status 1) a score above its maximum; it exports the lessons named, or
 every lesson somebody submitted, and leaves out (exit status 1, a `NOT EXPORTED` line) a lesson named
 that was never released or that nobody submitted.
 All of them use the course configuration, grader/nbgrader_config.py (or `--course DIR`, a folder
@@ -596,6 +598,8 @@ def main(argv=None) -> int:
     p.add_argument("lessons", nargs="*",
                    help="the lessons to export (default: every lesson somebody submitted)")
     p.add_argument("--to", default="grades.csv")
+    p.add_argument("--clear", action="append", default=[], metavar="STUDENT/LESSON[/NOTEBOOK]",
+                   help="a flagged notebook the instructor has reviewed: its score counts (repeatable)")
     p = sub.add_parser("report", help="after autograde: each exercise's mistakes, by count and by student "
                                       "(grader/heads_report.py)")
     p.add_argument("lessons", nargs="*")
@@ -629,17 +633,21 @@ def main(argv=None) -> int:
             print("nothing to export: no CSV written")
             return 1
         proc = course.nbgrader("export", "--to", str(dest), *(f"--assignment={lesson}" for lesson in wanted),
-                               *course.db_args)
+                               *(f"--WideCsvExport.cleared={c}" for c in args.clear), *course.db_args)
         if proc.returncode:
             print(proc.stdout + proc.stderr)
             return proc.returncode
         print(f"wrote {dest}")
-        refused = False
+        refused = held = False
         with dest.open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
                 for flag in filter(None, row.get("flags", "").split(" | ")):
                     refused |= "REFUSED" in flag
+                    held |= ": HELD " in flag
                     print(f"FLAG {row['student_id']}/{flag}")
+        if held:
+            print("HELD: flagged notebooks' scores are left out of the CSV until reviewed (see FLAG lines); "
+                  "read each in the formgrader, then export again with --clear STUDENT/LESSON for those to count")
         if refused:
             print("REFUSED: scores above their maximum are left out of the CSV (see FLAG lines); "
                   "check them in the formgrader")

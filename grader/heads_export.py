@@ -21,8 +21,9 @@ import csv
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
+from traitlets import Bool, List, Unicode
 
-from heads_flags import submission_flags
+from heads_flags import id_flags, notebook_flags
 
 
 def _fmt(x: float) -> str:
@@ -39,7 +40,16 @@ def over_maximum(submission) -> list[str]:
 
 
 class WideCsvExport(ExportPlugin):
+    hold_flagged = Bool(True, help="Leave a notebook flagged for review (heads_flags) out of the scores and "
+                                   "totals until it is cleared.").tag(config=True)
+    cleared = List(Unicode(), help="`student/lesson` or `student/lesson/notebook` whose flags the instructor "
+                                   "has reviewed: their scores count though flagged.").tag(config=True)
     refused: list[str] = []
+    held: list[str] = []
+
+    def _is_held(self, student: str, assignment: str, notebook: str, flags: list[str]) -> bool:
+        return bool(flags) and self.hold_flagged and not {f"{student}/{assignment}",
+                                                          f"{student}/{assignment}/{notebook}"} & set(self.cleared)
 
     def export(self, gradebook) -> None:
         dest = self.to or "grades.csv"
@@ -60,7 +70,7 @@ class WideCsvExport(ExportPlugin):
         if self.student:
             students = [s for s in students if s in self.student]
         self.log.info("Exporting %d students x %d notebooks to %s", len(students), len(columns), dest)
-        self.refused = []
+        self.refused, self.held = [], []
         with open(dest, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow(["student_id", *(c[0] for c in columns), "total", "max_total", "flags"])
@@ -73,18 +83,26 @@ class WideCsvExport(ExportPlugin):
                     except MissingEntry:
                         row.append(_fmt(0.0))
                         continue
+                    review = [] if coursedir is None else notebook_flags(
+                        coursedir, assignment, notebook, student, {g.name: g.score for g in sub.grades})
                     bad = over_maximum(sub)
                     if bad:
                         row.append("")
                         flags += [f"{where}: REFUSED, {why}" for why in bad]
                         self.refused += [f"{student}/{where}: {why}" for why in bad]
+                    elif self._is_held(student, assignment, notebook, review):
+                        row.append("")
+                        held = f"HELD {_fmt(sub.score)} of {_fmt(sub.max_score)} until reviewed"
+                        flags.append(f"{where}: {held}")
+                        self.held.append(f"{student}/{where}: {held}")
                     else:
                         row.append(_fmt(sub.score))
                         total += sub.score
-                    if coursedir is not None:
-                        scores = {g.name: g.score for g in sub.grades}
-                        flags += [f"{where}: {f}" for f in
-                                  submission_flags(coursedir, assignment, notebook, student, scores)]
+                    flags += [f"{where}: {f}" for f in review]
+                if coursedir is not None:
+                    flags += id_flags(coursedir, student)
                 writer.writerow([*row, _fmt(total), _fmt(sum(maxima.values())), " | ".join(flags)])
         for line in self.refused:
             self.log.error("REFUSED %s", line)
+        for line in self.held:
+            self.log.warning("HELD %s", line)

@@ -442,18 +442,32 @@ SHARED_IDS = "shared_ids.json"   # in the course's downloaded/: {id: why}, writt
 def submission_flags(coursedir, lesson: str, notebook: str, student: str,
                      cell_scores: dict[str, float] | None) -> list[str]:
     """Every flag of one student's notebook, from the course folders (None scores: code only), and an id two
-    names shared at collect: not the notebook's doing, but to settle before the row is trusted."""
+    names shared at collect (`id_flags`)."""
+    return id_flags(coursedir, student) + notebook_flags(coursedir, lesson, notebook, student, cell_scores)
+
+
+def id_flags(coursedir, student: str) -> list[str]:
+    """An id two names shared at collect: not the notebook's doing, but to settle before the row is trusted."""
     try:
-        with open(os.path.join(coursedir.root, "downloaded", SHARED_IDS), encoding="utf-8") as fh:
-            shared = json.load(fh).get(student)
-    except (OSError, ValueError, AttributeError):
+        path = os.path.join(coursedir.root, "downloaded", SHARED_IDS)
+        shared = _shared_ids(path, os.stat(path).st_mtime_ns).get(student)
+    except (OSError, AttributeError):
         shared = None
-    return [f"id shared by two names at collect: {shared}"] * bool(shared) + \
-        _notebook_flags(coursedir, lesson, notebook, student, cell_scores)
+    return [f"id shared by two names at collect: {shared}"] * bool(shared)
 
 
-def _notebook_flags(coursedir, lesson: str, notebook: str, student: str,
-                    cell_scores: dict[str, float] | None) -> list[str]:
+@functools.lru_cache(maxsize=4)  # the export and the report ask once per student and notebook
+def _shared_ids(path: str, mtime_ns: int) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            found = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def notebook_flags(coursedir, lesson: str, notebook: str, student: str,
+                   cell_scores: dict[str, float] | None) -> list[str]:
     def load(folder, who):
         path = os.path.join(coursedir.format_path(folder, who, lesson), f"{notebook}.ipynb")
         try:

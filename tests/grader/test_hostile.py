@@ -288,8 +288,13 @@ def graded(tmp_path_factory):
     ex = grade_py("--course", str(root), "export", "--to", str(root / "grades.csv"))
     assert ex.returncode == 1, ex.stdout + ex.stderr  # refused: a score above its maximum
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
+    # The instructor has read the flagged notebooks: cleared, their scores count.
+    reviewed = [f"--clear={s}/{LESSON}" for s, (_, flagged) in EXPECTED.items() if flagged is True]
+    cleared = grade_py("--course", str(root), "export", "--to", str(root / "cleared.csv"), *reviewed)
+    assert cleared.returncode == 1, cleared.stdout + cleared.stderr  # partial's forged 102 is still refused
     return dict(root=root, out=auto.stdout, seconds=seconds, scores=graded_scores, rows=rows,
-                watched=watched, export=ex.stdout)
+                watched=watched, export=ex.stdout, cleared={
+                    r["student_id"]: r for r in csv.DictReader((root / "cleared.csv").open())})
 
 
 def lines(out: str, kind: str, student: str) -> list[str]:
@@ -320,9 +325,13 @@ def test_honest_score_and_flag(graded, student):
     if flagged == "refused":
         assert row[LESSON] == "" and "REFUSED" in row["flags"], row
         return
-    assert float(row[LESSON]) == score
     assert bool(lines(graded["out"], "FLAG", student)) == flagged, lines(graded["out"], "FLAG", student)
     assert bool(row["flags"]) == flagged, row["flags"]
+    # A flagged notebook's score is held out of the CSV until the instructor clears it, then counts.
+    assert row[LESSON] == ("" if flagged else f"{score:g}"), row
+    assert (f"{LESSON}/{LESSON}: HELD {score:g} of" in row["flags"]) == flagged, row["flags"]
+    assert float(graded["cleared"][student][LESSON]) == score, graded["cleared"][student]
+    assert "HELD" not in graded["cleared"][student]["flags"]
 
 
 def test_no_data_lost_and_nothing_outside_written(graded):

@@ -9,7 +9,11 @@ mostly a string literal (more than half of its characters inside strings): messa
 from __future__ import annotations
 
 import ast
+import configparser
 import io
+import json
+import os
+import subprocess
 import sys
 import tokenize
 from pathlib import Path
@@ -46,12 +50,21 @@ def logic_lines(source: str) -> int:
                if line not in docs and code.get(line, 0) >= strings.get(line, 0))
 
 
-def main() -> None:
-    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "grading"), str(ROOT / "grader"), str(ROOT)]
-    import mistakes   # tests/mistakes.py: the declared and proven keys
+def proven_keys() -> set[str]:
+    """The declared mistake keys that a wrong implementation proves (tests/mistakes.py), imported the way pytest
+    imports the tests: with pytest.ini's `pythonpath`, in a child process."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "pytest.ini")
+    path = os.pathsep.join(str(ROOT / p) for p in config["pytest"]["pythonpath"].split())
+    code = "import json, mistakes; print(json.dumps(sorted(set(mistakes.proven_keys()) & set(mistakes.declared_keys()))))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": path},
+                         capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout))
 
+
+def main() -> None:
     counts = {p.name: logic_lines(p.read_text()) for p in sorted(CHECKS.glob("*.py"))}
-    proven = set(mistakes.proven_keys()) & set(mistakes.declared_keys())
+    proven = proven_keys()
     if "--files" in sys.argv:
         for name, n in counts.items():
             print(f"{name:14} {n:5}")

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BY_PATH = re.compile(r"sys\.path\.(insert|append|extend)|sys\.path\s*[+]?=|spec_from_file_location|SourceFileLoader"
+BY_PATH = re.compile(r"sys\.path\.(insert|append|extend)|sys\.path\s*(\[[^]]*\]\s*)?[+]?=|spec_from_file_location|SourceFileLoader"
                      r"|runpy\.run_path|imp\.load_source")
 
 

@@ -96,7 +96,8 @@ def mistakes_module(name: str, exercises: list[str]) -> str:
 def mutants_module(name: str) -> str:
     return (f'"""Lesson {name[:2]}: wrong implementations students write (each named by its key in the '
             f'checks\' table), and correct alternatives."""\nfrom harness import Alternative, LessonGrading, Wrong\n\n'
-            f"WRONG: list[Wrong] = []          # Wrong.edit(name, exercise, old, new, mistake_key), or whole code\n"
+            f"WRONG: list[Wrong] = []   # Wrong.edit(name, exercise, old, new, key), *Wrong.edits(exercise, old, rows), "
+            f"or whole code\n"
             f"ALTERNATIVES: list[Alternative] = []\n\n\n"
             f"class TestGrading(LessonGrading):\n"
             f'    lesson, wrong, alternatives = "{name}", WRONG, ALTERNATIVES\n')

@@ -9,8 +9,8 @@ A key is *declared* where a check can name it:
   catches a key built at import time.
 
 A key is *proven* where a test feeds a named wrong implementation to a check and asserts that key:
-- a `Wrong(...)` / `Wrong.edit(...)` entry of a lesson's grading table (tests/grading/test_grade_*.py), which
-  the harness replays and requires to be named by its key;
+- a `Wrong(...)` / `Wrong.edit(...)` entry (or a row of `Wrong.edits(...)`) of a lesson's grading table
+  (tests/grading/test_grade_*.py), which the harness replays and requires to be named by its key;
 - an `Exercise`'s `Mistake`, fed back to the check by tests/test_engine.py's
   `test_every_mistake_is_named_by_its_key` (its output is the wrong implementation);
 - in a test function of tests/test_*.py, an assertion `<failure>.mistake == "key"`; or `<failure>.mistake ==

@@ -111,55 +111,62 @@ def public_bias_step(g: torch.Tensor) -> torch.Tensor:
     return kernel.STEP_LR * g.flatten(0, -2).sum(0)
 
 
-class StepsItself(Frozen):
+class HooksItsLogits(Frozen):
+    """A frozen bias, and a hook on the logits that the grader's backward runs (`on_gradient(g)`, g the gradient of
+    the logits): where the forgeries below take or keep the step the bias would have taken."""
+
+    def hooked_logits(self, H):
+        self.classifier.bias.requires_grad_(False)
+        logits = self.classifier(self.dropout(H))
+        if logits.requires_grad:
+            logits.register_hook(self.on_gradient)
+        return logits
+
+    def forward(self, H):
+        return self.hooked_logits(H)
+
+
+class StepsItself(HooksItsLogits):
     """Issue 25, K1c: a frozen bias that a hook on the logits moves by the grader's public step (kernel.STEP_LR)
     during the grader's backward, so the outputs after the step looked trained."""
 
-    def forward(self, H):
-        self.classifier.bias.requires_grad_(False)
-        logits = self.classifier(self.dropout(H))
-        if logits.requires_grad:
-            def step(g):
-                self.classifier.bias.data.sub_(public_bias_step(g))
-            logits.register_hook(step)
-        return logits
+    def on_gradient(self, g):
+        self.classifier.bias.data.sub_(public_bias_step(g))
 
 
-class KeepsTheStep(Frozen):
+class KeepsTheStep(HooksItsLogits):
     """The same step kept on the side (a plain attribute, no parameter written) and added after the backward."""
 
+    def on_gradient(self, g):
+        self.kept = -public_bias_step(g)
+
     def forward(self, H):
-        self.classifier.bias.requires_grad_(False)
-        logits = self.classifier(self.dropout(H))
-        if logits.requires_grad:
-            def keep(g):
-                self.kept = -public_bias_step(g)
-            logits.register_hook(keep)
-        return logits + getattr(self, "kept", 0)
+        return self.hooked_logits(H) + getattr(self, "kept", 0)
 
 
-class KeepsTheStepOnTheClass(Frozen):
+class KeepsTheStepOnTheClass(HooksItsLogits):
     """The step kept on the class, where a new head of the class finds it too: added to the next two passes
     without gradients (the head's own after the step, and a new head's), then dropped."""
     kept, uses = 0, 0
 
+    def on_gradient(self, g):
+        KeepsTheStepOnTheClass.kept = -public_bias_step(g)
+        KeepsTheStepOnTheClass.uses = 2
+
     def forward(self, H):
-        self.classifier.bias.requires_grad_(False)
-        logits = self.classifier(self.dropout(H))
-        if logits.requires_grad:
-            def keep(g):
-                KeepsTheStepOnTheClass.kept = -public_bias_step(g)
-                KeepsTheStepOnTheClass.uses = 2
-            logits.register_hook(keep)
-        elif KeepsTheStepOnTheClass.uses:
+        logits = self.hooked_logits(H)
+        if not logits.requires_grad and KeepsTheStepOnTheClass.uses:
             KeepsTheStepOnTheClass.uses -= 1
             return logits + KeepsTheStepOnTheClass.kept
         return logits
 
 
-class WritesAndRestores(Frozen):
+class WritesAndRestores(HooksItsLogits):
     """The step kept on the side, written into the bias for the pass after the step and written back after it,
     so the bias holds its old values when the pass ends."""
+
+    def on_gradient(self, g):
+        self.kept = public_bias_step(g)
 
     def forward(self, H):
         self.classifier.bias.requires_grad_(False)
@@ -170,12 +177,7 @@ class WritesAndRestores(Frozen):
                 logits = self.classifier(self.dropout(H))
                 self.classifier.bias += kept
             return logits
-        logits = self.classifier(self.dropout(H))
-        if logits.requires_grad:
-            def keep(g):
-                self.kept = public_bias_step(g)
-            logits.register_hook(keep)
-        return logits
+        return self.hooked_logits(H)
 
 
 # RemembersTheStep's notebook: module globals, not the head, so no state of the head changes

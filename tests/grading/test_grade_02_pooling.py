@@ -4,49 +4,65 @@ from harness import Alternative, LessonGrading, Wrong
 
 TANH = "torch.tanh(self.dense(c))"
 MAX = 'H.masked_fill(padding, float("-inf")).amax(dim=1)'
-MEAN = "return total / count"
 WRONG = [
     # --- cls_pool ---
-    Wrong.edit("cls_pool-last-position", "cls_pool", "H[:, 0]", "H[:, -1]", "last-position"),
-    Wrong.edit("cls_pool-mean-pooling", "cls_pool", "H[:, 0]", "H.mean(dim=1)", "mean-pooling"),
-    Wrong.edit("cls_pool-first-sequence-not-first-position", "cls_pool", "H[:, 0]", "H[0]", "first-sequence"),
-    Wrong.edit("cls_pool-keeps-position-axis", "cls_pool", "H[:, 0]", "H[:, :1]", "keeps-position-axis"),
-    Wrong.edit("cls_pool-position-one", "cls_pool", "H[:, 0]", "H[:, 1]", "later-position"),
-    Wrong.edit("cls_pool-feature-axis", "cls_pool", "H[:, 0]", "H[:, :, 0]", "feature-axis"),
-    Wrong.edit("cls_pool-squeeze-without-axis", "cls_pool", "H[:, 0]", "H[:, :1].squeeze()", "squeeze-drops-batch-axis"),
+    *Wrong.edits("cls_pool", "H[:, 0]", [
+        ("last-position", "H[:, -1]", "last-position"),
+        ("mean-pooling", "H.mean(dim=1)", "mean-pooling"),
+        ("first-sequence-not-first-position", "H[0]", "first-sequence"),
+        ("keeps-position-axis", "H[:, :1]", "keeps-position-axis"),
+        ("position-one", "H[:, 1]", "later-position"),
+        ("feature-axis", "H[:, :, 0]", "feature-axis"),
+        ("squeeze-without-axis", "H[:, :1].squeeze()", "squeeze-drops-batch-axis"),
+        # Found by a simulated student (issue 27): it passed.
+        ("detached", "H[:, 0].detach()", "no-gradient"),
+    ]),
     # --- Pooler ---
-    Wrong.edit("Pooler-no-tanh", "Pooler", TANH, "self.dense(c)", "no-tanh"),
-    Wrong.edit("Pooler-relu-instead-of-tanh", "Pooler", TANH, "torch.relu(self.dense(c))", "relu-not-tanh"),
-    Wrong.edit("Pooler-sigmoid-instead-of-tanh", "Pooler", TANH, "torch.sigmoid(self.dense(c))", "sigmoid-not-tanh"),
-    # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them):
-    Wrong.edit("mean_pool-sums-the-padding", "mean_pool", "total = (H * weights).sum(dim=1)", "total = H.sum(dim=1)",
-               "sums-padding"),
+    *Wrong.edits("Pooler", TANH, [
+        ("no-tanh", "self.dense(c)", "no-tanh"),
+        ("relu-instead-of-tanh", "torch.relu(self.dense(c))", "relu-not-tanh"),
+        ("sigmoid-instead-of-tanh", "torch.sigmoid(self.dense(c))", "sigmoid-not-tanh"),
+        # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them), as Pooler-no-bias's
+        # and mean_pool-sums-the-padding's below:
+        ("takes-position-0-again", "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
+        ("tanh-before-dense", "self.dense(torch.tanh(c))", "tanh-before-dense"),
+        ("linear-weight-not-transposed", "torch.tanh(c @ self.dense.weight + self.dense.bias)",
+         "linear-weight-not-transposed"),
+        # Found by a student audit: they passed before the gradient check and the batch of one.
+        ("detached-output", f"{TANH}.detach()", "parameters-without-gradient"),
+        ("detached-input", "torch.tanh(self.dense(c.detach()))", "input-detached"),
+        # Found by a simulated student: right in eval mode, random in train mode, where lesson 02 measures it.
+        ("with-dropout", "torch.tanh(self.dense(F.dropout(c, 0.1, self.training)))", "dropout-in-head"),
+        # Found by a simulated student (issue 27): a new random layer on every call (once taken for wrong values),
+        # and a second tanh (an nn.Tanh in a Sequential, then torch.tanh in forward).
+        ("linear-built-in-forward", "torch.tanh(nn.Linear(c.shape[-1], c.shape[-1])(c))", "layer-built-in-forward"),
+        ("tanh-twice", f"torch.tanh({TANH})", "tanh-twice"),
+        # Found by the fourth simulated student (as Pooler-plain-tensors-not-parameters and max_pool-whole-batch
+        # below): each got only "expected X, got Y", or passed
+        ("squeeze-without-axis", f"{TANH}.squeeze()", "squeeze-drops-batch-axis"),
+        ("tanh-module-called-on-a-tensor", "nn.Tanh(self.dense(c))", "module-class-called-on-a-tensor"),
+    ]),
     Wrong.edit("Pooler-no-bias", "Pooler", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)", "no-bias"),
-    Wrong.edit("Pooler-takes-position-0-again", "Pooler", TANH, "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
-    Wrong.edit("Pooler-tanh-before-dense", "Pooler", TANH, "self.dense(torch.tanh(c))", "tanh-before-dense"),
-    Wrong.edit("Pooler-linear-weight-not-transposed", "Pooler", TANH,
-               "torch.tanh(c @ self.dense.weight + self.dense.bias)", "linear-weight-not-transposed"),
-    # Found by a student audit: they passed before the gradient check and the batch of one.
-    Wrong.edit("Pooler-detached-output", "Pooler", TANH, f"{TANH}.detach()", "parameters-without-gradient"),
-    Wrong.edit("Pooler-detached-input", "Pooler", TANH, "torch.tanh(self.dense(c.detach()))", "input-detached"),
-    # Found by a simulated student: right in eval mode, random in train mode, where lesson 02 measures it.
-    Wrong.edit("Pooler-with-dropout", "Pooler", TANH, "torch.tanh(self.dense(F.dropout(c, 0.1, self.training)))",
-               "dropout-in-head"),
-    # Found by a simulated student (issue 27): a new random layer on every call (once taken for wrong values), and
-    # a second tanh (an nn.Tanh in a Sequential, then torch.tanh in forward).
-    Wrong.edit("Pooler-linear-built-in-forward", "Pooler", TANH, "torch.tanh(nn.Linear(c.shape[-1], c.shape[-1])(c))",
-               "layer-built-in-forward"),
-    Wrong.edit("Pooler-tanh-twice", "Pooler", TANH, f"torch.tanh({TANH})", "tanh-twice"),
-    # Found by the fourth simulated student: each got only "expected X, got Y", or passed
-    Wrong.edit("Pooler-squeeze-without-axis", "Pooler", TANH, f"{TANH}.squeeze()", "squeeze-drops-batch-axis"),
     Wrong.edit("Pooler-plain-tensors-not-parameters", "Pooler", "self.dense = nn.Linear(d, d)",
                "self.W, self.b = torch.randn(d, d) / d ** 0.5, torch.zeros(d)\n        "
                "self.dense = lambda c: c @ self.W.T + self.b", "no-parameters"),
-    Wrong.edit("Pooler-tanh-module-called-on-a-tensor", "Pooler", TANH, "nn.Tanh(self.dense(c))",
-               "module-class-called-on-a-tensor"),
-    Wrong.edit("max_pool-whole-batch", "max_pool", MAX, "H[mask.bool()].amax(dim=0)", "pools-whole-batch"),
     # --- mean_pool ---
-    Wrong.edit("mean_pool-over-every-position", "mean_pool", MEAN, "return H.mean(dim=1)", "padding-included"),
+    Wrong.edit("mean_pool-sums-the-padding", "mean_pool", "total = (H * weights).sum(dim=1)", "total = H.sum(dim=1)",
+               "sums-padding"),
+    *Wrong.edits("mean_pool", "return total / count", [
+        ("over-every-position", "return H.mean(dim=1)", "padding-included"),
+        ("sum-not-mean", "return total", "sum-not-mean"),
+        ("pools-whole-batch", "return H[mask.bool()].mean(dim=0)", "pools-whole-batch"),
+        ("squeeze-without-axis", "return (total / count).squeeze()", "squeeze-drops-batch-axis"),
+        # A rounding that names its operation (issue 27.4)
+        ("floor-division", "return total // count", "floor-division"),
+        # Found by a simulated student (issue 27): it passed.
+        ("float64-count", "return total / count.double()", "wrong-dtype"),
+        # The sixth simulated student's wrong passes (as max_pool-detached below): cls_pool's gradient check did not
+        # yet cover mean_pool and max_pool.
+        ("detached", "return (total / count).detach()", "no-gradient"),
+        ("in-place-no-op-on-H", "H.mul_(1.0)\n    return total / count", "changed-input"),
+    ]),
     Wrong("mean_pool-divides-by-n", "mean_pool", """
         def mean_pool(H, mask):
             m = mask.float().unsqueeze(-1)
@@ -70,7 +86,6 @@ WRONG = [
             summed = H.masked_fill(~mask[:, :, None], 0.0).sum(dim=1)
             return summed / mask.sum(dim=1, keepdim=True)
         """, mistake="bool-mask-only"),
-    Wrong.edit("mean_pool-sum-not-mean", "mean_pool", MEAN, "return total", "sum-not-mean"),
     Wrong("mean_pool-zeroes-padding-in-place", "mean_pool", """
         def mean_pool(H, mask):
             H[~mask.bool()] = 0.0
@@ -81,51 +96,42 @@ WRONG = [
         def mean_pool(H, mask):
             return torch.stack([H[b][mask[b]].mean(dim=0) for b in range(len(H))])   # right with a bool mask only
         """, mistake="integer-mask-as-index"),
-    Wrong("max_pool-integer-mask-as-index", "max_pool", """
-        def max_pool(H, mask):
-            return torch.stack([H[b][mask[b]].amax(dim=0) for b in range(len(H))])
-        """, mistake="integer-mask-as-index"),
     Wrong.edit("mean_pool-divides-by-batch-count", "mean_pool", "count = weights.sum(dim=1)", "count = weights.sum()",
                "divides-by-batch-count"),
-    Wrong.edit("mean_pool-pools-whole-batch", "mean_pool", MEAN, "return H[mask.bool()].mean(dim=0)",
-               "pools-whole-batch"),
-    # --- max_pool ---
-    Wrong.edit("max_pool-zero-filled-padding", "max_pool", MAX, "(H * mask[:, :, None]).amax(dim=1)", "zero-fill"),
-    Wrong.edit("max_pool-padding-included", "max_pool", MAX, "H.amax(dim=1)", "padding-included"),
-    Wrong("max_pool-mask-on-feature-axis", "max_pool", """
-        def max_pool(H, mask):
-            return H.masked_fill(~mask.bool()[:, None, :], float("-inf")).amax(dim=1)
-        """, mistake="mask-on-feature-axis"),
-    Wrong.edit("max_pool-returns-values-and-indices", "max_pool", ".amax(dim=1)", ".max(dim=1)", "values-and-indices"),
-    Wrong.edit("max_pool-max-over-features", "max_pool", ".amax(dim=1)", ".amax(dim=-1)", "over-features"),
-    Wrong.edit("max_pool-inverted-mask", "max_pool", "~mask.bool()", "mask.bool()", "inverted-mask"),
-    Wrong.edit("mean_pool-squeeze-without-axis", "mean_pool", MEAN, "return (total / count).squeeze()",
-               "squeeze-drops-batch-axis"),
     # pooled by lengths: right only while every mask is right-padded
     Wrong("mean_pool-slices-the-first-lengths", "mean_pool", """
         def mean_pool(H, mask):
             lengths = mask.long().sum(dim=1)
             return torch.stack([H[b, :int(lengths[b])].mean(dim=0) for b in range(H.shape[0])])
         """, mistake="wrong-values"),
+    # --- max_pool ---
+    *Wrong.edits("max_pool", MAX, [
+        ("whole-batch", "H[mask.bool()].amax(dim=0)", "pools-whole-batch"),
+        ("zero-filled-padding", "(H * mask[:, :, None]).amax(dim=1)", "zero-fill"),
+        ("padding-included", "H.amax(dim=1)", "padding-included"),
+        # Found by a simulated student (issue 27): it got only a row's values.
+        ("fill-minus-one", "H.masked_fill(padding, -1.0).amax(dim=1)", "zero-fill"),
+        ("detached", f"{MAX}.detach()", "no-gradient"),
+    ]),
+    *Wrong.edits("max_pool", ".amax(dim=1)", [
+        ("returns-values-and-indices", ".max(dim=1)", "values-and-indices"),
+        ("max-over-features", ".amax(dim=-1)", "over-features"),
+        ("keepdim-then-squeeze", ".amax(dim=1, keepdim=True).squeeze()", "squeeze-drops-batch-axis"),
+    ]),
+    Wrong.edit("max_pool-inverted-mask", "max_pool", "~mask.bool()", "mask.bool()", "inverted-mask"),
+    Wrong("max_pool-mask-on-feature-axis", "max_pool", """
+        def max_pool(H, mask):
+            return H.masked_fill(~mask.bool()[:, None, :], float("-inf")).amax(dim=1)
+        """, mistake="mask-on-feature-axis"),
+    Wrong("max_pool-integer-mask-as-index", "max_pool", """
+        def max_pool(H, mask):
+            return torch.stack([H[b][mask[b]].amax(dim=0) for b in range(len(H))])
+        """, mistake="integer-mask-as-index"),
     Wrong("max_pool-slices-the-first-lengths", "max_pool", """
         def max_pool(H, mask):
             lengths = mask.long().sum(dim=1)
             return torch.stack([H[b, :int(lengths[b])].amax(dim=0) for b in range(H.shape[0])])
         """, mistake="wrong-values"),
-    Wrong.edit("max_pool-keepdim-then-squeeze", "max_pool", ".amax(dim=1)", ".amax(dim=1, keepdim=True).squeeze()",
-               "squeeze-drops-batch-axis"),
-    # A rounding that names its operation (issue 27.4)
-    Wrong.edit("mean_pool-floor-division", "mean_pool", MEAN, "return total // count",
-               "floor-division"),
-    # Found by a simulated student (issue 27): the first two passed, the last got only a row's values.
-    Wrong.edit("cls_pool-detached", "cls_pool", "H[:, 0]", "H[:, 0].detach()", "no-gradient"),
-    Wrong.edit("mean_pool-float64-count", "mean_pool", MEAN, "return total / count.double()", "wrong-dtype"),
-    Wrong.edit("max_pool-fill-minus-one", "max_pool", MAX, "H.masked_fill(padding, -1.0).amax(dim=1)", "zero-fill"),
-    # The sixth simulated student's wrong passes: cls_pool's gradient check did not yet cover the other two.
-    Wrong.edit("mean_pool-detached", "mean_pool", MEAN, "return (total / count).detach()", "no-gradient"),
-    Wrong.edit("mean_pool-in-place-no-op-on-H", "mean_pool", MEAN, "H.mul_(1.0)\n    return total / count",
-               "changed-input"),
-    Wrong.edit("max_pool-detached", "max_pool", MAX, f"{MAX}.detach()", "no-gradient"),
 ]
 
 ALTERNATIVES = [

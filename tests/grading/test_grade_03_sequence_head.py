@@ -6,46 +6,46 @@ HEAD, LOGITS = "SequenceClassifier", "logits = self.linear(self.dropout(pooled))
 RETURN = "\n        return logits"   # the last line of forward (the K = 1 branch is indented further)
 
 WRONG = [
-    Wrong.edit("SequenceClassifier-softmax-inside-head", HEAD, RETURN, RETURN + ".softmax(dim=-1)",
-               "softmax-inside-head"),
+    *Wrong.edits(HEAD, RETURN, [
+        ("softmax-inside-head", RETURN + ".softmax(dim=-1)", "softmax-inside-head"),
+        ("squeeze-without-axis", RETURN + ".squeeze()", "squeeze-drops-batch-axis"),
+        ("log-softmax-inside-head", RETURN.replace("logits", "F.log_softmax(logits, dim=-1)"),
+         "log-softmax-inside-head"),
+        ("relu-on-logits", RETURN + ".relu()", "relu-on-logits"),
+        ("sigmoid-output", RETURN + ".sigmoid()", "sigmoid-output"),
+    ]),
     Wrong.edit("SequenceClassifier-dropout-on-at-eval", HEAD, "self.dropout(pooled)",
                "F.dropout(pooled, self.dropout.p, training=True)", "dropout-at-eval"),
     Wrong.edit("SequenceClassifier-regression-B-by-1", HEAD, "return logits.squeeze(-1)", "return logits",
                "regression-b-by-1"),
-    Wrong.edit("SequenceClassifier-squeeze-without-axis", HEAD, RETURN, RETURN + ".squeeze()",
-               "squeeze-drops-batch-axis"),
-    Wrong.edit("SequenceClassifier-no-dropout-in-training", HEAD, LOGITS, "logits = self.linear(pooled)",
-               "no-dropout-in-training"),
-    Wrong.edit("SequenceClassifier-dropout-after-linear", HEAD, LOGITS, "logits = self.dropout(self.linear(pooled))",
-               "dropout-after-linear"),
+    *Wrong.edits(HEAD, LOGITS, [
+        ("no-dropout-in-training", "logits = self.linear(pooled)", "no-dropout-in-training"),
+        ("dropout-after-linear", "logits = self.dropout(self.linear(pooled))", "dropout-after-linear"),
+        # Found by a student audit (as SequenceClassifier-dropout1d-drops-whole-examples below): it passed before the
+        # train-mode and gradient checks it is named by.
+        ("no-dropout-for-regression", "logits = self.linear(pooled if self.num_classes == 1 else self.dropout(pooled))",
+         "no-dropout-in-training"),
+        # A layer made in forward is random on every pass, as dropout left on is: named by a pass with zero weights.
+        ("linear-built-in-forward", "logits = nn.Linear(pooled.shape[-1], self.num_classes)(self.dropout(pooled))",
+         "layer-built-in-forward"),
+        ("detached-logits", "logits = self.linear(self.dropout(pooled)).detach()", "parameters-without-gradient"),
+        # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so
+        # the kernel reported a gradient for it; a step of gradient descent on the grader's outputs shows it.
+        ("frozen-bias-grad-written-by-hand", "self.linear.bias.requires_grad_(False)\n        self.linear.bias.grad = "
+         f"torch.ones_like(self.linear.bias)\n        {LOGITS}", "parameters-without-gradient"),
+        # The next red team's K1b: the frozen bias's `.grad` written by a hook on the logits, with the very gradient
+        # the bias would get; the grader's step reads autograd's gradients of the trainable weights, not `.grad`.
+        ("frozen-bias-grad-written-by-a-hook", f"self.linear.bias.requires_grad_(False)\n        {LOGITS}\n        "
+         "if logits.requires_grad:\n            logits.register_hook(lambda g: setattr(self.linear.bias, 'grad', "
+         "g.reshape(-1, self.num_classes).sum(0)) or g)", "parameters-without-gradient"),
+        ("frozen-backbone-by-detach", "logits = self.linear(self.dropout(pooled.detach()))", "input-detached"),
+    ]),
     Wrong.edit("SequenceClassifier-linear-without-bias", HEAD, "nn.Linear(d, num_classes)",
                "nn.Linear(d, num_classes, bias=False)", "no-bias"),
     Wrong.edit("SequenceClassifier-fixed-dropout-rate", HEAD, "nn.Dropout(dropout)", "nn.Dropout(0.1)",
                "fixed-dropout-rate"),
-    Wrong.edit("SequenceClassifier-log-softmax-inside-head", HEAD, RETURN,
-               RETURN.replace("logits", "F.log_softmax(logits, dim=-1)"), "log-softmax-inside-head"),
-    # Found by a student audit: each passed before the train-mode and gradient checks it is named by.
     Wrong.edit("SequenceClassifier-dropout1d-drops-whole-examples", HEAD, "nn.Dropout(dropout)",
                "nn.Dropout1d(dropout)", "drops-whole-vectors"),
-    Wrong.edit("SequenceClassifier-no-dropout-for-regression", HEAD, LOGITS,
-               "logits = self.linear(pooled if self.num_classes == 1 else self.dropout(pooled))",
-               "no-dropout-in-training"),
-    # A layer made in forward is random on every pass, as dropout left on is: named by a pass with zero weights.
-    Wrong.edit("SequenceClassifier-linear-built-in-forward", HEAD, LOGITS,
-               "logits = nn.Linear(pooled.shape[-1], self.num_classes)(self.dropout(pooled))", "layer-built-in-forward"),
-    Wrong.edit("SequenceClassifier-detached-logits", HEAD, LOGITS, "logits = self.linear(self.dropout(pooled)).detach()",
-               "parameters-without-gradient"),
-    # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so
-    # the kernel reported a gradient for it; a step of gradient descent on the grader's outputs shows it.
-    Wrong.edit("SequenceClassifier-frozen-bias-grad-written-by-hand", HEAD, LOGITS,
-               f"self.linear.bias.requires_grad_(False)\n        self.linear.bias.grad = torch.ones_like(self.linear.bias)"
-               f"\n        {LOGITS}", "parameters-without-gradient"),
-    # The next red team's K1b: the frozen bias's `.grad` written by a hook on the logits, with the very gradient
-    # the bias would get; the grader's step reads autograd's gradients of the trainable weights, not `.grad`.
-    Wrong.edit("SequenceClassifier-frozen-bias-grad-written-by-a-hook", HEAD, LOGITS,
-               f"self.linear.bias.requires_grad_(False)\n        {LOGITS}\n        if logits.requires_grad:\n"
-               "            logits.register_hook(lambda g: setattr(self.linear.bias, 'grad', "
-               "g.reshape(-1, self.num_classes).sum(0)) or g)", "parameters-without-gradient"),
     # A red team's forgery (issue 25, K2): an extra nn.Linear(K, K) hidden from modules() and parameters(); with
     # the grader's weights loaded into the head's state_dict, it changes the outputs.
     Wrong("SequenceClassifier-extra-linear-hidden-from-modules", "SequenceClassifier", """
@@ -67,24 +67,22 @@ WRONG = [
                 logits = self.extra(self.linear(self.dropout(pooled)))
                 return logits.squeeze(-1) if self.num_classes == 1 else logits
         """, mistake="wrong-values"),
-    Wrong.edit("SequenceClassifier-relu-on-logits", HEAD, RETURN, RETURN + ".relu()", "relu-on-logits"),
-    Wrong.edit("SequenceClassifier-sigmoid-output", HEAD, RETURN, RETURN + ".sigmoid()", "sigmoid-output"),
-    Wrong.edit("SequenceClassifier-frozen-backbone-by-detach", HEAD, LOGITS,
-               "logits = self.linear(self.dropout(pooled.detach()))", "input-detached"),
-    *[Wrong.edit(f"head_param_count-{name}", "head_param_count", "K * d + K", body, key)
-      for name, body, key in [("forgets-the-bias", "K * d", "forgets-the-bias"),
-                              ("one-bias-per-feature", "K * d + d", "one-bias-per-feature"),
-                              ("one-row-and-column-too-many", "(d + 1) * (K + 1)", "one-row-and-column-too-many"),
-                              ("adds-the-sizes", "d + K", "adds-the-sizes"),
-                              ("returns-a-float", "float(K * (d + 1))", "not-an-int")]],
-    *[Wrong.edit(f"untrained_loss-{name}", "untrained_loss", "math.log(K)", body, key)
-      for name, body, key in [("log-base-2", "math.log2(K)", "log-base-2"),
-                              ("log-base-10", "math.log10(K)", "log-base-10"),
-                              ("probability-not-loss", "1 / K", "probability-not-loss"),
-                              ("wrong-sign", "math.log(1 / K)", "wrong-sign"),
-                              ("ln-2-for-every-K", "math.log(2)", "ln-2-for-every-k"),
-                              ("error-rate-not-loss", "1 - 1 / K", "error-rate-not-loss"),
-                              ("returns-a-tensor", "torch.log(torch.tensor(float(K)))", "returned-a-tensor")]],
+    *Wrong.edits("head_param_count", "K * d + K", [
+        ("forgets-the-bias", "K * d", "forgets-the-bias"),
+        ("one-bias-per-feature", "K * d + d", "one-bias-per-feature"),
+        ("one-row-and-column-too-many", "(d + 1) * (K + 1)", "one-row-and-column-too-many"),
+        ("adds-the-sizes", "d + K", "adds-the-sizes"),
+        ("returns-a-float", "float(K * (d + 1))", "not-an-int"),
+    ]),
+    *Wrong.edits("untrained_loss", "math.log(K)", [
+        ("log-base-2", "math.log2(K)", "log-base-2"),
+        ("log-base-10", "math.log10(K)", "log-base-10"),
+        ("probability-not-loss", "1 / K", "probability-not-loss"),
+        ("wrong-sign", "math.log(1 / K)", "wrong-sign"),
+        ("ln-2-for-every-K", "math.log(2)", "ln-2-for-every-k"),
+        ("error-rate-not-loss", "1 - 1 / K", "error-rate-not-loss"),
+        ("returns-a-tensor", "torch.log(torch.tensor(float(K)))", "returned-a-tensor"),
+    ]),
 ]
 
 ALTERNATIVES = [

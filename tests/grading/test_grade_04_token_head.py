@@ -6,16 +6,34 @@ HEAD = "self.classifier(self.dropout(H))"
 LOSS = "logits.reshape(-1, L), labels.reshape(-1)"
 WRONG = [
     # --- TokenClassifier ---------------------------------------------------------------------------
-    Wrong.edit("TokenClassifier-softmax-inside-head", "TokenClassifier", HEAD, f"{HEAD}.softmax(dim=-1)",
-               "softmax-inside-head"),
-    Wrong.edit("TokenClassifier-log-softmax-inside-head", "TokenClassifier", HEAD, f"F.log_softmax({HEAD}, dim=-1)",
-               "log-softmax-inside-head"),
-    # "cross_entropy wants the classes on dim 1", done in the wrong place
-    Wrong.edit("TokenClassifier-output-B-L-n", "TokenClassifier", HEAD, f"{HEAD}.transpose(1, 2)",
-               "labels-axis-second"),
-    # "classify along the sequence"
-    Wrong.edit("TokenClassifier-linear-over-sequence-axis", "TokenClassifier", HEAD,
-               "self.classifier(self.dropout(H).transpose(1, 2))", "linear-on-wrong-axis"),
+    *Wrong.edits("TokenClassifier", HEAD, [
+        ("softmax-inside-head", f"{HEAD}.softmax(dim=-1)", "softmax-inside-head"),
+        ("log-softmax-inside-head", f"F.log_softmax({HEAD}, dim=-1)", "log-softmax-inside-head"),
+        # "cross_entropy wants the classes on dim 1", done in the wrong place
+        ("output-B-L-n", f"{HEAD}.transpose(1, 2)", "labels-axis-second"),
+        # "classify along the sequence"
+        ("linear-over-sequence-axis", "self.classifier(self.dropout(H).transpose(1, 2))", "linear-on-wrong-axis"),
+        ("linear-built-in-forward", "nn.Linear(H.shape[-1], self.classifier.out_features)(self.dropout(H))",
+         "layer-built-in-forward"),
+        ("dropout-after-linear", "self.dropout(self.classifier(H))", "dropout-after-linear"),
+        ("returns-label-ids", f"{HEAD}.argmax(dim=-1)", "returns-label-ids"),
+        # "give every token the sentence's context"
+        ("mixes-positions", "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))", "mixes-positions"),
+        # Found by a student audit (as the default-dropout and Dropout1d ones below): each passed the check when it
+        # probed dropout at p = 1 only, or no gradient.
+        ("unscaled-dropout-mask", "self.classifier(H * (torch.rand_like(H) >= self.dropout.p) if self.training else H)",
+         "unscaled-dropout"),
+        ("dropout-applied-twice", "self.classifier(self.dropout(self.dropout(H)))", "wrong-dropout-rate"),
+        ("dropconnect-on-the-weight",
+         "F.linear(H, F.dropout(self.classifier.weight, self.dropout.p, self.training), self.classifier.bias)",
+         "not-dropout-then-linear"),
+        # right for every p < 1; at p = 1 its 1 / (1 − p) gives NaN (once told the dropout argument was ignored)
+        ("hand-made-dropout-divides-by-zero", "self.classifier(H * (torch.rand_like(H) >= self.dropout.p) / "
+         "(1 - self.dropout.p) if self.training else H)", "nan-at-full-dropout"),
+        ("detached-logits", f"{HEAD}.detach()", "parameters-without-gradient"),
+        # a key no wrong implementation named before (tests/test_mistake_vocabulary.py listed it)
+        ("frozen-encoder-by-detach", "self.classifier(self.dropout(H.detach()))", "input-detached"),
+    ]),
     Wrong("TokenClassifier-dropout-on-at-eval", "TokenClassifier", """
         class TokenClassifier(nn.Module):
             def __init__(self, d, num_labels, dropout=0.1):
@@ -26,40 +44,15 @@ WRONG = [
             def forward(self, H):
                 return self.classifier(F.dropout(H, p=self.p, training=True))
         """, mistake="dropout-at-eval"),
-    Wrong.edit("TokenClassifier-linear-built-in-forward", "TokenClassifier", HEAD,
-               "nn.Linear(H.shape[-1], self.classifier.out_features)(self.dropout(H))", "layer-built-in-forward"),
-    Wrong.edit("TokenClassifier-dropout-after-linear", "TokenClassifier", HEAD, "self.dropout(self.classifier(H))",
-               "dropout-after-linear"),
-    Wrong.edit("TokenClassifier-dropout-argument-ignored", "TokenClassifier", "nn.Dropout(dropout)", "nn.Dropout(0.1)",
-               "dropout-argument-ignored"),
+    *Wrong.edits("TokenClassifier", "nn.Dropout(dropout)", [
+        ("dropout-argument-ignored", "nn.Dropout(0.1)", "dropout-argument-ignored"),
+        ("in-place-dropout", "nn.Dropout(dropout, inplace=True)", "changed-input"),
+        ("dropout1d-drops-whole-tokens", "nn.Dropout1d(dropout)", "drops-whole-vectors"),
+    ]),
     Wrong.edit("TokenClassifier-no-bias", "TokenClassifier", "nn.Linear(d, num_labels)",
                "nn.Linear(d, num_labels, bias=False)", "no-bias"),
-    Wrong.edit("TokenClassifier-in-place-dropout", "TokenClassifier", "nn.Dropout(dropout)",
-               "nn.Dropout(dropout, inplace=True)", "changed-input"),
-    Wrong.edit("TokenClassifier-returns-label-ids", "TokenClassifier", HEAD, f"{HEAD}.argmax(dim=-1)",
-               "returns-label-ids"),
-    # "give every token the sentence's context"
-    Wrong.edit("TokenClassifier-mixes-positions", "TokenClassifier", HEAD,
-               "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))", "mixes-positions"),
-    # Found by a student audit: each passed the check when it probed dropout at p = 1 only, or no gradient.
-    Wrong.edit("TokenClassifier-unscaled-dropout-mask", "TokenClassifier", HEAD,
-               "self.classifier(H * (torch.rand_like(H) >= self.dropout.p) if self.training else H)",
-               "unscaled-dropout"),
-    Wrong.edit("TokenClassifier-dropout-applied-twice", "TokenClassifier", HEAD,
-               "self.classifier(self.dropout(self.dropout(H)))", "wrong-dropout-rate"),
     Wrong.edit("TokenClassifier-default-dropout-0.5", "TokenClassifier", "dropout: float = 0.1",
                "dropout: float = 0.5", "wrong-default-dropout"),
-    Wrong.edit("TokenClassifier-dropout1d-drops-whole-tokens", "TokenClassifier", "nn.Dropout(dropout)",
-               "nn.Dropout1d(dropout)", "drops-whole-vectors"),
-    Wrong.edit("TokenClassifier-dropconnect-on-the-weight", "TokenClassifier", HEAD,
-               "F.linear(H, F.dropout(self.classifier.weight, self.dropout.p, self.training), self.classifier.bias)",
-               "not-dropout-then-linear"),
-    # right for every p < 1; at p = 1 its 1 / (1 − p) gives NaN (once told the dropout argument was ignored)
-    Wrong.edit("TokenClassifier-hand-made-dropout-divides-by-zero", "TokenClassifier", HEAD,
-               "self.classifier(H * (torch.rand_like(H) >= self.dropout.p) / (1 - self.dropout.p) if self.training "
-               "else H)", "nan-at-full-dropout"),
-    Wrong.edit("TokenClassifier-detached-logits", "TokenClassifier", HEAD, f"{HEAD}.detach()",
-               "parameters-without-gradient"),
     # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so
     # the kernel reported a gradient for it; a step of gradient descent on the grader's outputs shows it.
     Wrong.edit("TokenClassifier-frozen-bias-grad-written-by-hand", "TokenClassifier", f"return {HEAD}",
@@ -73,8 +66,6 @@ WRONG = [
     Wrong.edit("token_loss-minus-100-gathered", "token_loss",
                "return F.cross_entropy(logits.reshape(-1, L), labels.reshape(-1), ignore_index=-100)",
                "return -logits.log_softmax(-1).gather(-1, labels[..., None]).mean()", "minus-100-used-as-class"),
-    Wrong.edit("TokenClassifier-frozen-encoder-by-detach", "TokenClassifier", HEAD,
-               "self.classifier(self.dropout(H.detach()))", "input-detached"),
     # --- token_loss ---------------------------------------------------------------------------------
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):

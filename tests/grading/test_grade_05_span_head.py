@@ -19,7 +19,7 @@ TWO_LINEAR_LAYERS = """
             return self.start(H).squeeze(-1), self.end(H).squeeze(-1)
     """
 
-LOGITS = "logits = self.qa_outputs(H)"   # the solution's one line that computes the logits
+LOGITS = "self.qa_outputs(H)"   # the solution's one call that computes the logits
 # The solution's alternative written with loops; with * for +, the logits multiplied.
 LOGIT_SUM_LOOPS = """
     def best_span(start_logits, end_logits, allowed, max_len):
@@ -39,11 +39,6 @@ LOGIT_SUM_LOOPS = """
     """
 
 
-def on_logits(name: str, logits: str, mistake: str) -> Wrong:
-    """The solution with its logits computed by `logits` instead."""
-    return Wrong.edit(name, "SpanHead", LOGITS, f"logits = {logits}", mistake)
-
-
 WRONG = [
     # --- SpanHead ----------------------------------------------------------------------------------
     Wrong("SpanHead-one-shared-vector", "SpanHead", TWO_LINEAR_LAYERS.replace("self.end(H)", "self.start(H)"),
@@ -58,14 +53,22 @@ WRONG = [
                "one-tensor"),
     Wrong.edit("SpanHead-extra-hidden-layer", "SpanHead", "self.qa_outputs = nn.Linear(d, 2)",
                "self.qa_outputs = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, 2))", "not-linear"),
-    on_logits("SpanHead-tanh-on-the-logits", "torch.tanh(self.qa_outputs(H))", "not-linear"),
-    on_logits("SpanHead-detached-logits", "self.qa_outputs(H).detach()", "not-connected"),
-    # Found by a simulated student (issue 27): a sigmoid was "not linear", a layer made in forward "dropout at eval".
-    on_logits("SpanHead-sigmoid-on-the-logits", "torch.sigmoid(self.qa_outputs(H))", "sigmoid-output"),
-    # The fifth simulated student's: both got only "not a linear map" before
-    on_logits("SpanHead-log-softmax-over-positions", "self.qa_outputs(H).log_softmax(dim=1)", "log-softmax-inside-head"),
-    on_logits("SpanHead-relu-on-the-logits", "torch.relu(self.qa_outputs(H))", "relu-on-logits"),
-    on_logits("SpanHead-linear-built-in-forward", "nn.Linear(H.shape[-1], 2)(H)", "layer-built-in-forward"),
+    # the solution with its logits computed otherwise
+    *Wrong.edits("SpanHead", LOGITS, [
+        ("tanh-on-the-logits", f"torch.tanh({LOGITS})", "not-linear"),
+        ("detached-logits", f"{LOGITS}.detach()", "not-connected"),
+        # Found by a simulated student (issue 27): a sigmoid was "not linear", a layer made in forward
+        # "dropout at eval".
+        ("sigmoid-on-the-logits", f"torch.sigmoid({LOGITS})", "sigmoid-output"),
+        # The fifth simulated student's: both got only "not a linear map" before
+        ("log-softmax-over-positions", f"{LOGITS}.log_softmax(dim=1)", "log-softmax-inside-head"),
+        ("relu-on-the-logits", f"torch.relu({LOGITS})", "relu-on-logits"),
+        ("linear-built-in-forward", "nn.Linear(H.shape[-1], 2)(H)", "layer-built-in-forward"),
+        ("dropout-on-at-eval", "self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
+        ("with-dropout", "self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),
+        ("detaches-its-input", "self.qa_outputs(H.detach())", "input-detached"),
+        ("scores-the-first-position-only", "self.qa_outputs(H[:, 0])", "scores-one-position"),
+    ]),
     Wrong("SpanHead-plain-tensors-not-parameters", "SpanHead", """
         class SpanHead(nn.Module):
             def __init__(self, d):
@@ -89,17 +92,14 @@ WRONG = [
                 start, end = (H @ (self.w + self.init).T + self.b).unbind(-1)
                 return start, end
         """, mistake="fixed-tensor"),
-    on_logits("SpanHead-dropout-on-at-eval", "self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
     Wrong.edit("SpanHead-splits-the-batch-axis", "SpanHead", "start_logits, end_logits = logits.unbind(dim=-1)",
                "start_logits, end_logits = logits[0], logits[1]", "splits-batch-axis"),
-    on_logits("SpanHead-with-dropout", "self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),
-    on_logits("SpanHead-detaches-its-input", "self.qa_outputs(H.detach())", "input-detached"),
     # Two scorers, the end one on a detached H: right logits, but the encoder learns from the starts alone.
     Wrong("SpanHead-end-scorer-on-a-detached-H", "SpanHead",
           TWO_LINEAR_LAYERS.replace("self.end(H)", "self.end(H.detach())"), mistake="wrong-input-gradient"),
     # "the encoder's output is only read": H copied under no_grad
-    Wrong.edit("SpanHead-input-copied-under-no-grad", "SpanHead", LOGITS,
-               f"with torch.no_grad():\n            H = H.clone()\n        {LOGITS}", "input-detached"),
+    Wrong.edit("SpanHead-input-copied-under-no-grad", "SpanHead", f"logits = {LOGITS}",
+               f"with torch.no_grad():\n            H = H.clone()\n        logits = {LOGITS}", "input-detached"),
     Wrong("SpanHead-bias-through-data", "SpanHead", """
         class SpanHead(nn.Module):
             def __init__(self, d):
@@ -231,7 +231,6 @@ WRONG = [
                "band = torch.ones(n, n, dtype=torch.bool).tril().triu(-(max_len - 1))", "backward-spans"),
     Wrong.edit("best_span-strict-band", "best_span", "band = (i <= j)", "band = (i < j)", "one-token-spans-excluded"),
     Wrong.edit("SpanHead-pair-from-T", "SpanHead", "logits.unbind(dim=-1)", "logits.T", "logits-transposed"),
-    on_logits("SpanHead-scores-the-first-position-only", "self.qa_outputs(H[:, 0])", "scores-one-position"),
     Wrong.edit("best_span-end-not-masked", "best_span",
                'log_p_end = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1)',
                "log_p_end = end_logits.log_softmax(dim=-1)", "end-not-restricted"),

@@ -8,10 +8,11 @@ from .engine import Mistake
 
 
 def mistakes(rows: Sequence[tuple], said: Callable[[str], Callable[..., str]] | None = None) -> list[Mistake]:
-    """One Mistake per row (key, message[, fix]). With `said`, a row's message is words that `said(words)` makes
-    into the exercise's sentence: a function of the output, for what a format string cannot say (a loss to four
-    places, a tensor as a list)."""
-    return [Mistake(key, message if said is None else said(message), *fix) for key, message, *fix in rows]
+    """One Mistake per row (key, message[, fix]). With `said`, a row whose message is words has them made into the
+    exercise's sentence by `said(words)`: a function of the output, for what a format string cannot say (a loss to
+    four places, a tensor as a list); a row whose message is already such a function keeps it."""
+    return [Mistake(key, said(message) if said and isinstance(message, str) else message, *fix)
+            for key, message, *fix in rows]
 
 
 __all__ = ["mistakes"]

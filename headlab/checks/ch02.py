@@ -37,23 +37,21 @@ POOLED_GRADIENTS = {
 }
 
 
-def _carries_the_graph(name: str) -> Callable:
+def _carries_the_graph(name: str, fn: Callable) -> None:
     """Once the values are right, the same call whatever the answer: a gradient must reach H through `name`."""
-    def then(fn) -> None:
-        H = torch.tensor(GRADIENT_H).requires_grad_()
-        inputs = (H,) if name == "cls_pool" else (H, torch.tensor(GRADIENT_MASK))
-        backward_through(fn, name, *inputs, want=[torch.tensor(POOLED_GRADIENTS[name])], said=(
-            "{name} passes no gradient back to H: its output is computed with `.detach()`, under `torch.no_grad()`, "
-            "or from a new tensor made of H's values. A classifier trained on the pooled vector then trains the "
-            "head alone, never the encoder below it: compute it from H itself.",
-            "{name} returns the right vectors, but the gradient that reaches H is not theirs: part of the output is "
-            "computed outside autograd (`.detach()`, `.data`, `.item()`), so training would follow another function "
-            "than the one it returns."))
-    return then
-
+    H = torch.tensor(GRADIENT_H).requires_grad_()
+    inputs = (H,) if name == "cls_pool" else (H, torch.tensor(GRADIENT_MASK))
+    backward_through(fn, name, *inputs, want=[torch.tensor(POOLED_GRADIENTS[name])], said=(
+        "{name} passes no gradient back to H: its output is computed with `.detach()`, under `torch.no_grad()`, "
+        "or from a new tensor made of H's values. A classifier trained on the pooled vector then trains the "
+        "head alone, never the encoder below it: compute it from H itself.",
+        "{name} returns the right vectors, but the gradient that reaches H is not theirs: part of the output is "
+        "computed outside autograd (`.detach()`, `.data`, `.item()`), so training would follow another function "
+        "than the one it returns."))
 
 cls_pool = Exercise(
-    "cls_pool", CLS_CASES, then=_carries_the_graph("cls_pool"), read=inputs_as(torch.float32, torch.float32), shape=lambda H: (H.shape[0], H.shape[2]),
+    "cls_pool", CLS_CASES, then=partial(_carries_the_graph, "cls_pool"), read=inputs_as(torch.float32, torch.float32),
+    shape=lambda H: (H.shape[0], H.shape[2]),
     meaning=" (one vector per sequence)", where=lambda H: f" for H of shape {tuple(H.shape)}",
     fields=lambda H: dict(zip("Bnd", H.shape)),
     unchanged="cls_pool changed the H it was given; pooling must only read H.",
@@ -152,8 +150,7 @@ def _judge_pooler(cls, case) -> None:
                                  "Pooler", f" for Pooler({d}) on c of shape {tuple(c.shape)}")
     out = ran["outs"][0][0]
     # The grader's weights or zeros loaded, the same output: forward reads no entry of the state_dict
-    unmoved = isinstance(out, torch.Tensor) and isinstance(zeroed[0], torch.Tensor) and \
-        out.shape == zeroed[0].shape and torch.equal(out, zeroed[0])
+    unmoved = all(isinstance(o, torch.Tensor) for o in (out, zeroed[0])) and torch.equal(out, zeroed[0])
     try:
         _pooler.judge(out, expected, (d, W, b, c))
     except CheckFailed as err:
@@ -246,7 +243,7 @@ def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
                 f"{show(expected[b])}{_where(H, mask)}.")
     exercise = kind(
         name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), mistakes=mistakes(rows), where=_where,
-        then=_carries_the_graph(name),
+        then=partial(_carries_the_graph, name),
         dtype=torch.float32,   # H's dtype in every case, visible and hidden: a pooled vector keeps it
         meaning=" (one vector per sequence)", fields=lambda H, mask: dict(zip("Bnd", H.shape)),
         hints=[(Exception, partial(_raised, name))], explain=explain,

@@ -202,8 +202,8 @@ def _where(H, mask) -> str:
     return f" for H of shape {tuple(H.shape)} with {rows}{_KINDS[mask.dtype]}"
 
 
-def _raised(name, err, H, mask):
-    """Fail with the mistake an error shows; the engine's hints can only say raised-<Error>."""
+def _raised(err, H, mask) -> tuple[str, str, str] | None:
+    """The mistake an error shows, as the engine's hint (words, key, fix); None where it shows none."""
     B, n, d = H.shape
     sizes = clashing_sizes(err) if len({B, n, d}) == 3 else ()   # sizes that say which axis
     for key, found, said, fix in [
@@ -216,7 +216,7 @@ def _raised(name, err, H, mask):
          "(B, n) mask must be lined up with H's position axis, and broadcast over the d features.",
          "`mask[:, :, None]` has shape (B, n, 1).")]:
         if found:
-            fail(f"{name} raised {type(err).__name__} ({err}){_where(H, mask)}. {said}", key, fix)
+            return said, key, fix
 
 
 class _MaxPool(Exercise):
@@ -229,7 +229,8 @@ class _MaxPool(Exercise):
 
 
 def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
-    """The check of `name`: every (H, mask, expected) case once with each kind of mask; `rows`, its mistakes."""
+    """The check of `name`: every (H, mask, expected) case once with each kind of mask; its mistakes, the rows both
+    poolings share, then `rows`."""
     def read(case):
         H, mask, expected, dtype = case
         H, mask = torch.as_tensor(H, dtype=torch.float32).clone(), torch.as_tensor(mask, dtype=torch.bool)
@@ -242,11 +243,11 @@ def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
         return (f"{name} row {b} (length {length}) is {show(out[b])}; the {what} of its {length} real vectors is "
                 f"{show(expected[b])}{_where(H, mask)}.")
     exercise = kind(
-        name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), mistakes=mistakes(rows), where=_where,
-        then=partial(_carries_the_graph, name),
+        name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), where=_where,
+        mistakes=mistakes([*_shared(name), *rows]), then=partial(_carries_the_graph, name),
         dtype=torch.float32,   # H's dtype in every case, visible and hidden: a pooled vector keeps it
         meaning=" (one vector per sequence)", fields=lambda H, mask: dict(zip("Bnd", H.shape)),
-        hints=[(Exception, partial(_raised, name))], explain=explain,
+        hints=[(Exception, _raised)], explain=explain,
         dtype_message="{name} returned dtype {got}{where}, but H is {wanted}: a " + what + " of H's vectors keeps "
                       "H's dtype (a count or mask of another dtype, float64 say, changes it when it meets H).",
         unchanged=f"{name} changed the H it was given or its mask (an in-place fill or multiply); pooling must only "
@@ -262,40 +263,36 @@ def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
 NEGATIVE_FILLS = (-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0)   # max_pool's zero-fill, with these fills
 ROW_BY_ROW = "Keep the (B, n, d) shape: zero or fill the padding through `mask[:, :, None]`, then reduce dim=1."
 
-def _fill_won(fill: float) -> Callable:
+
+def _fill_won(fill: float, out, H, mask) -> str:
     """The message of a padding fill that a real feature's values all lie below: which row and feature it won."""
-    def said(out, H, mask) -> str:
-        real = mask.bool()
-        b, j = next((b, j) for b in range(len(H)) for j in range(H.shape[2])
-                    if not bool(real[b].all()) and bool((H[b][real[b], j] < fill).all()))
-        return (f"max_pool filled the padding with {fill:g}{_where(H, mask)}: in row {b} every real value of feature "
-                f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below a fill like "
-                "this (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
-    return said
+    real = mask.bool()
+    b, j = next((b, j) for b in range(len(H)) for j in range(H.shape[2])
+                if not bool(real[b].all()) and bool((H[b][real[b], j] < fill).all()))
+    return (f"max_pool filled the padding with {fill:g}{_where(H, mask)}: in row {b} every real value of feature "
+            f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below a fill like "
+            "this (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
 
 
-def _squeezed(name: str) -> tuple[str, str, str]:
-    return ("squeeze-drops-batch-axis", f"{name} returned shape ({{d}},){{where}}: `.squeeze()` without an axis drops "
-            "the batch axis too when the batch holds one sequence.", "Squeeze only the axis you mean, e.g. `.squeeze(1)`.")
-
-
-def _indexed(name: str) -> tuple[str, str, str]:
-    """Each row pooled from `H[b][mask[b]]`: with a 0/1 integer mask, an index that picks positions 0 and 1."""
-    return ("integer-mask-as-index", f"{name} used the mask as an index{{where}}: a bool mask keeps the positions where "
-            "it is True, but an integer tensor is read as a list of positions, so its 0s and 1s pick positions 0 and 1.",
-            "Turn it into a bool mask first, `mask.bool()`.")
+def _shared(name: str) -> list[tuple[str, str, str]]:
+    """The first two rows of both poolings' mistakes: a squeeze that drops the batch axis, and each row pooled from
+    `H[b][mask[b]]`, an index that, with a 0/1 integer mask, picks positions 0 and 1."""
+    return [("squeeze-drops-batch-axis", f"{name} returned shape ({{d}},){{where}}: `.squeeze()` without an axis drops "
+             "the batch axis too when the batch holds one sequence.",
+             "Squeeze only the axis you mean, e.g. `.squeeze(1)`."),
+            ("integer-mask-as-index", f"{name} used the mask as an index{{where}}: a bool mask keeps the positions "
+             "where it is True, but an integer tensor is read as a list of positions, so its 0s and 1s pick positions "
+             "0 and 1.", "Turn it into a bool mask first, `mask.bool()`.")]
 
 
 mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
-    _squeezed("mean_pool"),
-    _indexed("mean_pool"),
     ("keeps-position-axis", "mean_pool returned shape ({B}, 1, {d}){where}: it kept the position axis (keepdim=True on "
      "the sum over positions). The result is (B, d) = ({B}, {d}).", "Drop `keepdim=True` from the sum over positions."),
     ("padding-included", "mean_pool averaged over every position, padding included{where}. Only real tokens count: sum "
      "H over the positions where mask is True and divide by their number.",
      "Multiply H by `mask[:, :, None]` before summing, and divide by `mask.sum(dim=1, keepdim=True)`."),
-    ("divides-by-n", "mean_pool divided by n = {n}, the padded length{where}. Divide each row by its own number of real "
-     "tokens.", "`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
+    ("divides-by-n", "mean_pool divided by n = {n}, the padded length{where}. Divide each row by its own number of "
+     "real tokens.", "`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
     ("floor-division", "mean_pool rounded each mean down to a whole number{where}: that is what `//`, floor division, "
      "does. A mean is rarely a whole number.", "Divide with `/`."),
     ("divides-by-batch-count", "mean_pool divided every row by the number of real tokens in the whole batch{where}. "
@@ -312,20 +309,18 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
     *[("over-features", "mean_pool averaged over the feature axis{where}: average over the positions (dim=1) to get "
        "one d-vector per sequence.", "Sum and count over dim=1, not dim=2.")] * 3])
 max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
-    _squeezed("max_pool"),
-    _indexed("max_pool"),
     ("pools-whole-batch", "max_pool returned one vector for the whole batch{where}: indexing H with the (B, n) mask "
      "gathers the real tokens of every row into one (tokens, d) tensor, so their max mixes the sequences. Pool each "
      "row over its own positions, (B, d) = ({B}, {d}).", ROW_BY_ROW),
     ("keeps-position-axis", "max_pool returned shape ({B}, 1, {d}){where}: it kept the position axis. The result is "
      "(B, d) = ({B}, {d}).", "Drop `keepdim=True` from the max over positions."),
-    ("zero-fill", "max_pool filled the padding with zeros{where}. When every real value of a feature is negative, the 0 "
-     "of a padding position wins the max: padding must never win.",
+    ("zero-fill", "max_pool filled the padding with zeros{where}. When every real value of a feature is negative, the "
+     "0 of a padding position wins the max: padding must never win.",
      "Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
     # The same mistake with a negative fill: any fill that a real value can lie below (found by a simulated student,
     # who filled with -1 and was told only the row's values). The visible cases reach down to -9.
-    *[("zero-fill", _fill_won(v), "Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before taking the "
-       "max.") for v in NEGATIVE_FILLS],
+    *[("zero-fill", partial(_fill_won, v), "Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before "
+       "taking the max.") for v in NEGATIVE_FILLS],
     ("padding-included", "max_pool took the max over every position, padding included{where}; padding positions must "
      "never win.", "Fill them with -inf before the max."),
     ("inverted-mask", "max_pool filled the real tokens and kept the padding{where}: the mask is True (or 1) on real "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable, Sequence
 
 import torch
@@ -67,15 +68,13 @@ def _backward(out, s, e, allowed, max_len) -> str:
             "A span runs forward from its start: your search keeps pairs with |j − i| < max_len, in either order.")
 
 
-def _not_allowed(which: str) -> Callable[..., str]:
+def _not_allowed(which: str, out, s, e, allowed, max_len) -> str:
+    """The message of a `which` ("start" or "end") outside the allowed positions, in the first row that has one."""
     k = ("start", "end").index(which)
-
-    def said(out, s, e, allowed, max_len):
-        b = next(b for b, pair in enumerate(out.tolist()) if not allowed[b, pair[k]])
-        return (f"best_span returned {out.tolist()} (max_len={max_len}): row {b} {which}s at position {int(out[b, k])}, "
-                f"which is not allowed ({_positions(allowed[b])} are): the {which} is not restricted to the allowed "
-                "positions.")
-    return said
+    b = next(b for b, pair in enumerate(out.tolist()) if not allowed[b, pair[k]])
+    return (f"best_span returned {out.tolist()} (max_len={max_len}): row {b} {which}s at position {int(out[b, k])}, "
+            f"which is not allowed ({_positions(allowed[b])} are): the {which} is not restricted to the allowed "
+            "positions.")
 
 
 def _spans(text: str) -> Callable[..., str]:
@@ -178,8 +177,9 @@ BEST_SPAN = _BestSpan(
         ("one-token-spans-excluded", "no span here is one token long, yet a one-token span (i = j) is the best in a "
          "row: your band keeps only i < j. A span may start and end on the same token.",
          "Compare i and j with ≤, not <, in the band: the pair (i, i) is a span."),
-        ("end-not-restricted", _not_allowed("end"), "Set the end logits to −inf where allowed is False too."),
-        ("start-not-restricted", _not_allowed("start"), "Set the start logits to −inf where allowed is False too."),
+        ("end-not-restricted", partial(_not_allowed, "end"), "Set the end logits to −inf where allowed is False too."),
+        ("start-not-restricted", partial(_not_allowed, "start"),
+         "Set the start logits to −inf where allowed is False too."),
         ("nan-from-softmax-over-batch", "a softmax over the batch axis (dim 0) of logits masked with −inf is NaN (0/0) "
          "at a position masked in every row, and argmax takes NaN for the largest value. P_start and P_end are each "
          "normalised over the positions of ONE row (dim -1).",
@@ -274,8 +274,8 @@ span_loss = Exercise(
         ("nll-on-logits", "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a "
          "cross-entropy needs log-probabilities, so the log-softmax over the positions is missing.",
          "Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
-        ("softmax-first", "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw "
-         "logits.", "Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
+        ("softmax-first", "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the "
+         "raw logits.", "Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
         ("targets-swapped", "you swapped the targets: score start logits against the start positions, end logits "
          "against the ends.", "Pair `start_logits` with `start` and `end_logits` with `end`."),
         ("summed-over-batch", "that is {B} × the expected value: you summed over the {B} examples; average them.",
@@ -335,28 +335,30 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
     for name, t in zip(("start_logits", "end_logits"), out):
         shape = tuple(t.shape)
         if shape != (B, n):
-            key, why, fix = next((row[0], *row[2:]) for row in [*_shapes(B, n), ("wrong-shape", shape, ".", "")]
-                                 if row[1] == shape)
+            key, why, fix = _shapes(B, n).get(shape, ("wrong-shape", ".", ""))
             fail(f"SpanHead's {name} has shape {shape} for H of shape ({B}, {n}, {d}); expected (B, n) = ({B}, {n})"
                  + why, key, fix)
     return out[0], out[1]
 
 
-def _shapes(B: int, n: int) -> list[tuple[str, tuple | None, str, str]]:
-    """(key, a wrong shape of start_logits or end_logits for H (B, n, d), what it says, the fix), the first that
-    fits named; None where the shape would not tell the mistake (B = n)."""
-    return [("keeps-last-axis", (B, n, 1), ": drop the last axis (`.squeeze(-1)`).",
-             "Squeeze only the last axis of each scorer's output, `.squeeze(-1)`, or unbind a (B, n, 2) output."),
-            ("squeeze-drops-batch-axis", (n,) if B == 1 else None, ": `.squeeze()` without an axis drops the batch "
-             "axis too when B = 1; squeeze only the last one, `.squeeze(-1)`.",
-             "Replace `.squeeze()` by `.squeeze(-1)`."),
+def _shapes(B: int, n: int) -> dict[tuple | None, tuple[str, str, str]]:
+    """A wrong shape of start_logits or end_logits for H (B, n, d) → (key, what it says, the fix); None for a shape
+    that would not tell the mistake (B = n)."""
+    return {(B, n, 1): ("keeps-last-axis", ": drop the last axis (`.squeeze(-1)`).",
+                        "Squeeze only the last axis of each scorer's output, `.squeeze(-1)`, or unbind a (B, n, 2) "
+                        "output."),
+            (n,) if B == 1 else None: ("squeeze-drops-batch-axis", ": `.squeeze()` without an axis drops the batch "
+                                       "axis too when B = 1; squeeze only the last one, `.squeeze(-1)`.",
+                                       "Replace `.squeeze()` by `.squeeze(-1)`."),
             # Found by a simulated student: both got only the expected shape before.
-            ("logits-transposed", (n, B) if n != B else None, ": (n, B), the transpose. `.T` reverses every axis of "
-             "a 3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives two (n, B) tensors.",
-             "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."),
-            ("scores-one-position", (B,) if B != n else None, ": one logit per example, as if the head scored one "
-             "vector per example (`H[:, 0]`, the [CLS] position, or a pooled mean). Any position may start or end the "
-             "answer: score every position.", "Apply the linear layer to the whole H, (B, n, d), not to `H[:, 0]`.")]
+            (n, B) if n != B else None: ("logits-transposed", ": (n, B), the transpose. `.T` reverses every axis of a "
+                                         "3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives "
+                                         "two (n, B) tensors.",
+                                         "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."),
+            (B,) if B != n else None: ("scores-one-position", ": one logit per example, as if the head scored one "
+                                       "vector per example (`H[:, 0]`, the [CLS] position, or a pooled mean). Any "
+                                       "position may start or end the answer: score every position.",
+                                       "Apply the linear layer to the whole H, (B, n, d), not to `H[:, 0]`.")}
 
 
 def _close(got: tuple, want: tuple) -> bool:

@@ -430,19 +430,20 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     # Probe 0 gives each scorer's bias b, probe e_k its k-th weight plus b: whatever the layout of its
     # parameters, a linear head then gives H·w + b on H.
     linear = [H @ w + b for w, b in scorers]
-    # A log_softmax over the positions shifts each probe row by a constant, which the scorers absorb: it shows as
-    # the log_softmax of the linear map. A ReLU shows as no negative logit and exact zeros (which raw scores
-    # under the grader's weights do not hit).
-    if not _close(on_H, linear) and _close(on_H, [x.log_softmax(-1) for x in linear]):
-        fail("SpanHead returned log-probabilities: with the grader's weights loaded, each row of its logits is a "
-             "log_softmax over the positions of the linear scores. A span head returns the raw scores; best_span "
-             "and the loss normalise over the allowed positions themselves.", "log-softmax-inside-head",
-             "Remove the log_softmax from forward and return the linear layer's two outputs.")
-    if not _close(on_H, linear) and all(bool((t >= 0).all()) for t in on_H) and sum(int((t == 0).sum()) for t in on_H) > 1:
-        fail("SpanHead's logits are never negative and many are exactly 0, with the grader's weights loaded: a ReLU "
-             "on the scores. A span head returns raw logits, negative ones too: a ReLU makes every position with a "
-             "negative score tie at 0.", "relu-on-logits", "Remove the ReLU: return the linear layer's outputs.")
+    # Not a linear map: a log_softmax over the positions shifts each probe row by a constant, which the scorers
+    # absorb, so it shows as the log_softmax of the linear map. A ReLU shows as no negative logit and exact zeros
+    # (which raw scores under the grader's weights do not hit).
     if not _close(on_H, linear):
+        if _close(on_H, [x.log_softmax(-1) for x in linear]):
+            fail("SpanHead returned log-probabilities: with the grader's weights loaded, each row of its logits is a "
+                 "log_softmax over the positions of the linear scores. A span head returns the raw scores; best_span "
+                 "and the loss normalise over the allowed positions themselves.", "log-softmax-inside-head",
+                 "Remove the log_softmax from forward and return the linear layer's two outputs.")
+        if all(bool((t >= 0).all()) for t in on_H) and sum(int((t == 0).sum()) for t in on_H) > 1:
+            fail("SpanHead's logits are never negative and many are exactly 0, with the grader's weights loaded: a "
+                 "ReLU on the scores. A span head returns raw logits, negative ones too: a ReLU makes every position "
+                 "with a negative score tie at 0.", "relu-on-logits", "Remove the ReLU: return the linear layer's "
+                 "outputs.")
         fail("With the grader's weights in its parameters, SpanHead's logits are not a linear map of each "
              "position's own vector: scoring the vectors 0, e_1, …, e_d gives w_s, b_s, w_e, b_e, but its logits "
              "for H are not H·w_s + b_s and H·w_e + b_e. A span head computes s_i = w_s·h_i + b_s, e_i = w_e·h_i + "

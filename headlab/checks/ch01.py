@@ -54,7 +54,7 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     cases = STAT_CASES if cases is None else cases
     for ids, special, p, expected in exact:
         ids, special = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool)
-        _, labels = _run_mask(fn, ids, special, 12, MASK, p, torch.Generator().manual_seed(0))
+        _, labels = _run_mask(fn, ids, special, 12, MASK, p, seed=0)
         expected, chosen = torch.as_tensor(expected, dtype=torch.long), labels != -100
         where = f"your labels are {labels.tolist()} for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
         _first([
@@ -75,7 +75,7 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     # The converse of "same state, same result": generators in two states must give two draws, else the answer
     # seeds its own. 100 rows hold some 200 chosen positions: two right draws never agree on all of them.
     ids, special = synthetic_batch(100, 32, 60, 2)
-    draws = [_run_mask(fn, ids, special, 60, MASK, None, torch.Generator().manual_seed(s)) for s in (0, 1)]
+    draws = [_run_mask(fn, ids, special, 60, MASK, None, seed) for seed in (0, 1)]
     if all(torch.equal(a, b) for a, b in zip(*draws)):
         fail("two calls with generators in different states gave the same result: your draws come from a fixed "
              "seed, not from the generator the caller passed. Do not seed anything inside mask_tokens (no "
@@ -96,10 +96,11 @@ def _at(mask: torch.Tensor) -> tuple[int, int]:
     return tuple(mask.nonzero()[0].tolist()) if bool(mask.any()) else (0, 0)
 
 
-def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
-    """Call fn and check the rules that hold for every draw; returns (inputs, labels)."""
+def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
+    """Call fn with a generator seeded with `seed` and check the rules that hold for every draw; returns (inputs,
+    labels)."""
     before = ids.clone(), special.clone()
-    out = call(fn, "mask_tokens", ids, special, vocab_size, mask_id, generator=generator,
+    out = call(fn, "mask_tokens", ids, special, vocab_size, mask_id, generator=torch.Generator().manual_seed(seed),
                **({} if p is None else {"p": p}))
     for name, now, was in (("ids", ids, before[0]), ("special_mask", special, before[1])):
         if not torch.equal(now, was):
@@ -163,7 +164,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
 
 def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -> None:
     ids, special = synthetic_batch(1500, 32, vocab_size, seed)
-    inputs, labels = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
+    inputs, labels = _run_mask(fn, ids, special, vocab_size, mask_id, p, seed)
     target, chosen = 0.15 if p is None else p, labels != -100
     called = f"(vocab_size={vocab_size}, p={'default' if p is None else p}, 1500 rows)"
     fraction, k = chosen.sum().item() / (~special).sum().item(), max(1, chosen.sum().item())
@@ -208,7 +209,7 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          f"random words are uniform over all of [{NUM_SPECIAL}, vocab_size), and `torch.randint(low, high, ...)` "
          "never returns `high` itself.", "So `high` is vocab_size, not vocab_size − 1."),
     ])
-    again = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
+    again = _run_mask(fn, ids, special, vocab_size, mask_id, p, seed)
     if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):
         fail("two calls with generators in the same state gave different results: every random draw (choice, "
              "split and random words) must use the `generator` argument, not the global random state.",

@@ -11,7 +11,7 @@ import torch
 
 from ..codec import GraderError
 from . import heads
-from .core import CheckFailed, a_type, call_raw, fail, passed, require_module_class
+from .core import CheckFailed, a_type, call_raw, fail, passed, positions, require_module_class
 from .engine import Exercise, backward_through, judge_gradients, same, show
 from .tables import mistakes
 
@@ -58,7 +58,7 @@ BEST_SPAN_CASES = [
 
 
 def _positions(row: torch.Tensor) -> str:
-    pos = torch.nonzero(row.bool()).flatten().tolist()
+    pos = positions(row.bool())
     return f"positions {pos[0]}…{pos[-1]}" if pos and pos == list(range(pos[0], pos[-1] + 1)) else f"positions {pos}"
 
 

@@ -16,7 +16,8 @@ import torch
 
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
-from .engine import Exercise, Mistake, backward_through, inputs_as, judge_gradients, reference, same
+from .engine import Exercise, backward_through, inputs_as, judge_gradients, reference, same
+from .tables import mistakes
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -53,7 +54,7 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     cases = STAT_CASES if cases is None else cases
     for ids, special, p, expected in exact:
         ids, special = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool)
-        _, labels = _run_mask(fn, ids, special, 12, MASK, p, torch.Generator().manual_seed(0))
+        _, labels = _run_mask(fn, ids, special, 12, MASK, p, seed=0)
         expected, chosen = torch.as_tensor(expected, dtype=torch.long), labels != -100
         where = f"your labels are {labels.tolist()} for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
         _first([
@@ -74,7 +75,7 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     # The converse of "same state, same result": generators in two states must give two draws, else the answer
     # seeds its own. 100 rows hold some 200 chosen positions: two right draws never agree on all of them.
     ids, special = synthetic_batch(100, 32, 60, 2)
-    draws = [_run_mask(fn, ids, special, 60, MASK, None, torch.Generator().manual_seed(s)) for s in (0, 1)]
+    draws = [_run_mask(fn, ids, special, 60, MASK, None, seed) for seed in (0, 1)]
     if all(torch.equal(a, b) for a, b in zip(*draws)):
         fail("two calls with generators in different states gave the same result: your draws come from a fixed "
              "seed, not from the generator the caller passed. Do not seed anything inside mask_tokens (no "
@@ -95,10 +96,11 @@ def _at(mask: torch.Tensor) -> tuple[int, int]:
     return tuple(mask.nonzero()[0].tolist()) if bool(mask.any()) else (0, 0)
 
 
-def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
-    """Call fn and check the rules that hold for every draw; returns (inputs, labels)."""
+def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
+    """Call fn with a generator seeded with `seed` and check the rules that hold for every draw; returns (inputs,
+    labels)."""
     before = ids.clone(), special.clone()
-    out = call(fn, "mask_tokens", ids, special, vocab_size, mask_id, generator=generator,
+    out = call(fn, "mask_tokens", ids, special, vocab_size, mask_id, generator=torch.Generator().manual_seed(seed),
                **({} if p is None else {"p": p}))
     for name, now, was in (("ids", ids, before[0]), ("special_mask", special, before[1])):
         if not torch.equal(now, was):
@@ -162,7 +164,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, generator):
 
 def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -> None:
     ids, special = synthetic_batch(1500, 32, vocab_size, seed)
-    inputs, labels = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
+    inputs, labels = _run_mask(fn, ids, special, vocab_size, mask_id, p, seed)
     target, chosen = 0.15 if p is None else p, labels != -100
     called = f"(vocab_size={vocab_size}, p={'default' if p is None else p}, 1500 rows)"
     fraction, k = chosen.sum().item() / (~special).sum().item(), max(1, chosen.sum().item())
@@ -207,7 +209,7 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          f"random words are uniform over all of [{NUM_SPECIAL}, vocab_size), and `torch.randint(low, high, ...)` "
          "never returns `high` itself.", "So `high` is vocab_size, not vocab_size − 1."),
     ])
-    again = _run_mask(fn, ids, special, vocab_size, mask_id, p, torch.Generator().manual_seed(seed))
+    again = _run_mask(fn, ids, special, vocab_size, mask_id, p, seed)
     if not (torch.equal(again[0], inputs) and torch.equal(again[1], labels)):
         fail("two calls with generators in the same state gave different results: every random draw (choice, "
              "split and random words) must use the `generator` argument, not the global random state.",
@@ -248,7 +250,7 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
 
 
 # The usual wrong heads (what each returns: heads_mistakes.ch01).
-HEAD_MISTAKES = [Mistake(key, "MLMHead's logits are wrong{where}: " + text + ".") for key, text in [
+HEAD_MISTAKES = mistakes(said=lambda text: "MLMHead's logits are wrong{where}: " + text + ".", rows=[
     ("no-output-bias",
      "they hold no output bias. The head needs its own (V,) bias, `nn.Parameter(torch.zeros(V))`, added to the "
      "logits (a plain tensor is neither loaded nor trained, and the tied embedding gives the weight, not the bias)"),
@@ -277,7 +279,7 @@ HEAD_MISTAKES = [Mistake(key, "MLMHead's logits are wrong{where}: " + text + "."
      "you return probabilities (softmax); return raw logits"),
     ("log-softmax-inside-head",
      "you return log-probabilities; return raw logits"),
-]]
+])
 
 
 def _head_where(h, W, v, E, b) -> str:
@@ -348,9 +350,8 @@ def _loss_where(logits, labels) -> str:
     return f" for logits of shape {tuple(logits.shape)} and labels {labels.tolist()}"
 
 
-def _loss_mistake(key: str, text: str) -> Mistake:
-    return Mistake(key, lambda out, *inputs:
-                   f"mlm_loss returned {float(out):.4f}{_loss_where(*inputs)}: {text}.")
+def _loss_said(text: str) -> Callable[..., str]:
+    return lambda out, *inputs: f"mlm_loss returned {float(out):.4f}{_loss_where(*inputs)}: {text}."
 
 
 mlm_loss = Exercise(
@@ -371,28 +372,20 @@ mlm_loss = Exercise(
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
             "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
             "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
-    mistakes=[
-        _loss_mistake("divides-by-all-positions",
-                      "you averaged over every position, the unchosen ones (label −100) included; "
-                      "divide by the number of chosen positions only"),
-        _loss_mistake("unchosen-counted", "you computed the loss at every "
-                      "position, treating label −100 as a word; only positions whose label is not −100 count"),
-        _loss_mistake("sum-not-mean",
-                      "you summed the losses; mlm_loss is the mean over the chosen positions"),
-        _loss_mistake("softmax-first", "you "
-                      "applied softmax before cross-entropy, which applies its own log-softmax: pass the raw logits"),
-        _loss_mistake("nll-on-logits",
-                      "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
-    ],
+    mistakes=mistakes(said=_loss_said, rows=[
+        ("divides-by-all-positions", "you averaged over every position, the unchosen ones (label −100) included; "
+         "divide by the number of chosen positions only"),
+        ("unchosen-counted", "you computed the loss at every position, treating label −100 as a word; only positions "
+         "whose label is not −100 count"),
+        ("sum-not-mean", "you summed the losses; mlm_loss is the mean over the chosen positions"),
+        ("softmax-first", "you applied softmax before cross-entropy, which applies its own log-softmax: pass the raw "
+         "logits"),
+        ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
+    ]),
 )
 
 
-
 # --- tying_savings ------------------------------------------------------------------------------
-def _savings(key: str, text: str) -> Mistake:
-    return Mistake(key, lambda out, V, d: f"tying_savings returned {out} for V={V}, d={d}, {text}.")
-
-
 tying_savings = Exercise(
     "tying_savings",
     # Sizes where the usual wrong counts all differ from V·d and from each other.
@@ -401,25 +394,21 @@ tying_savings = Exercise(
     explain=lambda out, expected, V, d: (
         f"tying_savings returned {out} for V={V}, d={d}; count what the untied head owns that the tied one does "
         "not (compare the two parameter counts measured in the notebook)."),
-    mistakes=[
-        _savings("both-matrices", "2·V·d: tying removes ONE V × d matrix (the output "
-                 "projection); the embedding matrix is still there, now doing both jobs"),
-        _savings("bias-counted", "V·d + V: the output bias is not shared, the head keeps "
-                 "its own (V,) bias, so only the V × d weight is saved"),
-        _savings("whole-untied-head", "every parameter of an untied head: "
-                 "tying removes only its V × d output matrix; the transform and the bias stay"),
-        _savings("linear-counted",
-                 "the transform's Linear(d, d) is kept; only the V × d projection is saved"),
-        _savings("adds-the-sizes",
-                 "V + d: you added the two sizes, but a V × d matrix has V rows of d numbers each"),
-        _savings("only-the-bias",
-                 "V, one number per word: that is the size of the output bias, which tying keeps"),
-        _savings("only-the-linear", "d·d + d, the transform's Linear(d, d): tying keeps it"),
-        _savings("only-the-square",
-                 "d·d, the size of the transform's square matrix: tying keeps it"),
-        _savings("one-row",
-                 "d, the length of one embedding row: the saved matrix has one such row per word"),
-    ],
+    # {out}{where}: "… returned 46881792 for V=30522, d=768"
+    mistakes=mistakes(said=lambda text: "tying_savings returned {out}{where}, " + text + ".", rows=[
+        ("both-matrices", "2·V·d: tying removes ONE V × d matrix (the output projection); the embedding matrix is "
+         "still there, now doing both jobs"),
+        ("bias-counted", "V·d + V: the output bias is not shared, the head keeps its own (V,) bias, so only the V × d "
+         "weight is saved"),
+        ("whole-untied-head", "every parameter of an untied head: tying removes only its V × d output matrix; the "
+         "transform and the bias stay"),
+        ("linear-counted", "the transform's Linear(d, d) is kept; only the V × d projection is saved"),
+        ("adds-the-sizes", "V + d: you added the two sizes, but a V × d matrix has V rows of d numbers each"),
+        ("only-the-bias", "V, one number per word: that is the size of the output bias, which tying keeps"),
+        ("only-the-linear", "d·d + d, the transform's Linear(d, d): tying keeps it"),
+        ("only-the-square", "d·d, the size of the transform's square matrix: tying keeps it"),
+        ("one-row", "d, the length of one embedding row: the saved matrix has one such row per word"),
+    ]),
 )
 
 __all__ = ["NUM_SPECIAL", "mask_tokens", "mlm_head", "mlm_loss", "tying_savings", "synthetic_batch", "CheckFailed"]

@@ -6,10 +6,10 @@ from typing import Callable
 
 import torch
 
-from ..kernel import drive_head
 from . import heads
-from .core import CheckFailed, drive, fail, passed, require_module_class
-from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as, judge_gradients, show
+from .core import CheckFailed, fail, passed, require_module_class
+from .engine import Exercise, backward_through, clashing_sizes, inputs_as, judge_gradients, show
+from .tables import mistakes
 
 T, F = True, False
 
@@ -37,53 +37,45 @@ POOLED_GRADIENTS = {
 }
 
 
-def _carries_the_graph(name: str) -> Callable:
+def _carries_the_graph(name: str, fn: Callable) -> None:
     """Once the values are right, the same call whatever the answer: a gradient must reach H through `name`."""
-    def then(fn) -> None:
-        H = torch.tensor(GRADIENT_H).requires_grad_()
-        inputs = (H,) if name == "cls_pool" else (H, torch.tensor(GRADIENT_MASK))
-        backward_through(fn, name, *inputs, want=[torch.tensor(POOLED_GRADIENTS[name])], said=(
-            "{name} passes no gradient back to H: its output is computed with `.detach()`, under `torch.no_grad()`, "
-            "or from a new tensor made of H's values. A classifier trained on the pooled vector then trains the "
-            "head alone, never the encoder below it: compute it from H itself.",
-            "{name} returns the right vectors, but the gradient that reaches H is not theirs: part of the output is "
-            "computed outside autograd (`.detach()`, `.data`, `.item()`), so training would follow another function "
-            "than the one it returns."))
-    return then
-
+    H = torch.tensor(GRADIENT_H).requires_grad_()
+    inputs = (H,) if name == "cls_pool" else (H, torch.tensor(GRADIENT_MASK))
+    backward_through(fn, name, *inputs, want=[torch.tensor(POOLED_GRADIENTS[name])], said=(
+        "{name} passes no gradient back to H: its output is computed with `.detach()`, under `torch.no_grad()`, "
+        "or from a new tensor made of H's values. A classifier trained on the pooled vector then trains the "
+        "head alone, never the encoder below it: compute it from H itself.",
+        "{name} returns the right vectors, but the gradient that reaches H is not theirs: part of the output is "
+        "computed outside autograd (`.detach()`, `.data`, `.item()`), so training would follow another function "
+        "than the one it returns."))
 
 cls_pool = Exercise(
-    "cls_pool", CLS_CASES, then=_carries_the_graph("cls_pool"), read=inputs_as(torch.float32, torch.float32), shape=lambda H: (H.shape[0], H.shape[2]),
+    "cls_pool", CLS_CASES, then=partial(_carries_the_graph, "cls_pool"), read=inputs_as(torch.float32, torch.float32),
+    shape=lambda H: (H.shape[0], H.shape[2]),
     meaning=" (one vector per sequence)", where=lambda H: f" for H of shape {tuple(H.shape)}",
     fields=lambda H: dict(zip("Bnd", H.shape)),
     unchanged="cls_pool changed the H it was given; pooling must only read H.",
-    mistakes=[
-        Mistake("first-sequence", "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first "
-                "sequence of the batch with all its positions. [CLS] is position 0 of every sequence: index the "
-                "position axis.", fix="`H[:, 0]`."),
-        Mistake("squeeze-drops-batch-axis", "cls_pool returned "
-                "shape ({d},){where}: `.squeeze()` without an axis drops the batch axis too when the batch holds one "
-                "sequence.", fix="Squeeze only the axis you mean, e.g. `.squeeze(1)`, or index position 0 directly."),
-        Mistake("keeps-position-axis", "cls_pool returned shape ({B}, 1, {d}){where}: it kept "
-                "the position axis. Index position 0 so that the result is (B, d) = ({B}, {d}).",
-                fix="An integer index drops its axis: `[:, 0]`, not the slice `[:, :1]`."),
-        Mistake("feature-axis", "cls_pool indexed the feature axis, `H[:, :, 0]`{where}: that is "
-                "feature 0 of every position, not the vector at position 0. H is (B, n, d): index its position axis.",
-                fix="Position 0 is `H[:, 0]`."),
-        Mistake("last-position", "cls_pool took the last position, `H[:, -1]`{where}. [CLS] is the "
-                "first token: position 0. (In a padded batch the last position is usually padding.)",
-                fix="Index position 0 of the position axis, not -1."),
-        *[Mistake("later-position", f"cls_pool took position "
-                  f"{i}{{where}}; [CLS] sits at position 0 (counting starts at 0).",
-                  fix="Index position 0, not 1 or 2.")
-      for i in (1, 2)],
-        Mistake("mean-pooling", "cls_pool averaged over the positions{where}: that is mean "
-                "pooling (and it counts padding too). [CLS] pooling takes the vector at position 0 only.",
-                fix="Index position 0 of the position axis instead of taking a mean over it."),
-        Mistake("max-pooling", "cls_pool took a maximum over the positions{where}; [CLS] "
-                "pooling takes position 0 only.",
-                fix="Index position 0 of the position axis instead of a max over it."),
-    ])
+    mistakes=mistakes([
+        ("first-sequence", "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first sequence of the batch "
+         "with all its positions. [CLS] is position 0 of every sequence: index the position axis.", "`H[:, 0]`."),
+        ("squeeze-drops-batch-axis", "cls_pool returned shape ({d},){where}: `.squeeze()` without an axis drops the "
+         "batch axis too when the batch holds one sequence.",
+         "Squeeze only the axis you mean, e.g. `.squeeze(1)`, or index position 0 directly."),
+        ("keeps-position-axis", "cls_pool returned shape ({B}, 1, {d}){where}: it kept the position axis. Index "
+         "position 0 so that the result is (B, d) = ({B}, {d}).",
+         "An integer index drops its axis: `[:, 0]`, not the slice `[:, :1]`."),
+        ("feature-axis", "cls_pool indexed the feature axis, `H[:, :, 0]`{where}: that is feature 0 of every position, "
+         "not the vector at position 0. H is (B, n, d): index its position axis.", "Position 0 is `H[:, 0]`."),
+        ("last-position", "cls_pool took the last position, `H[:, -1]`{where}. [CLS] is the first token: position 0. "
+         "(In a padded batch the last position is usually padding.)", "Index position 0 of the position axis, not -1."),
+        *[("later-position", f"cls_pool took position {i}{{where}}; [CLS] sits at position 0 (counting starts at 0).",
+           "Index position 0, not 1 or 2.") for i in (1, 2)],
+        ("mean-pooling", "cls_pool averaged over the positions{where}: that is mean pooling (and it counts padding "
+         "too). [CLS] pooling takes the vector at position 0 only.",
+         "Index position 0 of the position axis instead of taking a mean over it."),
+        ("max-pooling", "cls_pool took a maximum over the positions{where}; [CLS] pooling takes position 0 only.",
+         "Index position 0 of the position axis instead of a max over it."),
+    ]))
 
 # --- Pooler(d): forward(c) = tanh(W c + b) -----------------------------------------------------------
 # (d, W, b, c, expected). W is symmetric, so a layer that computes c @ W and one that computes W @ c agree:
@@ -107,37 +99,31 @@ _pooler = Exercise(
     meaning=" (B, d)", where=lambda d, W, b, c: f" for c of shape {tuple(c.shape)}",
     explain=lambda out, want, d, W, b, c: f"Pooler.forward returned {show(out.double().round(decimals=4))} for c of "
     f"shape {tuple(c.shape)}; with the weights loaded, tanh(W c + b) is {show(want.double().round(decimals=4))}.",
-    mistakes=[
-        Mistake("no-tanh", "Pooler.forward returns W c + b with no tanh{where}. BERT's pooler squashes the "
-                "dense layer's output with tanh: tanh(W c + b).", fix=TANH_FIX),
-        Mistake("relu-not-tanh", "Pooler.forward uses ReLU instead of tanh"
-                "{where}. The pooler is tanh(W c + b): its outputs lie in (−1, 1) and keep their sign.", fix=TANH_FIX),
-        Mistake("sigmoid-not-tanh", "Pooler.forward uses a sigmoid instead of "
-                "tanh{where}. The pooler is tanh(W c + b), centred on 0 with outputs in (−1, 1); a sigmoid gives "
-                "(0, 1).", fix=TANH_FIX),
-        Mistake("gelu-not-tanh", "Pooler.forward uses GELU instead of "
-                "tanh{where}; the pooler is tanh(W c + b).", fix=TANH_FIX),
-        Mistake("no-bias", "Pooler.forward leaves out the bias{where}: the "
-                "pooler is tanh(W c + b).",
-                fix="Keep nn.Linear's bias: drop `bias=False` (or add a (d,) bias parameter)."),
-        Mistake("tanh-before-dense", "Pooler.forward applies tanh "
-                "before the dense layer{where}; it comes after: tanh(W c + b).",
-                fix="Swap the two: apply the dense layer to c, then tanh to its output."),
-        Mistake("linear-weight-not-transposed", "Pooler.forward "
-                "multiplies c by the nn.Linear's weight as it is stored{where}: nn.Linear keeps it as (out, in) and "
-                "computes c Wᵀ + b. Call the nn.Linear module itself on c rather than using its weight.",
-                fix="Call the layer itself on c, as a function, instead of multiplying c by its weight."),
-        Mistake("no-dense-layer", "Pooler.forward returns tanh(c){where}: the dense "
-                "layer W c + b is missing.", fix="Apply the d → d linear layer made in __init__ to c before the tanh."),
-        Mistake("squeeze-drops-batch-axis",
-              "Pooler.forward returned shape (d,) for a batch of one{where}: `.squeeze()` without an axis drops the "
-              "batch axis too when B = 1. The pooler keeps (B, d) for every B.", fix="Remove the `.squeeze()`."),
-        Mistake("tanh-twice", "Pooler.forward applies "
-                "tanh twice{where}: tanh(tanh(W c + b)) squashes the values a second time (tanh(0.76) = 0.64), so "
-                "every output is closer to 0 than the pooler's tanh(W c + b).",
-                fix="Keep one tanh: an `nn.Tanh()` in a Sequential or `torch.tanh` in forward, not both."),
-    ])
-
+    mistakes=mistakes([
+        ("no-tanh", "Pooler.forward returns W c + b with no tanh{where}. BERT's pooler squashes the dense layer's "
+         "output with tanh: tanh(W c + b).", TANH_FIX),
+        ("relu-not-tanh", "Pooler.forward uses ReLU instead of tanh{where}. The pooler is tanh(W c + b): its outputs "
+         "lie in (−1, 1) and keep their sign.", TANH_FIX),
+        ("sigmoid-not-tanh", "Pooler.forward uses a sigmoid instead of tanh{where}. The pooler is tanh(W c + b), "
+         "centred on 0 with outputs in (−1, 1); a sigmoid gives (0, 1).", TANH_FIX),
+        ("gelu-not-tanh", "Pooler.forward uses GELU instead of tanh{where}; the pooler is tanh(W c + b).", TANH_FIX),
+        ("no-bias", "Pooler.forward leaves out the bias{where}: the pooler is tanh(W c + b).",
+         "Keep nn.Linear's bias: drop `bias=False` (or add a (d,) bias parameter)."),
+        ("tanh-before-dense", "Pooler.forward applies tanh before the dense layer{where}; it comes after: "
+         "tanh(W c + b).", "Swap the two: apply the dense layer to c, then tanh to its output."),
+        ("linear-weight-not-transposed", "Pooler.forward multiplies c by the nn.Linear's weight as it is "
+         "stored{where}: nn.Linear keeps it as (out, in) and computes c Wᵀ + b. Call the nn.Linear module itself on c "
+         "rather than using its weight.",
+         "Call the layer itself on c, as a function, instead of multiplying c by its weight."),
+        ("no-dense-layer", "Pooler.forward returns tanh(c){where}: the dense layer W c + b is missing.",
+         "Apply the d → d linear layer made in __init__ to c before the tanh."),
+        ("squeeze-drops-batch-axis", "Pooler.forward returned shape (d,) for a batch of one{where}: `.squeeze()` "
+         "without an axis drops the batch axis too when B = 1. The pooler keeps (B, d) for every B.",
+         "Remove the `.squeeze()`."),
+        ("tanh-twice", "Pooler.forward applies tanh twice{where}: tanh(tanh(W c + b)) squashes the values a second "
+         "time (tanh(0.76) = 0.64), so every output is closer to 0 than the pooler's tanh(W c + b).",
+         "Keep one tanh: an `nn.Tanh()` in a Sequential or `torch.tanh` in forward, not both."),
+    ]))
 
 def Pooler(cls, cases=None) -> None:
     """Build `cls(d)`, load known weights into it and name the mistake if `forward(c)` is wrong."""
@@ -154,20 +140,17 @@ def Pooler(cls, cases=None) -> None:
 def _judge_pooler(cls, case) -> None:
     """Judge `cls` on one case, its (d, d) weight W and (d,) bias b loaded into its state_dict (kernel.load)."""
     (d, W, b, c), expected = _pooler.read(case)
-    asked = heads.spec((d,), d, [c], [W, b], step=True)
     # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
-    ran = heads.built(drive(drive_head, cls, asked), "Pooler", asked, "c", crashes=[(
+    ran = heads.run(cls, "Pooler", "c", (d,), d, [c], [W, b], step=True, crashes=[(
         f"1x{len(c)} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape "
         f"(B, d) = {tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again")])
     # Random with every weight at zero, which a dropout on c or on the output is not: a layer made in forward
-    zeroed = heads.built(drive(drive_head, cls, {**asked, "fill": "zeros", "passes": 2, "step": False}), "Pooler",
-                         asked, "c")["outs"][0]
+    zeroed = heads.run(cls, "Pooler", "c", **{**ran["asked"], "fill": "zeros", "passes": 2, "step": False})["outs"][0]
     heads.layer_built_in_forward(all(isinstance(o, torch.Tensor) for o in zeroed) and not torch.equal(*zeroed),
                                  "Pooler", f" for Pooler({d}) on c of shape {tuple(c.shape)}")
     out = ran["outs"][0][0]
     # The grader's weights or zeros loaded, the same output: forward reads no entry of the state_dict
-    unmoved = isinstance(out, torch.Tensor) and isinstance(zeroed[0], torch.Tensor) and \
-        out.shape == zeroed[0].shape and torch.equal(out, zeroed[0])
+    unmoved = all(isinstance(o, torch.Tensor) for o in (out, zeroed[0])) and torch.equal(out, zeroed[0])
     try:
         _pooler.judge(out, expected, (d, W, b, c))
     except CheckFailed as err:
@@ -177,7 +160,7 @@ def _judge_pooler(cls, case) -> None:
              f"of shape {tuple(c.shape)}: forward uses no parameter. Tensors kept as plain attributes "
              "(`self.W = torch.randn(d, d)`) are not parameters: nothing loads or trains them.", "no-parameters",
              "Wrap them in `nn.Parameter(...)`, or use `nn.Linear(d, d)`.")
-    trained = heads.built(drive(drive_head, cls, {**asked, "train": True, "step": False}), "Pooler", asked, "c")
+    trained = heads.run(cls, "Pooler", "c", **{**ran["asked"], "train": True, "step": False})
     heads.no_train_only_layer(not torch.allclose(trained["outs"][0][0], ran["outs"][0][0], atol=1e-6), "Pooler",
                               "The pooler computes tanh(W c + b)", f" for Pooler({d}) on c of shape {tuple(c.shape)}")
     judge_gradients(ran["gradients"], f"Pooler({d})", "c", c, "Pooler", d, [W, b])
@@ -219,8 +202,8 @@ def _where(H, mask) -> str:
     return f" for H of shape {tuple(H.shape)} with {rows}{_KINDS[mask.dtype]}"
 
 
-def _raised(name, err, H, mask):
-    """Fail with the mistake an error shows; the engine's hints can only say raised-<Error>."""
+def _raised(err, H, mask) -> tuple[str, str, str] | None:
+    """The mistake an error shows, as the engine's hint (words, key, fix); None where it shows none."""
     B, n, d = H.shape
     sizes = clashing_sizes(err) if len({B, n, d}) == 3 else ()   # sizes that say which axis
     for key, found, said, fix in [
@@ -233,7 +216,7 @@ def _raised(name, err, H, mask):
          "(B, n) mask must be lined up with H's position axis, and broadcast over the d features.",
          "`mask[:, :, None]` has shape (B, n, 1).")]:
         if found:
-            fail(f"{name} raised {type(err).__name__} ({err}){_where(H, mask)}. {said}", key, fix)
+            return said, key, fix
 
 
 class _MaxPool(Exercise):
@@ -245,8 +228,9 @@ class _MaxPool(Exercise):
         super().judge(out, expected, inputs)
 
 
-def _pool(kind: type, name: str, cases, what: str, mistakes):
-    """The check of `name`: every (H, mask, expected) case once with each kind of mask."""
+def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
+    """The check of `name`: every (H, mask, expected) case once with each kind of mask; its mistakes, the rows both
+    poolings share, then `rows`."""
     def read(case):
         H, mask, expected, dtype = case
         H, mask = torch.as_tensor(H, dtype=torch.float32).clone(), torch.as_tensor(mask, dtype=torch.bool)
@@ -259,11 +243,11 @@ def _pool(kind: type, name: str, cases, what: str, mistakes):
         return (f"{name} row {b} (length {length}) is {show(out[b])}; the {what} of its {length} real vectors is "
                 f"{show(expected[b])}{_where(H, mask)}.")
     exercise = kind(
-        name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), mistakes=mistakes, where=_where,
-        then=_carries_the_graph(name),
+        name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), where=_where,
+        mistakes=mistakes([*_shared(name), *rows]), then=partial(_carries_the_graph, name),
         dtype=torch.float32,   # H's dtype in every case, visible and hidden: a pooled vector keeps it
         meaning=" (one vector per sequence)", fields=lambda H, mask: dict(zip("Bnd", H.shape)),
-        hints=[(Exception, partial(_raised, name))], explain=explain,
+        hints=[(Exception, _raised)], explain=explain,
         dtype_message="{name} returned dtype {got}{where}, but H is {wanted}: a " + what + " of H's vectors keeps "
                       "H's dtype (a count or mask of another dtype, float64 say, changes it when it meets H).",
         unchanged=f"{name} changed the H it was given or its mask (an in-place fill or multiply); pooling must only "
@@ -279,91 +263,69 @@ def _pool(kind: type, name: str, cases, what: str, mistakes):
 NEGATIVE_FILLS = (-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0)   # max_pool's zero-fill, with these fills
 ROW_BY_ROW = "Keep the (B, n, d) shape: zero or fill the padding through `mask[:, :, None]`, then reduce dim=1."
 
-def _fill_won(fill: float) -> Callable:
+
+def _fill_won(fill: float, out, H, mask) -> str:
     """The message of a padding fill that a real feature's values all lie below: which row and feature it won."""
-    def said(out, H, mask) -> str:
-        real = mask.bool()
-        b, j = next((b, j) for b in range(len(H)) for j in range(H.shape[2])
-                    if not bool(real[b].all()) and bool((H[b][real[b], j] < fill).all()))
-        return (f"max_pool filled the padding with {fill:g}{_where(H, mask)}: in row {b} every real value of feature "
-                f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below a fill like "
-                "this (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
-    return said
+    real = mask.bool()
+    b, j = next((b, j) for b in range(len(H)) for j in range(H.shape[2])
+                if not bool(real[b].all()) and bool((H[b][real[b], j] < fill).all()))
+    return (f"max_pool filled the padding with {fill:g}{_where(H, mask)}: in row {b} every real value of feature "
+            f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below a fill like "
+            "this (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
 
 
-def _squeezed(name: str) -> Mistake:
-    return Mistake("squeeze-drops-batch-axis",
-                   f"{name} returned shape ({{d}},){{where}}: `.squeeze()` without an axis drops the batch axis too "
-                   "when the batch holds one sequence.", fix="Squeeze only the axis you mean, e.g. `.squeeze(1)`.")
-
-
-def _indexed(name: str) -> Mistake:
-    """Each row pooled from `H[b][mask[b]]`: with a 0/1 integer mask, an index that picks positions 0 and 1."""
-    return Mistake("integer-mask-as-index",
-                   f"{name} used the mask as an index{{where}}: a bool mask keeps the positions where it is True, "
-                   "but an integer tensor is read as a list of positions, so its 0s and 1s pick positions 0 and 1.",
-                   fix="Turn it into a bool mask first, `mask.bool()`.")
+def _shared(name: str) -> list[tuple[str, str, str]]:
+    """The first two rows of both poolings' mistakes: a squeeze that drops the batch axis, and each row pooled from
+    `H[b][mask[b]]`, an index that, with a 0/1 integer mask, picks positions 0 and 1."""
+    return [("squeeze-drops-batch-axis", f"{name} returned shape ({{d}},){{where}}: `.squeeze()` without an axis drops "
+             "the batch axis too when the batch holds one sequence.",
+             "Squeeze only the axis you mean, e.g. `.squeeze(1)`."),
+            ("integer-mask-as-index", f"{name} used the mask as an index{{where}}: a bool mask keeps the positions "
+             "where it is True, but an integer tensor is read as a list of positions, so its 0s and 1s pick positions "
+             "0 and 1.", "Turn it into a bool mask first, `mask.bool()`.")]
 
 
 mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
-    _squeezed("mean_pool"),
-    _indexed("mean_pool"),
-    Mistake("keeps-position-axis", "mean_pool "
-            "returned shape ({B}, 1, {d}){where}: it kept the position axis (keepdim=True on the sum over positions). "
-            "The result is (B, d) = ({B}, {d}).", fix="Drop `keepdim=True` from the sum over positions."),
-    Mistake("padding-included", "mean_pool averaged over every position, padding included"
-            "{where}. Only real tokens count: sum H over the positions where mask is True and divide by their number.",
-            fix="Multiply H by `mask[:, :, None]` before summing, and divide by `mask.sum(dim=1, keepdim=True)`."),
-    Mistake("divides-by-n", "mean_pool divided by n = {n}, the "
-            "padded length{where}. Divide each row by its own number of real tokens.",
-            fix="`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
-    Mistake("floor-division", "mean_pool rounded "
-            "each mean down to a whole number{where}: that is what `//`, floor division, does. A mean is rarely a "
-            "whole number.", fix="Divide with `/`."),
-    Mistake("divides-by-batch-count", "mean_pool divided every "
-            "row by the number of real tokens in the whole batch{where}. Divide each row by its own number of real "
-            "tokens.", fix="`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
-    Mistake("pools-whole-batch", "mean_pool returned one vector for the whole batch"
-            "{where}: indexing H with the (B, n) mask gathers the real tokens of every row into one (tokens, d) "
-            "tensor, so their mean mixes the sequences. Pool each row over its own positions, (B, d) = ({B}, {d}).",
-            fix=ROW_BY_ROW),
-    Mistake("sum-not-mean", "mean_pool summed the real tokens but did not divide"
-            "{where}: a mean divides by the number of real tokens of the row.",
-            fix="Divide by `mask.sum(dim=1, keepdim=True)`, the real tokens of each row."),
-    Mistake("sums-padding", "mean_pool divided by the number of real tokens "
-            "but summed over every position, padding included{where}. Zero the padding (multiply by the mask) first.",
-            fix="Sum `H * mask[:, :, None]` rather than H."),
-    Mistake("inverted-mask", "mean_pool averaged "
-            "the padding and left out the real tokens{where}: the mask is True (or 1) on real tokens.",
-            fix="Weight by the mask itself, not by its inverse."),
-    *[Mistake("over-features", "mean_pool averaged over the feature axis{where}: average over the positions "
-              "(dim=1) to get one d-vector per sequence.", fix="Sum and count over dim=1, not dim=2.")] * 3])
+    ("keeps-position-axis", "mean_pool returned shape ({B}, 1, {d}){where}: it kept the position axis (keepdim=True on "
+     "the sum over positions). The result is (B, d) = ({B}, {d}).", "Drop `keepdim=True` from the sum over positions."),
+    ("padding-included", "mean_pool averaged over every position, padding included{where}. Only real tokens count: sum "
+     "H over the positions where mask is True and divide by their number.",
+     "Multiply H by `mask[:, :, None]` before summing, and divide by `mask.sum(dim=1, keepdim=True)`."),
+    ("divides-by-n", "mean_pool divided by n = {n}, the padded length{where}. Divide each row by its own number of "
+     "real tokens.", "`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
+    ("floor-division", "mean_pool rounded each mean down to a whole number{where}: that is what `//`, floor division, "
+     "does. A mean is rarely a whole number.", "Divide with `/`."),
+    ("divides-by-batch-count", "mean_pool divided every row by the number of real tokens in the whole batch{where}. "
+     "Divide each row by its own number of real tokens.", "`mask.sum(dim=1, keepdim=True)` counts them, one per row."),
+    ("pools-whole-batch", "mean_pool returned one vector for the whole batch{where}: indexing H with the (B, n) mask "
+     "gathers the real tokens of every row into one (tokens, d) tensor, so their mean mixes the sequences. Pool each "
+     "row over its own positions, (B, d) = ({B}, {d}).", ROW_BY_ROW),
+    ("sum-not-mean", "mean_pool summed the real tokens but did not divide{where}: a mean divides by the number of real "
+     "tokens of the row.", "Divide by `mask.sum(dim=1, keepdim=True)`, the real tokens of each row."),
+    ("sums-padding", "mean_pool divided by the number of real tokens but summed over every position, padding "
+     "included{where}. Zero the padding (multiply by the mask) first.", "Sum `H * mask[:, :, None]` rather than H."),
+    ("inverted-mask", "mean_pool averaged the padding and left out the real tokens{where}: the mask is True (or 1) on "
+     "real tokens.", "Weight by the mask itself, not by its inverse."),
+    *[("over-features", "mean_pool averaged over the feature axis{where}: average over the positions (dim=1) to get "
+       "one d-vector per sequence.", "Sum and count over dim=1, not dim=2.")] * 3])
 max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
-    _squeezed("max_pool"),
-    _indexed("max_pool"),
-    Mistake("pools-whole-batch", "max_pool returned one vector for the whole batch"
-            "{where}: indexing H with the (B, n) mask gathers the real tokens of every row into one (tokens, d) tensor, "
-            "so their max mixes the sequences. Pool each row over its own positions, (B, d) = ({B}, {d}).",
-            fix=ROW_BY_ROW),
-    Mistake("keeps-position-axis", "max_pool returned shape "
-            "({B}, 1, {d}){where}: it kept the position axis. The result is (B, d) = ({B}, {d}).",
-            fix="Drop `keepdim=True` from the max over positions."),
-    Mistake("zero-fill", "max_pool filled the padding with zeros{where}. When "
-            "every real value of a feature is negative, the 0 of a padding position wins the max: padding must never "
-            "win.",
-            fix="Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
+    ("pools-whole-batch", "max_pool returned one vector for the whole batch{where}: indexing H with the (B, n) mask "
+     "gathers the real tokens of every row into one (tokens, d) tensor, so their max mixes the sequences. Pool each "
+     "row over its own positions, (B, d) = ({B}, {d}).", ROW_BY_ROW),
+    ("keeps-position-axis", "max_pool returned shape ({B}, 1, {d}){where}: it kept the position axis. The result is "
+     "(B, d) = ({B}, {d}).", "Drop `keepdim=True` from the max over positions."),
+    ("zero-fill", "max_pool filled the padding with zeros{where}. When every real value of a feature is negative, the "
+     "0 of a padding position wins the max: padding must never win.",
+     "Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
     # The same mistake with a negative fill: any fill that a real value can lie below (found by a simulated student,
     # who filled with -1 and was told only the row's values). The visible cases reach down to -9.
-    *[Mistake("zero-fill", _fill_won(v),
-              fix="Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before taking the max.")
-      for v in NEGATIVE_FILLS],
-    Mistake("padding-included", "max_pool took the max over every position, padding included"
-            "{where}; padding positions must never win.", fix="Fill them with -inf before the max."),
-    Mistake("inverted-mask", "max_pool filled "
-            "the real tokens and kept the padding{where}: the mask is True (or 1) on real tokens, so fill where it "
-            "is False (or 0).", fix="Fill where `~mask.bool()` is True, the padding."),
-    *[Mistake("over-features", "max_pool took the maximum over the features (dim=2){where}; take it over the "
-              "positions (dim=1), so that each of the d features keeps its own maximum.",
-              fix="Use `.amax(dim=1)`.")] * 3])
+    *[("zero-fill", partial(_fill_won, v), "Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before "
+       "taking the max.") for v in NEGATIVE_FILLS],
+    ("padding-included", "max_pool took the max over every position, padding included{where}; padding positions must "
+     "never win.", "Fill them with -inf before the max."),
+    ("inverted-mask", "max_pool filled the real tokens and kept the padding{where}: the mask is True (or 1) on real "
+     "tokens, so fill where it is False (or 0).", "Fill where `~mask.bool()` is True, the padding."),
+    *[("over-features", "max_pool took the maximum over the features (dim=2){where}; take it over the positions "
+       "(dim=1), so that each of the d features keeps its own maximum.", "Use `.amax(dim=1)`.")] * 3])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

@@ -3,16 +3,17 @@ the checks search for spans only under the mistakes' wrong rules."""
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import torch
 
 from ..codec import GraderError
-from ..kernel import drive_head
 from . import heads
-from .core import (CheckFailed, a_type, call_raw, drive, fail, passed, require_function,
-                   require_module_class)
-from .engine import Exercise, Mistake, Unclear, backward_through, judge_gradients, same, show
+from .core import CheckFailed, a_type, call_raw, fail, passed, positions, require_module_class
+from .engine import Exercise, backward_through, judge_gradients, same, show
+from .tables import mistakes
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -57,7 +58,7 @@ BEST_SPAN_CASES = [
 
 
 def _positions(row: torch.Tensor) -> str:
-    pos = torch.nonzero(row.bool()).flatten().tolist()
+    pos = positions(row.bool())
     return f"positions {pos[0]}…{pos[-1]}" if pos and pos == list(range(pos[0], pos[-1] + 1)) else f"positions {pos}"
 
 
@@ -67,15 +68,13 @@ def _backward(out, s, e, allowed, max_len) -> str:
             "A span runs forward from its start: your search keeps pairs with |j − i| < max_len, in either order.")
 
 
-def _not_allowed(which: str) -> Callable[..., str]:
+def _not_allowed(which: str, out, s, e, allowed, max_len) -> str:
+    """The message of a `which` ("start" or "end") outside the allowed positions, in the first row that has one."""
     k = ("start", "end").index(which)
-
-    def said(out, s, e, allowed, max_len):
-        b = next(b for b, pair in enumerate(out.tolist()) if not allowed[b, pair[k]])
-        return (f"best_span returned {out.tolist()} (max_len={max_len}): row {b} {which}s at position {int(out[b, k])}, "
-                f"which is not allowed ({_positions(allowed[b])} are): the {which} is not restricted to the allowed "
-                "positions.")
-    return said
+    b = next(b for b, pair in enumerate(out.tolist()) if not allowed[b, pair[k]])
+    return (f"best_span returned {out.tolist()} (max_len={max_len}): row {b} {which}s at position {int(out[b, k])}, "
+            f"which is not allowed ({_positions(allowed[b])} are): the {which} is not restricted to the allowed "
+            "positions.")
 
 
 def _spans(text: str) -> Callable[..., str]:
@@ -89,139 +88,55 @@ MULTIPLIED = ("these spans maximise s_i × e_j, the start and end logits multipl
 ADD_LOGITS = ("Add the logits, `start_logits[:, :, None] + end_logits[:, None, :]`, or multiply softmax "
               "probabilities, not logits.")
 BAND_FIX = "Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."
+MASK_FIX = "`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."
 
 
-BEST_SPAN = Exercise(
-    "best_span", BEST_SPAN_CASES,
-    read=lambda case: ((*(torch.as_tensor(x, dtype=torch.float32) for x in case[1:3]), torch.as_tensor(
-        case[3], dtype=torch.bool), case[4]), torch.as_tensor(case[5], dtype=torch.long)),
-    shape=lambda start, end, allowed, max_len: (start.shape[0], 2), dtype=torch.long,
-    meaning=" (B, 2): one (i, j) pair per row, the pairs stacked on the last axis",
-    where=lambda start, end, allowed, max_len: f" (max_len={max_len}, allowed rows {[_positions(r) for r in allowed]})",
-    dtype_message="{name} returned dtype {got}{where}; positions are indices, so return a long tensor (e.g. .long()).",
-    unchanged="best_span changed a tensor it was given (an in-place masked_fill_ or similar); work on new "
-              "tensors: masked_fill without the underscore returns a copy.",
-    # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
-    # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
-    mistakes=[
-        Mistake("one-too-long", _spans(
-            "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + max_len − 1 "
-            "(is your upper bound off by one, or missing?)."), fix="Keep only the pairs with j ≤ i + max_len − 1."),
-        Mistake("independent-argmax", _spans(
-            "the best start and, on its own, the best end (two independent argmaxes). That can put the end before "
-            "the start, or make the span too long."),
-            fix=BAND_FIX),
-        Mistake("backward-spans", _backward, fix="Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
-        # Found by a simulated student: both got only "returned X; expected Y" before.
-        Mistake("backward-spans", _spans(
-            "every span here ends at or before its start (j ≤ i): your band holds the pairs i − max_len < j ≤ i, "
-            "the transpose of the right one (`tril` where `triu` belongs, or i and j swapped). A span runs forward "
-            "from its start: i ≤ j ≤ i + max_len − 1."),
-            fix="Keep the upper triangle: `.triu()` keeps j ≥ i, then `.tril(max_len - 1)` keeps j ≤ i + max_len "
-            "− 1."),
-        Mistake("one-token-spans-excluded", _spans(
-            "no span here is one token long, yet a one-token span (i = j) is the best in a row: your band keeps only "
-            "i < j. A span may start and end on the same token."),
-            fix="Compare i and j with ≤, not <, in the band: the pair (i, i) is a span."),
-        Mistake("end-not-restricted", _not_allowed("end"), fix="Set the end logits to −inf where allowed is False too."),
-        Mistake("start-not-restricted", _not_allowed("start"),
-                fix="Set the start logits to −inf where allowed is False too."),
-        Mistake("nan-from-softmax-over-batch", _spans(
-            "a softmax over the batch axis (dim 0) of logits masked with −inf is NaN (0/0) at a position masked in "
-            "every row, and argmax takes NaN for the largest value. P_start and P_end are each normalised over the "
-            "positions of ONE row (dim -1)."), fix="Take the softmax (or log_softmax) over dim=-1 after masking."),
-        Mistake("pairs-on-first-axis", lambda out, s, e, allowed, m: (
-            f"best_span returned shape {tuple(out.shape)}: the starts in one row and the ends in another, (2, B) = "
-            f"(2, {len(s)}). Return one (i, j) pair per row, (B, 2) = ({len(s)}, 2)."),
-            fix="Stack the starts and the ends on the last axis (dim=-1)."),
-        Mistake("outside-the-passage", _spans(
-            "these spans are chosen among all positions: in the question, on [CLS], [SEP] and padding too. The answer "
-            "lies inside the passage: mask where allowed is False before choosing."),
-            fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
-        Mistake("mask-multiplied", _spans(
-            "the logits were multiplied by the mask, which turns the positions outside the passage into 0, and 0 "
-            "beats negative logits inside it. Exclude positions by setting their logits to −inf instead."),
-            fix="`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."),
-        Mistake("start-end-swapped", _spans(
-            "each pair is (end, start): the span's end came first. Return (i, j), the start first."),
-            fix="Stack the start index first: `torch.stack([i, j], dim=-1)`."),
-        Mistake("probabilities-added", _spans(
-            "these spans maximise P_start(i) + P_end(j): the two probabilities were added. A span's probability is "
-            "their product, P_start(i)·P_end(j); a large P_start alone must not make a span win."),
-            fix="Multiply the probabilities, or add their logarithms (log_softmax)."),
-        Mistake("greedy-start-first", _spans(
-            "each span takes the best start first, then the best end after it: a greedy search. A weaker start "
-            "with a much better end can make a more probable span."),
-            fix=BAND_FIX),
-        Mistake("exclusive-end",
-                _spans("each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
-                       "best_span returns the last token itself, j, so that the answer is tokens i … j."),
-                fix="Drop the `+ 1` on the end index."),
-        Mistake("one-too-short", _spans(
-            "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): check the "
-            "upper bound of your band."), fix="Keep the pairs with j ≤ i + max_len − 1, that is j < i + max_len."),
-        Mistake("searches-between-allowed", _spans(
-            "a span here starts or ends between two allowed positions, at one that is not allowed: the search ran "
-            "over every position from the first allowed to the last. The allowed positions need not be one block: "
-            "keep only the pairs whose i and j are both allowed."),
-            fix="Mask the logits with `allowed` itself, position by position, instead of a first-to-last range."),
-        # Found by a simulated student: only "returned X; expected Y" before.
-        Mistake("logits-multiplied", _spans(MULTIPLIED), fix=ADD_LOGITS),
-        Mistake("logits-multiplied", _spans(
-            MULTIPLIED + " With −inf at the excluded positions, −inf × −inf = +inf (and −inf × 0 is NaN, which argmax "
-            "takes for the largest), so a pair outside the allowed positions wins."), fix=ADD_LOGITS),
-    ],
-)
+@dataclass
+class _BestSpan(Exercise):
+    """best_span's exercise. The check runs it `row_by_row`: each case's rows are also run alone, and a row's answer
+    may not depend on the other rows. Without, it is the engine's, case by case (as tests/test_engine.py replays it)."""
 
+    row_by_row: bool = False
 
-def _rows_alone(fn: Callable, inputs: tuple, B: int) -> tuple:
-    """`fn`'s output on a case, and each row of the case with `fn`'s output on it (the rows are compared only where
-    the output has the right shape; they are called whatever it is, so that the calls the grader replays do not
-    depend on the learner's outputs)."""
-    out = BEST_SPAN._attempt(fn, inputs)   # a crash is kept, not raised, until every row has been called too
-    rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
-    alone = [BEST_SPAN._attempt(fn, row) for row in rows]
-    for failed in [out, *alone]:
-        if isinstance(failed, CheckFailed):
-            raise failed
-    return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
+    def _attempt(self, fn: Callable, inputs: tuple) -> Any:
+        """Row by row: (output, rows, each row's output alone). The rows are compared only where the output has the
+        right shape, but called whatever it is, so that the calls the grader replays do not depend on the learner's
+        outputs; a crash is kept, not raised, until every row has been called too."""
+        if not self.row_by_row:
+            return super()._attempt(fn, inputs)
+        B = len(inputs[0])
+        rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
+        out, *alone = [Exercise._attempt(self, fn, given) for given in [inputs, *rows]]
+        failed = [run for run in [out, *alone] if isinstance(run, CheckFailed)]
+        if failed:
+            return failed[0]
+        return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
 
-
-def best_span(fn: Callable, cases: Sequence | None = None) -> None:
-    """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
-    with `allowed` as 0/1 integers."""
-    require_function(fn, "best_span")
-    cases = BEST_SPAN_CASES if cases is None else cases
-    read = [BEST_SPAN.read(case) for case in cases]
-    # Every output first, so that a mistake is named only if the other cases agree with it (as the engine does);
-    # a crash or a refusal is still reported in its case's turn.
-    runs = []
-    for inputs, expected in read:
-        try:
-            runs.append(_rows_alone(fn, inputs, len(expected)))
-        except CheckFailed as err:
-            runs.append(err)
-    unclear = None   # a wrong case two mistakes explain alike: a later case may tell them apart
-    for k, ((inputs, expected), run) in enumerate(zip(read, runs)):
-        if isinstance(run, CheckFailed):
-            raise run
-        out, rows, alone = run
+    def _judge_confirmed(self, out: Any, expected: Any, inputs: tuple, others: list[tuple]) -> None:
+        if not self.row_by_row:
+            return super()._judge_confirmed(out, expected, inputs, others)
+        (out, rows, alone), others = out, [(*given, run[0]) for *given, run in others]
         for b, got in enumerate(alone):
             if isinstance(got, torch.Tensor) and got.shape == (1, 2) and got[0].tolist() != out[b].tolist():
                 fail(f"row {b}'s answer depends on the other rows: in the batch you return {out[b].tolist()}, for "
                      f"row {b} alone {got.tolist()}. A softmax (or max) over the batch axis (dim 0) mixes rows; "
                      "P_start and P_end are each normalised over the positions of ONE row (dim -1).",
                      "depends-on-other-rows")
-        others = [(*read[i], other[0]) for i, other in enumerate(runs) if i != k and not isinstance(other, CheckFailed)]
-        try:
-            BEST_SPAN._judge_confirmed(out, expected, inputs, others)
-            for got, want, given in zip(alone, expected[:, None], rows):
-                BEST_SPAN.judge(got, want, given)
-        except Unclear as err:
-            unclear = unclear or err
-    if unclear is not None:
-        raise unclear
-    for case in cases:   # the contract accepts a 0/1 mask too
+        super()._judge_confirmed(out, expected, inputs, others)
+        for got, want, given in zip(alone, expected[:, None], rows):
+            self.judge(got, want, given)
+
+
+def best_span(fn: Callable, cases: Sequence | None = None) -> None:
+    """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
+    with `allowed` as 0/1 integers."""
+    cases = BEST_SPAN_CASES if cases is None else cases
+    replace(BEST_SPAN, row_by_row=True, then=lambda fn: _integer_mask(fn, cases))(fn, cases)
+
+
+def _integer_mask(fn: Callable, cases: Sequence) -> None:
+    """Fail unless `fn` gives each case's answer with `allowed` as 0/1 integers too, which the contract accepts."""
+    for case in cases:
         (start, end, allowed, max_len), expected = BEST_SPAN.read(case)
         try:
             out = call_raw(fn, "best_span", start, end, allowed.long(), max_len)
@@ -234,7 +149,71 @@ def best_span(fn: Callable, cases: Sequence | None = None) -> None:
             fail(f"best_span gives the right answer when allowed is a bool mask, but {said} when the same mask comes "
                  "as 0/1 integers, which the contract accepts. `~` on an integer tensor is not a logical not "
                  "(~1 == -2): turn the mask into bool first.", "integer-mask", "E.g. `allowed = allowed.bool()`.")
-    passed("best_span", len(cases))
+
+
+BEST_SPAN = _BestSpan(
+    "best_span", BEST_SPAN_CASES,
+    read=lambda case: ((*(torch.as_tensor(x, dtype=torch.float32) for x in case[1:3]), torch.as_tensor(
+        case[3], dtype=torch.bool), case[4]), torch.as_tensor(case[5], dtype=torch.long)),
+    shape=lambda start, end, allowed, max_len: (start.shape[0], 2), dtype=torch.long,
+    meaning=" (B, 2): one (i, j) pair per row, the pairs stacked on the last axis",
+    where=lambda start, end, allowed, max_len: f" (max_len={max_len}, allowed rows {[_positions(r) for r in allowed]})",
+    dtype_message="{name} returned dtype {got}{where}; positions are indices, so return a long tensor (e.g. .long()).",
+    unchanged="best_span changed a tensor it was given (an in-place masked_fill_ or similar); work on new "
+              "tensors: masked_fill without the underscore returns a copy.",
+    # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
+    # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
+    mistakes=mistakes(said=_spans, rows=[
+        ("one-too-long", "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + "
+         "max_len − 1 (is your upper bound off by one, or missing?).", "Keep only the pairs with j ≤ i + max_len − 1."),
+        ("independent-argmax", "the best start and, on its own, the best end (two independent argmaxes). That can put "
+         "the end before the start, or make the span too long.", BAND_FIX),
+        ("backward-spans", _backward, "Keep only the pairs with i ≤ j as well as j ≤ i + max_len − 1."),
+        # Found by a simulated student: both got only "returned X; expected Y" before.
+        ("backward-spans", "every span here ends at or before its start (j ≤ i): your band holds the pairs i − max_len "
+         "< j ≤ i, the transpose of the right one (`tril` where `triu` belongs, or i and j swapped). A span runs "
+         "forward from its start: i ≤ j ≤ i + max_len − 1.",
+         "Keep the upper triangle: `.triu()` keeps j ≥ i, then `.tril(max_len - 1)` keeps j ≤ i + max_len − 1."),
+        ("one-token-spans-excluded", "no span here is one token long, yet a one-token span (i = j) is the best in a "
+         "row: your band keeps only i < j. A span may start and end on the same token.",
+         "Compare i and j with ≤, not <, in the band: the pair (i, i) is a span."),
+        ("end-not-restricted", partial(_not_allowed, "end"), "Set the end logits to −inf where allowed is False too."),
+        ("start-not-restricted", partial(_not_allowed, "start"),
+         "Set the start logits to −inf where allowed is False too."),
+        ("nan-from-softmax-over-batch", "a softmax over the batch axis (dim 0) of logits masked with −inf is NaN (0/0) "
+         "at a position masked in every row, and argmax takes NaN for the largest value. P_start and P_end are each "
+         "normalised over the positions of ONE row (dim -1).",
+         "Take the softmax (or log_softmax) over dim=-1 after masking."),
+        ("pairs-on-first-axis", lambda out, s, e, allowed, m: (
+            f"best_span returned shape {tuple(out.shape)}: the starts in one row and the ends in another, (2, B) = "
+            f"(2, {len(s)}). Return one (i, j) pair per row, (B, 2) = ({len(s)}, 2)."),
+         "Stack the starts and the ends on the last axis (dim=-1)."),
+        ("outside-the-passage", "these spans are chosen among all positions: in the question, on [CLS], [SEP] and "
+         "padding too. The answer lies inside the passage: mask where allowed is False before choosing.", MASK_FIX),
+        ("mask-multiplied", "the logits were multiplied by the mask, which turns the positions outside the passage "
+         "into 0, and 0 beats negative logits inside it. Exclude positions by setting their logits to −inf instead.",
+         MASK_FIX),
+        ("start-end-swapped", "each pair is (end, start): the span's end came first. Return (i, j), the start first.",
+         "Stack the start index first: `torch.stack([i, j], dim=-1)`."),
+        ("probabilities-added", "these spans maximise P_start(i) + P_end(j): the two probabilities were added. A "
+         "span's probability is their product, P_start(i)·P_end(j); a large P_start alone must not make a span win.",
+         "Multiply the probabilities, or add their logarithms (log_softmax)."),
+        ("greedy-start-first", "each span takes the best start first, then the best end after it: a greedy search. A "
+         "weaker start with a much better end can make a more probable span.", BAND_FIX),
+        ("exclusive-end", "each end is one past the answer's last token (exclusive, as bio_to_spans's ends are). "
+         "best_span returns the last token itself, j, so that the answer is tokens i … j.",
+         "Drop the `+ 1` on the end index."),
+        ("one-too-short", "spans of exactly max_len tokens are left out, and they are allowed (j = i + max_len − 1): "
+         "check the upper bound of your band.", "Keep the pairs with j ≤ i + max_len − 1, that is j < i + max_len."),
+        ("searches-between-allowed", "a span here starts or ends between two allowed positions, at one that is not "
+         "allowed: the search ran over every position from the first allowed to the last. The allowed positions need "
+         "not be one block: keep only the pairs whose i and j are both allowed.",
+         "Mask the logits with `allowed` itself, position by position, instead of a first-to-last range."),
+        # Found by a simulated student: only "returned X; expected Y" before.
+        ("logits-multiplied", MULTIPLIED, ADD_LOGITS),
+        ("logits-multiplied", MULTIPLIED + " With −inf at the excluded positions, −inf × −inf = +inf (and −inf × 0 is "
+         "NaN, which argmax takes for the largest), so a pair outside the allowed positions wins.", ADD_LOGITS),
+    ]))
 
 
 # --- span_loss(start_logits, end_logits, start, end) → 0-d tensor ---------------------------------
@@ -279,53 +258,41 @@ span_loss = Exercise(
                                      *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
     explain=lambda out, expected, *inputs: (f"span_loss gave {float(out.detach()):.4f}; expected "
                                             f"(CE(start) + CE(end)) / 2 = {float(expected):.4f}."),
-    mistakes=[
-        Mistake("one-loss-per-example",
-                lambda out, *inputs: f"span_loss returned one loss per example, {show(out)}: average them over the "
-                                     "batch, so that the loss is one number (a 0-dim tensor).",
-                fix="Drop `reduction=\"none\"`: F.cross_entropy's default takes the mean over the batch."),
-        Mistake("start-only", _loss(
-            "that is the start loss alone: the end logits get no training signal. Add the end loss, halve the sum."),
-            fix="Add `F.cross_entropy(end_logits, end)` and divide the sum by 2."),
-        Mistake("end-only", _loss(
-            "that is the end loss alone: the start logits get no training signal. Add the start loss, halve the sum."),
-            fix="Add `F.cross_entropy(start_logits, start)` and divide the sum by 2."),
+    mistakes=mistakes(said=_loss, rows=[
+        ("one-loss-per-example", lambda out, *inputs: f"span_loss returned one loss per example, {show(out)}: average "
+         "them over the batch, so that the loss is one number (a 0-dim tensor).",
+         "Drop `reduction=\"none\"`: F.cross_entropy's default takes the mean over the batch."),
+        ("start-only", "that is the start loss alone: the end logits get no training signal. Add the end loss, halve "
+         "the sum.", "Add `F.cross_entropy(end_logits, end)` and divide the sum by 2."),
+        ("end-only", "that is the end loss alone: the start logits get no training signal. Add the start loss, halve "
+         "the sum.", "Add `F.cross_entropy(start_logits, start)` and divide the sum by 2."),
         # On any one case the larger loss equals the start or the end loss alone; across the cases only this
         # row fits such an answer (the engine names a mistake only if the other cases agree with it).
-        Mistake("larger-of-the-two", _loss(
-            "that is the larger of the start and end losses; the loss is their mean: add them, halve the sum."),
-            fix="Replace the maximum of the two losses with their sum divided by 2."),
-        Mistake("not-halved", _loss(
-            "you added the start and end losses without halving the sum."), fix="Divide the sum by 2."),
-        Mistake("nll-on-logits", _loss(
-            "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a cross-entropy "
-            "needs log-probabilities, so the log-softmax over the positions is missing."),
-            fix="Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
-        Mistake("softmax-first", _loss(
-            "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the raw logits."),
-            fix="Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
-        Mistake("targets-swapped", _loss(
-            "you swapped the targets: score start logits against the start positions, end logits against the ends."),
-            fix="Pair `start_logits` with `start` and `end_logits` with `end`."),
-        Mistake("summed-over-batch", _loss(
-            "that is {B} × the expected value: you summed over the {B} examples; average them."),
-            fix="Drop `reduction=\"sum\"` (the default is the mean), or divide by the batch size."),
-        Mistake("softmax-over-batch", _loss(
-            "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's softmax runs over "
-            "its own positions."),
-            fix="`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
+        ("larger-of-the-two", "that is the larger of the start and end losses; the loss is their mean: add them, halve "
+         "the sum.", "Replace the maximum of the two losses with their sum divided by 2."),
+        ("not-halved", "you added the start and end losses without halving the sum.", "Divide the sum by 2."),
+        ("nll-on-logits", "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a "
+         "cross-entropy needs log-probabilities, so the log-softmax over the positions is missing.",
+         "Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
+        ("softmax-first", "you applied softmax before the cross-entropy, which applies log-softmax itself: pass the "
+         "raw logits.", "Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
+        ("targets-swapped", "you swapped the targets: score start logits against the start positions, end logits "
+         "against the ends.", "Pair `start_logits` with `start` and `end_logits` with `end`."),
+        ("summed-over-batch", "that is {B} × the expected value: you summed over the {B} examples; average them.",
+         "Drop `reduction=\"sum\"` (the default is the mean), or divide by the batch size."),
+        ("softmax-over-batch", "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's "
+         "softmax runs over its own positions.",
+         "`F.cross_entropy(start_logits, start)` does, with logits (B, n) and targets (B,)."),
         # Found by a simulated student: each got only "expected (CE(start) + CE(end)) / 2" before.
-        *[Mistake("mse-not-cross-entropy", _loss(MSE.format(what=what)), fix=MSE_FIX) for what in [
+        *[("mse-not-cross-entropy", MSE.format(what=what), MSE_FIX) for what in [
             "of the logits against one-hot targets", "of the softmax against one-hot targets",
             "of the argmax positions against the targets"]],
-        *[Mistake("label-smoothing",
-                  _loss(f"that is a cross-entropy with label smoothing {eps} (`label_smoothing={eps}`): its target "
-                        f"puts {1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
-                        "target is the answer position alone, probability 1."),
-                  fix="Drop `label_smoothing=...` from F.cross_entropy.") for eps in SMOOTHING],
-    ],
+        *[("label-smoothing", f"that is a cross-entropy with label smoothing {eps} (`label_smoothing={eps}`): its "
+           f"target puts {1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
+           "target is the answer position alone, probability 1.", "Drop `label_smoothing=...` from F.cross_entropy.")
+          for eps in SMOOTHING],
+    ]),
 )
-
 
 # --- SpanHead(d): H (B, n, d) → (start_logits, end_logits), each (B, n) ------------------------------
 HEAD_SIZES = [(8, 2, 5), (64, 3, 7)]  # (d, B, n)
@@ -345,13 +312,12 @@ def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
     """The facts of `cls(d)` (kernel.drive_head) in eval mode on H and on the probes 0, e_1, …, e_d, its outputs read
     as (start, end) pairs."""
     probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
-    asked = heads.spec((d,), seed, [H, probes], stepped_on=1, **asked)
     # torch's words when forward splits start from end on the batch axis: the probes are a batch of one
-    ran = heads.built(drive(drive_head, cls, asked), "SpanHead", asked, "H", crashes=[(
+    ran = heads.run(cls, "SpanHead", "H", (d,), seed, [H, probes], stepped_on=1, **asked, crashes=[(
         "out of bounds for dimension 0 with size 1", "SpanHead.forward indexes the batch axis (dimension 0) of its "
         "scores: it picks examples, not the start and end scorers. Those are on the last axis of the (B, n, 2) "
         "scores; split them there.", "splits-batch-axis")])
-    ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], asked["inputs"])]
+    ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], [H, probes])]
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)
     return ran
@@ -369,28 +335,30 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
     for name, t in zip(("start_logits", "end_logits"), out):
         shape = tuple(t.shape)
         if shape != (B, n):
-            key, why, fix = next((row[0], *row[2:]) for row in [*_shapes(B, n), ("wrong-shape", shape, ".", "")]
-                                 if row[1] == shape)
+            key, why, fix = _shapes(B, n).get(shape, ("wrong-shape", ".", ""))
             fail(f"SpanHead's {name} has shape {shape} for H of shape ({B}, {n}, {d}); expected (B, n) = ({B}, {n})"
                  + why, key, fix)
     return out[0], out[1]
 
 
-def _shapes(B: int, n: int) -> list[tuple[str, tuple | None, str, str]]:
-    """(key, a wrong shape of start_logits or end_logits for H (B, n, d), what it says, the fix), the first that
-    fits named; None where the shape would not tell the mistake (B = n)."""
-    return [("keeps-last-axis", (B, n, 1), ": drop the last axis (`.squeeze(-1)`).",
-             "Squeeze only the last axis of each scorer's output, `.squeeze(-1)`, or unbind a (B, n, 2) output."),
-            ("squeeze-drops-batch-axis", (n,) if B == 1 else None, ": `.squeeze()` without an axis drops the batch "
-             "axis too when B = 1; squeeze only the last one, `.squeeze(-1)`.",
-             "Replace `.squeeze()` by `.squeeze(-1)`."),
+def _shapes(B: int, n: int) -> dict[tuple | None, tuple[str, str, str]]:
+    """A wrong shape of start_logits or end_logits for H (B, n, d) → (key, what it says, the fix); None for a shape
+    that would not tell the mistake (B = n)."""
+    return {(B, n, 1): ("keeps-last-axis", ": drop the last axis (`.squeeze(-1)`).",
+                        "Squeeze only the last axis of each scorer's output, `.squeeze(-1)`, or unbind a (B, n, 2) "
+                        "output."),
+            (n,) if B == 1 else None: ("squeeze-drops-batch-axis", ": `.squeeze()` without an axis drops the batch "
+                                       "axis too when B = 1; squeeze only the last one, `.squeeze(-1)`.",
+                                       "Replace `.squeeze()` by `.squeeze(-1)`."),
             # Found by a simulated student: both got only the expected shape before.
-            ("logits-transposed", (n, B) if n != B else None, ": (n, B), the transpose. `.T` reverses every axis of "
-             "a 3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives two (n, B) tensors.",
-             "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."),
-            ("scores-one-position", (B,) if B != n else None, ": one logit per example, as if the head scored one "
-             "vector per example (`H[:, 0]`, the [CLS] position, or a pooled mean). Any position may start or end the "
-             "answer: score every position.", "Apply the linear layer to the whole H, (B, n, d), not to `H[:, 0]`.")]
+            (n, B) if n != B else None: ("logits-transposed", ": (n, B), the transpose. `.T` reverses every axis of a "
+                                         "3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives "
+                                         "two (n, B) tensors.",
+                                         "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."),
+            (B,) if B != n else None: ("scores-one-position", ": one logit per example, as if the head scored one "
+                                       "vector per example (`H[:, 0]`, the [CLS] position, or a pooled mean). Any "
+                                       "position may start or end the answer: score every position.",
+                                       "Apply the linear layer to the whole H, (B, n, d), not to `H[:, 0]`.")}
 
 
 def _close(got: tuple, want: tuple) -> bool:
@@ -462,19 +430,20 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     # Probe 0 gives each scorer's bias b, probe e_k its k-th weight plus b: whatever the layout of its
     # parameters, a linear head then gives H·w + b on H.
     linear = [H @ w + b for w, b in scorers]
-    # A log_softmax over the positions shifts each probe row by a constant, which the scorers absorb: it shows as
-    # the log_softmax of the linear map. A ReLU shows as no negative logit and exact zeros (which raw scores
-    # under the grader's weights do not hit).
-    if not _close(on_H, linear) and _close(on_H, [x.log_softmax(-1) for x in linear]):
-        fail("SpanHead returned log-probabilities: with the grader's weights loaded, each row of its logits is a "
-             "log_softmax over the positions of the linear scores. A span head returns the raw scores; best_span "
-             "and the loss normalise over the allowed positions themselves.", "log-softmax-inside-head",
-             "Remove the log_softmax from forward and return the linear layer's two outputs.")
-    if not _close(on_H, linear) and all(bool((t >= 0).all()) for t in on_H) and sum(int((t == 0).sum()) for t in on_H) > 1:
-        fail("SpanHead's logits are never negative and many are exactly 0, with the grader's weights loaded: a ReLU "
-             "on the scores. A span head returns raw logits, negative ones too: a ReLU makes every position with a "
-             "negative score tie at 0.", "relu-on-logits", "Remove the ReLU: return the linear layer's outputs.")
+    # Not a linear map: a log_softmax over the positions shifts each probe row by a constant, which the scorers
+    # absorb, so it shows as the log_softmax of the linear map. A ReLU shows as no negative logit and exact zeros
+    # (which raw scores under the grader's weights do not hit).
     if not _close(on_H, linear):
+        if _close(on_H, [x.log_softmax(-1) for x in linear]):
+            fail("SpanHead returned log-probabilities: with the grader's weights loaded, each row of its logits is a "
+                 "log_softmax over the positions of the linear scores. A span head returns the raw scores; best_span "
+                 "and the loss normalise over the allowed positions themselves.", "log-softmax-inside-head",
+                 "Remove the log_softmax from forward and return the linear layer's two outputs.")
+        if all(bool((t >= 0).all()) for t in on_H) and sum(int((t == 0).sum()) for t in on_H) > 1:
+            fail("SpanHead's logits are never negative and many are exactly 0, with the grader's weights loaded: a "
+                 "ReLU on the scores. A span head returns raw logits, negative ones too: a ReLU makes every position "
+                 "with a negative score tie at 0.", "relu-on-logits", "Remove the ReLU: return the linear layer's "
+                 "outputs.")
         fail("With the grader's weights in its parameters, SpanHead's logits are not a linear map of each "
              "position's own vector: scoring the vectors 0, e_1, …, e_d gives w_s, b_s, w_e, b_e, but its logits "
              "for H are not H·w_s + b_s and H·w_e + b_e. A span head computes s_i = w_s·h_i + b_s, e_i = w_e·h_i + "

@@ -85,7 +85,7 @@ class Exercise:
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
-    convert: type | None = None                # set by _converted: the mistakes' outputs are of this kind, as written
+    convert: type = torch.Tensor               # the kind the mistakes' outputs are written in (set by _converted)
 
     def __post_init__(self):
         self.mistakes = [m if m.index >= 0 else replace(m, index=i) for i, m in enumerate(self.mistakes)]
@@ -149,8 +149,7 @@ class Exercise:
 
     def output(self, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
         """What `mistake` gives on `inputs` (None where it does not apply), as the engine compares it."""
-        wrong = mistake_output(self.name, mistake, inputs, expected)
-        return self._as_tensor(wrong, self.convert) if self.convert is not None else wrong
+        return self._as_tensor(mistake_output(self.name, mistake, inputs, expected), self.convert)
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:
         """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
@@ -253,26 +252,18 @@ class Exercise:
     def _name_mistake(self, out: Any, inputs: tuple, where: str, expected: Any = None) -> bool:
         """Fail with the mistake whose output on these inputs equals `out`. Returns whether two different
         mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
-        found = []
-        for mistake in self.mistakes:
-            wrong = self.output(mistake, inputs, expected)   # None: the mistake does not apply to this case
-            # a mistake that gives the right answer on this input is no mistake here
-            if wrong is not None and same(out, wrong, self.atol) and not same(wrong, expected, self.atol):
-                found.append(mistake)
-        if len({m.key for m in found}) > 1:
-            return True
-        if found:
-            mistake = found[0]
-            out, shown = (self.returns(out.item()), self.returns(expected.item())) if self.returns in (int, float) \
-                else (out, show(expected))
+        # None: the mistake does not apply to this case; one that gives the right answer here is no mistake here
+        found = [m for m in self.mistakes if (wrong := self.output(m, inputs, expected)) is not None
+                 and same(out, wrong, self.atol) and not same(wrong, expected, self.atol)]
+        if len({m.key for m in found}) != 1:   # none fits, or two do
+            return bool(found)
+        number = self.returns in (int, float)   # shown as the number it is, which a message may format ({out:.4f})
+        out, shown = (self.returns(out.item()), self.returns(expected.item())) if number else (out, show(expected))
 
-            def words(text: str | Callable[..., str]) -> str:   # the mistake's message, or its fix, for this output
-                if callable(text) or not text:
-                    return text(out, *inputs) if text else ""
-                return text.format(name=self.name, where=where, out=out if self.returns in (int, float) else show(out),
-                                   expected=shown, **self.fields(*inputs))
-            fail(words(mistake.message), mistake.key, words(mistake.fix))
-        return False
+        def words(text: str | Callable[..., str]) -> str:   # the mistake's message, or its fix, for this output
+            return text(out, *inputs) if callable(text) else text.format(
+                name=self.name, where=where, out=out if number else show(out), expected=shown, **self.fields(*inputs))
+        fail(words(found[0].message), found[0].key, words(found[0].fix))
 
 
 # --- what a mistake returns -------------------------------------------------------------------------

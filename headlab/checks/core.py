@@ -210,10 +210,8 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
 
 def operation(err: Exception, name: str) -> tuple[str, str, str] | None:
     """(key, diagnosis, fix) when `err` is torch refusing an operation the learner used (`_OPERATIONS`)."""
-    for words, key, said, fix in _OPERATIONS:
-        if any(w in str(err) for w in words):
-            return key, said.format(name=name), fix
-    return None
+    return next(((key, said.format(name=name), fix) for words, key, said, fix in _OPERATIONS
+                 if any(w in str(err) for w in words)), None)
 
 
 # The parameters of every exercise as the lessons declare them (tests/test_named_crashes.py compares them with
@@ -280,10 +278,9 @@ _HINTS: list[tuple[type, str, str]] = [
 
 
 def exception_hint(err: Exception, name: str) -> str:
-    for kind, words, hint in _HINTS:
-        if isinstance(err, kind) and words in str(err):
-            return hint.format(name=name)
-    return ""
+    """The hint of the first row of `_HINTS` that fits `err`, or ""."""
+    return next((hint.format(name=name) for kind, words, hint in _HINTS
+                 if isinstance(err, kind) and words in str(err)), "")
 
 
 def call_raw(fn: Callable, name: str, *args, **kwargs) -> Any:

@@ -17,6 +17,7 @@ and refuses an answer that wrote into its inputs.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import re
@@ -271,22 +272,23 @@ class Exercise:
 # {mistake index: output}. Written by `python -m dev.record_mistakes` (tests/test_no_answer_in_package.py says when
 # it is out of date); read in a kernel without the grader's side.
 RECORDING = Path(__file__).resolve().parent.parent / "resources" / "mistakes.json"
-_UNSET = object()
-_grader_side: Any = _UNSET   # the module heads_mistakes, or None where it is not importable (a student's kernel)
-_recorded: dict | None = None
 _recording: dict | None = None   # while dev/record_mistakes.py runs: the recording it writes
 
 
+@functools.cache
 def grader_side() -> Any:
     """The grader's module of mistake outputs, heads_mistakes, or None (the student's kernel: not installed there,
     and hidden by the sandbox when grading)."""
-    global _grader_side
-    if _grader_side is _UNSET:
-        try:
-            _grader_side = importlib.import_module("heads_mistakes")
-        except ImportError:
-            _grader_side = None
-    return _grader_side
+    try:
+        return importlib.import_module("heads_mistakes")
+    except ImportError:
+        return None
+
+
+@functools.cache
+def _recorded() -> dict:
+    """The recording, read once."""
+    return json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
 
 
 def _key(name: str, inputs: tuple) -> str:
@@ -300,12 +302,9 @@ def _grader_or_recording(name: str, inputs: tuple, entry: str, compute: Callable
     "reference" or "step"): `compute(heads_mistakes)`, written into the recording while dev/record_mistakes.py runs
     (unless None); in the kernel, where heads_mistakes is not, what the recording holds (None for inputs it does not
     hold)."""
-    global _recorded
     grader = grader_side()
     if grader is None:
-        if _recorded is None:
-            _recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
-        found = _recorded.get(name, {}).get(_key(name, inputs), {}).get(entry)
+        found = _recorded().get(name, {}).get(_key(name, inputs), {}).get(entry)
         return None if found is None else decode(found)
     value = compute(grader)
     if value is not None and _recording is not None:
@@ -386,14 +385,12 @@ def same(a: Any, b: Any, atol: float, rtol: float = 0.0, kind: bool = True) -> b
         return not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) and type(a) is type(b) and a == b
     if a.shape != b.shape or (kind and _kind(a) != _kind(b)) or a.is_complex() or b.is_complex():
         return False
-    a, b = a.detach().double(), b.detach().double()
-    return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
+    return bool(torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=rtol, equal_nan=True))
 
 
 def show(x: Any) -> str:
     """A value short enough for a message: small tensors in full, larger ones by shape and a corner."""
     if isinstance(x, torch.Tensor):
-        x = x.detach()
         if x.numel() <= 12:
             values = x.tolist()
             return str([round(v, 4) for v in values] if x.dim() == 1 and x.is_floating_point() else values)

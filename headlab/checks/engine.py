@@ -86,7 +86,8 @@ class Exercise:
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
-    convert: type = torch.Tensor               # the kind the mistakes' outputs are written in (set by _converted)
+    convert: type = torch.Tensor               # the kind of its mistakes' outputs, as written (_converted)
+    refuted: Callable[[Mistake], bool] = lambda mistake: False   # by the other cases (set by _judge_confirmed)
 
     def __post_init__(self):
         self.mistakes = [m if m.index >= 0 else replace(m, index=i) for i, m in enumerate(self.mistakes)]
@@ -122,13 +123,10 @@ class Exercise:
         """`judge`, where a mistake can be named only if the learner's outputs on the `others` (inputs,
         expected, output) agree with it too: a wrong answer can match a mistake on one case by coincidence
         (the larger of two losses is one of them)."""
-        try:
-            return self.judge(out, expected, inputs)
-        except CheckFailed:   # judged again below, by the mistakes that the other cases do not refute
-            pass
-        table = [m for m in self.mistakes if all(self._agrees(got, wrong) for given, right, got in others
-                                                 if (wrong := self.output(m, given, right)) is not None)]
-        replace(self, mistakes=table).judge(out, expected, inputs)
+        def refuted(mistake: Mistake) -> bool:   # asked only of a mistake that explains `out`
+            return not all(self._agrees(got, wrong) for given, right, got in others
+                           if (wrong := self.output(mistake, given, right)) is not None)
+        replace(self, refuted=refuted).judge(out, expected, inputs)
 
     def _agrees(self, out: Any, wrong: Any) -> bool:
         try:
@@ -255,7 +253,7 @@ class Exercise:
         mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
         # None: the mistake does not apply to this case; one that gives the right answer here is no mistake here
         found = [m for m in self.mistakes if (wrong := self.output(m, inputs, expected)) is not None
-                 and same(out, wrong, self.atol) and not same(wrong, expected, self.atol)]
+                 and same(out, wrong, self.atol) and not same(wrong, expected, self.atol) and not self.refuted(m)]
         if len({m.key for m in found}) != 1:   # none fits, or two do
             return bool(found)
         number = self.returns in (int, float)   # shown as the number it is, which a message may format ({out:.4f})
@@ -530,8 +528,9 @@ def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | Non
     if weights is None:
         return xg.grad, None
     with torch.no_grad():
-        return xg.grad, want(x.detach(), *[w if w.grad is None else
-                                           w - (STEP_LR if sizes is None else sizes[w.numel()]) * w.grad for w in leaves])
+        stepped = [w if w.grad is None else w - (STEP_LR if sizes is None else sizes[w.numel()]) * w.grad
+                   for w in leaves]
+        return xg.grad, want(x.detach(), *stepped)
 
 
 _CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")

@@ -140,12 +140,10 @@ def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
     said = f"{name}({shown}) raised {type(err).__name__}: {err}"
-    named = operation(err, name)
+    # what names the crash: an operation that cannot work there, else the call's parameters
+    key, named, fix = operation(err, name) or ("wrong-signature", signature_hint(err, name), "")
     if named:
-        raise CheckFailed(f"{said}. {named[1]}", named[0], named[2]) from None
-    signature = signature_hint(err, name)
-    if signature:
-        raise CheckFailed(f"{said}. {signature}", "wrong-signature") from None
+        raise CheckFailed(f"{said}. {named}", key, fix) from None
     hint = exception_hint(err, name)
     raise CheckFailed(said + (f"\n{hint}" if hint else ""), f"raised-{type(err).__name__}") from None
 

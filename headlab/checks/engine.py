@@ -87,7 +87,7 @@ class Exercise:
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
     convert: type = torch.Tensor               # the kind of its mistakes' outputs, as written (_converted)
-    refuted: Callable[[Mistake], bool] = lambda mistake: False   # by the other cases (set by _judge_confirmed)
+    refuted: Callable[[Mistake], bool] = lambda mistake: False   # whether other cases rule it out (_judge_confirmed)
 
     def __post_init__(self):
         self.mistakes = [m if m.index >= 0 else replace(m, index=i) for i, m in enumerate(self.mistakes)]
@@ -249,8 +249,9 @@ class Exercise:
         return out.dtype == self.dtype if self.dtype is not None else out.is_floating_point()
 
     def _name_mistake(self, out: Any, inputs: tuple, where: str, expected: Any = None) -> bool:
-        """Fail with the mistake whose output on these inputs equals `out`. Returns whether two different
-        mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
+        """Fail with the mistake whose output on these inputs equals `out` (and that the other cases do not refute).
+        Returns whether two different mistakes give that output: then neither is named, and the caller's generic
+        failure is `Unclear`."""
         # None: the mistake does not apply to this case; one that gives the right answer here is no mistake here
         found = [m for m in self.mistakes if (wrong := self.output(m, inputs, expected)) is not None
                  and same(out, wrong, self.atol) and not same(wrong, expected, self.atol) and not self.refuted(m)]

@@ -124,19 +124,18 @@ def call(fn: Callable, name: str, *args, **kwargs) -> Any:
     (headlab/grading.py)."""
     try:
         return call_raw(fn, name, *args, **kwargs)
-    except (CheckFailed, GraderError):
-        raise
     except Exception as err:
         explain(err, name, *args, **kwargs)
 
 
 def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
-    """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it."""
+    """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it. A check's
+    failure and the grader's own error go up as they are."""
     if isinstance(err, NotImplementedError) and not _TORCH_LACKS.search(str(err)):
         raise NotWritten(
             f"{name} is not written yet: replace `raise NotImplementedError()` with your code."
         ) from None
-    if isinstance(err, CheckFailed):
+    if isinstance(err, (CheckFailed, GraderError)):
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
     said = f"{name}({shown}) raised {type(err).__name__}: {err}"

@@ -163,12 +163,11 @@ class Exercise:
     def _call(self, fn: Callable, inputs: tuple) -> Any:
         try:
             return call_raw(fn, self.name, *inputs)
-        except (CheckFailed, GraderError):
-            raise
-        except NotImplementedError as err:   # a stub; NotImplementedError is also a RuntimeError
-            explain(err, self.name, *inputs)
         except Exception as err:
-            for kind, hint in self.hints:
+            # the exercise's hints are for a crash: not a check's failure or the grader's error, which explain raises
+            # as they are, nor a stub (NotImplementedError is also a RuntimeError)
+            hints = () if isinstance(err, (CheckFailed, GraderError, NotImplementedError)) else self.hints
+            for kind, hint in hints:
                 said = hint(err, *inputs) if isinstance(err, kind) else None
                 if said:
                     said, key, fix = (*said, "")[:3] if isinstance(said, tuple) else (said, "", "")

@@ -155,8 +155,9 @@ class Exercise:
         the output would read the changed inputs). For a check that makes more than one call per case."""
         before = [_copy(x) for x in inputs]
         out = self._call(fn, inputs)
-        if any(x != b if isinstance(b, list) else isinstance(b, torch.Tensor) and not
-               (x.shape == b.shape and torch.equal(x, b)) for x, b in zip(inputs, before)):
+        if any(x != b if isinstance(b, list) else  # anything but a tensor or a list is its own "copy"
+               isinstance(b, torch.Tensor) and not (x.shape == b.shape and torch.equal(x, b))
+               for x, b in zip(inputs, before)):
             fail(self.unchanged.format(name=self.name), "changed-input", IN_PLACE_FIX)
         return out
 

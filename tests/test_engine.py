@@ -85,7 +85,7 @@ def test_every_mistake_is_named_by_its_key(ex, mistake, side, monkeypatch):
     recording's (engine.RECORDING): both name it."""
     wrongs = [ex.output(mistake, *ex.read(case)) for case in ex.cases]   # the grader's function, on each case
     if side == "kernel":
-        monkeypatch.setattr(engine, "_grader_side", None)
+        monkeypatch.setattr(engine, "grader_side", lambda: None)
     made = iter(wrongs)
 
     def making_the_mistake(out, inputs):   # out: the right answer, given where the mistake does not apply

@@ -126,6 +126,6 @@ def test_a_kernel_without_the_grader_names_mistakes_on_the_visible_cases():
 
 def test_the_grader_refuses_to_judge_without_the_mistakes_outputs(monkeypatch):
     """Without heads_mistakes the grading process would name no mistake on a hidden case: it stops and says why."""
-    monkeypatch.setattr(engine, "_grader_side", None)
+    monkeypatch.setattr(engine, "grader_side", lambda: None)
     with pytest.raises(ImportError, match=r"pip install -e \./grader"):
         JudgeOutsideKernel().preprocess(nbformat.v4.new_notebook(), {_STATE: {}})

@@ -124,28 +124,25 @@ def call(fn: Callable, name: str, *args, **kwargs) -> Any:
     (headlab/grading.py)."""
     try:
         return call_raw(fn, name, *args, **kwargs)
-    except (CheckFailed, GraderError):
-        raise
     except Exception as err:
         explain(err, name, *args, **kwargs)
 
 
 def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
-    """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it."""
+    """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it. A check's
+    failure and the grader's own error go up as they are."""
     if isinstance(err, NotImplementedError) and not _TORCH_LACKS.search(str(err)):
         raise NotWritten(
             f"{name} is not written yet: replace `raise NotImplementedError()` with your code."
         ) from None
-    if isinstance(err, CheckFailed):
+    if isinstance(err, (CheckFailed, GraderError)):
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
     said = f"{name}({shown}) raised {type(err).__name__}: {err}"
-    named = operation(err, name)
+    # what names the crash: an operation that cannot work there, else the call's parameters
+    key, named, fix = operation(err, name) or ("wrong-signature", signature_hint(err, name), "")
     if named:
-        raise CheckFailed(f"{said}. {named[1]}", named[0], named[2]) from None
-    signature = signature_hint(err, name)
-    if signature:
-        raise CheckFailed(f"{said}. {signature}", "wrong-signature") from None
+        raise CheckFailed(f"{said}. {named}", key, fix) from None
     hint = exception_hint(err, name)
     raise CheckFailed(said + (f"\n{hint}" if hint else ""), f"raised-{type(err).__name__}") from None
 
@@ -210,10 +207,8 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
 
 def operation(err: Exception, name: str) -> tuple[str, str, str] | None:
     """(key, diagnosis, fix) when `err` is torch refusing an operation the learner used (`_OPERATIONS`)."""
-    for words, key, said, fix in _OPERATIONS:
-        if any(w in str(err) for w in words):
-            return key, said.format(name=name), fix
-    return None
+    return next(((key, said.format(name=name), fix) for words, key, said, fix in _OPERATIONS
+                 if any(w in str(err) for w in words)), None)
 
 
 # The parameters of every exercise as the lessons declare them (tests/test_named_crashes.py compares them with
@@ -280,10 +275,9 @@ _HINTS: list[tuple[type, str, str]] = [
 
 
 def exception_hint(err: Exception, name: str) -> str:
-    for kind, words, hint in _HINTS:
-        if isinstance(err, kind) and words in str(err):
-            return hint.format(name=name)
-    return ""
+    """The hint of the first row of `_HINTS` that fits `err`, or ""."""
+    return next((hint.format(name=name) for kind, words, hint in _HINTS
+                 if isinstance(err, kind) and words in str(err)), "")
 
 
 def call_raw(fn: Callable, name: str, *args, **kwargs) -> Any:

@@ -17,6 +17,7 @@ and refuses an answer that wrote into its inputs.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import re
@@ -85,7 +86,8 @@ class Exercise:
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
-    convert: type | None = None                # set by _converted: the mistakes' outputs are of this kind, as written
+    convert: type = torch.Tensor               # the kind of its mistakes' outputs, as written (_converted)
+    refuted: Callable[[Mistake], bool] = lambda mistake: False   # whether other cases rule it out (_judge_confirmed)
 
     def __post_init__(self):
         self.mistakes = [m if m.index >= 0 else replace(m, index=i) for i, m in enumerate(self.mistakes)]
@@ -121,13 +123,10 @@ class Exercise:
         """`judge`, where a mistake can be named only if the learner's outputs on the `others` (inputs,
         expected, output) agree with it too: a wrong answer can match a mistake on one case by coincidence
         (the larger of two losses is one of them)."""
-        try:
-            return self.judge(out, expected, inputs)
-        except CheckFailed:   # judged again below, by the mistakes that the other cases do not refute
-            pass
-        table = [m for m in self.mistakes if all(self._agrees(got, wrong) for given, right, got in others
-                                                 if (wrong := self.output(m, given, right)) is not None)]
-        replace(self, mistakes=table).judge(out, expected, inputs)
+        def refuted(mistake: Mistake) -> bool:   # asked only of a mistake that explains `out`
+            return not all(self._agrees(got, wrong) for given, right, got in others
+                           if (wrong := self.output(mistake, given, right)) is not None)
+        replace(self, refuted=refuted).judge(out, expected, inputs)
 
     def _agrees(self, out: Any, wrong: Any) -> bool:
         try:
@@ -149,16 +148,15 @@ class Exercise:
 
     def output(self, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
         """What `mistake` gives on `inputs` (None where it does not apply), as the engine compares it."""
-        wrong = mistake_output(self.name, mistake, inputs, expected)
-        return self._as_tensor(wrong, self.convert) if self.convert is not None else wrong
+        return self._as_tensor(mistake_output(self.name, mistake, inputs, expected), self.convert)
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:
         """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
         the output would read the changed inputs). For a check that makes more than one call per case."""
-        before = [x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else None
-                  for x in inputs]
+        before = [_copy(x) for x in inputs]
         out = self._call(fn, inputs)
-        if any(b is not None and (x != b if isinstance(b, list) else not (x.shape == b.shape and torch.equal(x, b)))
+        if any(x != b if isinstance(b, list) else  # anything but a tensor or a list is its own "copy"
+               isinstance(b, torch.Tensor) and not (x.shape == b.shape and torch.equal(x, b))
                for x, b in zip(inputs, before)):
             fail(self.unchanged.format(name=self.name), "changed-input", IN_PLACE_FIX)
         return out
@@ -166,12 +164,11 @@ class Exercise:
     def _call(self, fn: Callable, inputs: tuple) -> Any:
         try:
             return call_raw(fn, self.name, *inputs)
-        except (CheckFailed, GraderError):
-            raise
-        except NotImplementedError as err:   # a stub; NotImplementedError is also a RuntimeError
-            explain(err, self.name, *inputs)
         except Exception as err:
-            for kind, hint in self.hints:
+            # the exercise's hints are for a crash: not a check's failure or the grader's error, which explain raises
+            # as they are, nor a stub (NotImplementedError is also a RuntimeError)
+            hints = () if isinstance(err, (CheckFailed, GraderError, NotImplementedError)) else self.hints
+            for kind, hint in hints:
                 said = hint(err, *inputs) if isinstance(err, kind) else None
                 if said:
                     said, key, fix = (*said, "")[:3] if isinstance(said, tuple) else (said, "", "")
@@ -252,28 +249,21 @@ class Exercise:
         return out.dtype == self.dtype if self.dtype is not None else out.is_floating_point()
 
     def _name_mistake(self, out: Any, inputs: tuple, where: str, expected: Any = None) -> bool:
-        """Fail with the mistake whose output on these inputs equals `out`. Returns whether two different
-        mistakes give that output: then neither is named, and the caller's generic failure is `Unclear`."""
-        found = []
-        for mistake in self.mistakes:
-            wrong = self.output(mistake, inputs, expected)   # None: the mistake does not apply to this case
-            # a mistake that gives the right answer on this input is no mistake here
-            if wrong is not None and same(out, wrong, self.atol) and not same(wrong, expected, self.atol):
-                found.append(mistake)
-        if len({m.key for m in found}) > 1:
-            return True
-        if found:
-            mistake = found[0]
-            out, shown = (self.returns(out.item()), self.returns(expected.item())) if self.returns in (int, float) \
-                else (out, show(expected))
+        """Fail with the mistake whose output on these inputs equals `out` (and that the other cases do not refute).
+        Returns whether two different mistakes give that output: then neither is named, and the caller's generic
+        failure is `Unclear`."""
+        # None: the mistake does not apply to this case; one that gives the right answer here is no mistake here
+        found = [m for m in self.mistakes if (wrong := self.output(m, inputs, expected)) is not None
+                 and same(out, wrong, self.atol) and not same(wrong, expected, self.atol) and not self.refuted(m)]
+        if len({m.key for m in found}) != 1:   # none fits, or two do
+            return bool(found)
+        number = self.returns in (int, float)   # shown as the number it is, which a message may format ({out:.4f})
+        out, shown = (self.returns(out.item()), self.returns(expected.item())) if number else (out, show(expected))
 
-            def words(text: str | Callable[..., str]) -> str:   # the mistake's message, or its fix, for this output
-                if callable(text) or not text:
-                    return text(out, *inputs) if text else ""
-                return text.format(name=self.name, where=where, out=out if self.returns in (int, float) else show(out),
-                                   expected=shown, **self.fields(*inputs))
-            fail(words(mistake.message), mistake.key, words(mistake.fix))
-        return False
+        def words(text: str | Callable[..., str]) -> str:   # the mistake's message, or its fix, for this output
+            return text(out, *inputs) if callable(text) else text.format(
+                name=self.name, where=where, out=out if number else show(out), expected=shown, **self.fields(*inputs))
+        fail(words(found[0].message), found[0].key, words(found[0].fix))
 
 
 # --- what a mistake returns -------------------------------------------------------------------------
@@ -281,22 +271,23 @@ class Exercise:
 # {mistake index: output}. Written by `python -m dev.record_mistakes` (tests/test_no_answer_in_package.py says when
 # it is out of date); read in a kernel without the grader's side.
 RECORDING = Path(__file__).resolve().parent.parent / "resources" / "mistakes.json"
-_UNSET = object()
-_grader_side: Any = _UNSET   # the module heads_mistakes, or None where it is not importable (a student's kernel)
-_recorded: dict | None = None
 _recording: dict | None = None   # while dev/record_mistakes.py runs: the recording it writes
 
 
+@functools.cache
 def grader_side() -> Any:
     """The grader's module of mistake outputs, heads_mistakes, or None (the student's kernel: not installed there,
     and hidden by the sandbox when grading)."""
-    global _grader_side
-    if _grader_side is _UNSET:
-        try:
-            _grader_side = importlib.import_module("heads_mistakes")
-        except ImportError:
-            _grader_side = None
-    return _grader_side
+    try:
+        return importlib.import_module("heads_mistakes")
+    except ImportError:
+        return None
+
+
+@functools.cache
+def _recorded() -> dict:
+    """The recording, read once."""
+    return json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
 
 
 def _key(name: str, inputs: tuple) -> str:
@@ -305,58 +296,44 @@ def _key(name: str, inputs: tuple) -> str:
     return digest(name, inputs, {})
 
 
-def right_gradients(name: str, inputs: tuple) -> tuple[torch.Tensor, ...] | None:
-    """The gradients the right answer of exercise `name` gives those of `inputs` that require grad: on the grader's
-    side from its function (heads_mistakes.right), in the kernel from the recording (None for inputs it does not
-    hold, which no visible check uses: the right answer is no more in the package than a mistake's function)."""
+def _grader_or_recording(name: str, inputs: tuple, entry: str, compute: Callable[[Any], Any]) -> Any:
+    """What the grader's side knows of exercise `name` on `inputs` under `entry` (a mistake's index, "right",
+    "reference" or "step"): `compute(heads_mistakes)`, written into the recording while dev/record_mistakes.py runs
+    (unless None); in the kernel, where heads_mistakes is not, what the recording holds (None for inputs it does not
+    hold)."""
     grader = grader_side()
     if grader is None:
-        found = _recorded_entry(name, inputs, "right")
+        found = _recorded().get(name, {}).get(_key(name, inputs), {}).get(entry)
         return None if found is None else decode(found)
-    right = gradient_of(grader.right(name), *inputs)
-    _remember(name, inputs, "right", right)
-    return right
+    value = compute(grader)
+    if value is not None and _recording is not None:
+        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})[entry] = encode(value)
+    return value
+
+
+def right_gradients(name: str, inputs: tuple) -> tuple[torch.Tensor, ...] | None:
+    """The gradients the right answer of exercise `name` gives those of `inputs` that require grad (heads_mistakes.
+    right; in the kernel, None for inputs the recording does not hold, which no visible check uses: the right answer
+    is no more in the package than a mistake's function)."""
+    return _grader_or_recording(name, inputs, "right", lambda grader: gradient_of(grader.right(name), *inputs))
 
 
 def reference(name: str, *inputs: Any) -> Any:
     """What the right head `name` returns on `inputs` (its input and the weights the grader loads): the grader's
     function (heads_mistakes.reference), or in the kernel the recording (which holds the visible checks' inputs
     only). No head is computed in the package: a student could call it in place of writing the class."""
-    grader = grader_side()
-    if grader is None:
-        found = _recorded_entry(name, inputs, "reference")
-        if found is None:
-            raise GraderError(f"the right {name} on these inputs is the grader's: run this check on its own cases")
-        return decode(found)
-    out = grader.reference(name)(*inputs)
-    _remember(name, inputs, "reference", out)
+    out = _grader_or_recording(name, inputs, "reference", lambda grader: grader.reference(name)(*inputs))
+    if out is None:
+        raise GraderError(f"the right {name} on these inputs is the grader's: run this check on its own cases")
     return out
 
 
 def reference_step(name: str, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
     """`_step` of the right head `name`: the grader's, or in the kernel the recording's ((None, None) where it holds
     none)."""
-    grader, inputs = grader_side(), (x, *(weights or ()), seed)
-    if grader is None:
-        found = _recorded_entry(name, inputs, "step")
-        return (None, None) if found is None else decode(found)
-    step = _step(grader.reference(name), x, weights, seed)
-    _remember(name, inputs, "step", step)
-    return step
-
-
-def _recorded_entry(name: str, inputs: tuple, entry: str) -> Any:
-    """What the recording holds for exercise `name` on `inputs` under `entry` (a mistake's index, or "right")."""
-    global _recorded
-    if _recorded is None:
-        _recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
-    return _recorded.get(name, {}).get(_key(name, inputs), {}).get(entry)
-
-
-def _remember(name: str, inputs: tuple, entry: str, value: Any) -> None:
-    """While dev/record_mistakes.py runs, `value` into the recording, where `_recorded_entry` finds it."""
-    if _recording is not None:
-        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})[entry] = encode(value)
+    step = _grader_or_recording(name, (x, *(weights or ()), seed), "step",
+                                lambda grader: _step(grader.reference(name), x, weights, seed))
+    return (None, None) if step is None else step
 
 
 def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
@@ -371,21 +348,24 @@ def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
 
 def mistake_output(name: str, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
     """What `mistake` of exercise `name` gives on `inputs`, or None where it does not apply (its output raises, or
-    in the kernel no output was recorded for these inputs). On the grader's side, its function run on copies of the
-    inputs (and of `expected` for a twist); in the kernel, the recording."""
-    grader = grader_side()
-    if grader is None:
-        found = _recorded_entry(name, inputs, str(mistake.index))
-        return None if found is None else decode(found)
-    wrong = grader.output(name, mistake.index, mistake.key)
-    copy = lambda x: x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else x  # noqa: E731
+    in the kernel no output was recorded for these inputs): on the grader's side its function, in the kernel the
+    recording."""
+    return _grader_or_recording(name, inputs, str(mistake.index), lambda grader: _wrong_output(
+        grader.output(name, mistake.index, mistake.key), inputs, expected))
+
+
+def _wrong_output(wrong: Any, inputs: tuple, expected: Any) -> Any:
+    """What the grader's mistake `wrong` returns on copies of the inputs (and of `expected`, for a twist); None if it
+    raises."""
     try:
-        out = wrong.output(*([copy(expected)] if wrong.twist else []), *[copy(x) for x in inputs])
+        return wrong.output(*([_copy(expected)] if wrong.twist else []), *map(_copy, inputs))
     except Exception:
-        out = None
-    if out is not None:
-        _remember(name, inputs, str(mistake.index), out)
-    return out
+        return None
+
+
+def _copy(x: Any) -> Any:
+    """A copy of what a function could change in place (a tensor, a list); anything else as it is."""
+    return x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else x
 
 
 def _fail(message: str, key: str, unclear: bool, fix: str = "") -> None:
@@ -404,14 +384,12 @@ def same(a: Any, b: Any, atol: float, rtol: float = 0.0, kind: bool = True) -> b
         return not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) and type(a) is type(b) and a == b
     if a.shape != b.shape or (kind and _kind(a) != _kind(b)) or a.is_complex() or b.is_complex():
         return False
-    a, b = a.detach().double(), b.detach().double()
-    return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
+    return bool(torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=rtol, equal_nan=True))
 
 
 def show(x: Any) -> str:
     """A value short enough for a message: small tensors in full, larger ones by shape and a corner."""
     if isinstance(x, torch.Tensor):
-        x = x.detach()
         if x.numel() <= 12:
             values = x.tolist()
             return str([round(v, 4) for v in values] if x.dim() == 1 and x.is_floating_point() else values)
@@ -498,11 +476,15 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: s
         _step(want, x, weights, seed)
     if input_grad is None:   # a kernel given inputs the recording does not hold: the grader judges these
         return
-    if weights is not None:
-        if not close_gradient(facts["stepped"], after):
-            fail_frozen(name)
-    if weights is not None and grader_side() is not None:
-        _judge_secret_step(facts.get("secret"), name, x, want, seed, weights)
+    if weights is not None and not (close_gradient(facts["stepped"], after)
+                                    and _secret_step_right(facts.get("secret"), x, want, seed, weights)):
+        fail(f"after one step of gradient descent on its outputs, {name} gives other outputs than a head whose "
+             "every weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, "
+             "used under `torch.no_grad()` or through `.detach()`/`.data`, or kept outside the module's "
+             "parameters) or moved by a gradient written by hand. Keep every parameter trainable and compute the "
+             "output from them with torch operations; autograd fills `.grad`.", "parameters-without-gradient",
+             "Hold every weight in a layer such as `nn.Linear` or an `nn.Parameter` set on self in __init__, leave "
+             "requires_grad as it is, and use it in forward outside `torch.no_grad()` and without `.detach()`.")
     grad = facts["input_grad"]
     if not isinstance(grad, torch.Tensor) or not bool(grad.abs().sum() > 0):
         fail(f"no gradient flows back through {name} to its input {given}: the output is computed from a detached "
@@ -518,31 +500,21 @@ def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: s
              "with torch operations: no `.detach()`, `.data` or `.item()` on the way.")
 
 
-def _judge_secret_step(secret: Any, name: str, x: torch.Tensor, want: str | Callable, seed: int,
-                       weights: Sequence[torch.Tensor]) -> None:
-    """Fail unless the outputs after the kernel's secret step (kernel._secret_step), the step a hook could not
-    foresee, are the right head's after the same step. The grader alone judges it: its sizes are the kernel's,
-    drawn at random, so no recording holds the right head's outputs after it."""
+def _secret_step_right(secret: Any, x: torch.Tensor, want: str | Callable, seed: int,
+                       weights: Sequence[torch.Tensor]) -> bool:
+    """Whether the outputs after the kernel's secret step (kernel._secret_step), the step a hook could not foresee,
+    are the right head's after the same step. The grader alone judges it (in the kernel: True): its sizes are the
+    kernel's, drawn at random, so no recording holds the right head's outputs after it."""
+    grader = grader_side()
+    if grader is None:
+        return True
     sizes = {int(n): float(lr) for n, lr in secret["sizes"].tolist()} \
         if isinstance(secret, dict) and isinstance(secret.get("sizes"), torch.Tensor) else {}
+    right = grader.reference(want) if isinstance(want, str) else want
     # A weight whose size the head holds in no state entry is not a trainable weight of it; no size stands in for
     # it, or a head keeping its bias outside its state would foresee the step of that weight
-    if any(w.numel() not in sizes for w in weights):
-        fail_frozen(name)
-    right = grader_side().reference(want) if isinstance(want, str) else want
-    if not close_gradient(secret.get("stepped"), _step(right, x, weights, seed, sizes)[1]):
-        fail_frozen(name)
-
-
-def fail_frozen(name: str) -> None:
-    """Fail: after a step of gradient descent, the head `name` gives other outputs than the right head."""
-    fail(f"after one step of gradient descent on its outputs, {name} gives other outputs than a head whose "
-         "every weight learns by its own gradient: a weight did not move (frozen with requires_grad=False, "
-         "used under `torch.no_grad()` or through `.detach()`/`.data`, or kept outside the module's "
-         "parameters) or moved by a gradient written by hand. Keep every parameter trainable and compute the "
-         "output from them with torch operations; autograd fills `.grad`.", "parameters-without-gradient",
-         "Hold every weight in a layer such as `nn.Linear` or an `nn.Parameter` set on self in __init__, leave "
-         "requires_grad as it is, and use it in forward outside `torch.no_grad()` and without `.detach()`.")
+    return all(w.numel() in sizes for w in weights) and \
+        close_gradient(secret.get("stepped"), _step(right, x, weights, seed, sizes)[1])
 
 
 def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int,
@@ -557,12 +529,9 @@ def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | Non
     if weights is None:
         return xg.grad, None
     with torch.no_grad():
-        return xg.grad, want(x.detach(), *[w if w.grad is None else w - _size(sizes, w) * w.grad for w in leaves])
-
-
-def _size(sizes: dict[int, float] | None, w: torch.Tensor) -> float:
-    """The step size of weight w: by its numel in the secret step's `sizes`, STEP_LR in the public step."""
-    return STEP_LR if sizes is None else sizes[w.numel()]
+        stepped = [w if w.grad is None else w - (STEP_LR if sizes is None else sizes[w.numel()]) * w.grad
+                   for w in leaves]
+        return xg.grad, want(x.detach(), *stepped)
 
 
 _CLASH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")

@@ -105,10 +105,6 @@ def _edges(probs, n_bins) -> str:
     return ", ".join(str(c) for c in conf if c > 0 and math.isclose(c * n_bins, round(c * n_bins)))
 
 
-def _ece_where(probs, labels, n_bins) -> str:
-    return f" (N = {probs.shape[0]} predictions, n_bins={n_bins})"
-
-
 SAID = "expected ECE {expected:.6f}, you returned {out:.6f}{where}. "   # every ECE message begins so
 UNWEIGHTED_FIX = "Add (count_bin / N) · gap over the non-empty bins, rather than averaging the gaps."
 expected_calibration_error = Exercise(
@@ -126,10 +122,10 @@ expected_calibration_error = Exercise(
     read=inputs_as(torch.float32, torch.long, None, None),
     returns=float,
     atol=1e-5,
-    where=_ece_where,
+    where=lambda probs, labels, n_bins: f" (N = {probs.shape[0]} predictions, n_bins={n_bins})",
     fields=lambda probs, labels, n_bins: {"edges": _edges(probs, n_bins)},
     explain=lambda out, expected, *inputs: (
-        SAID.format(expected=expected, out=out, where=_ece_where(*inputs))
+        SAID.format(expected=expected, out=out, where=expected_calibration_error.where(*inputs))
         + "An ECE is a weighted mean of gaps between numbers in [0, 1], so it lies in [0, 1]. " * (not 0 <= out <= 1)
         + "Confidence is the top probability of each row, a prediction is correct when its argmax equals the "
         "label, and ECE = Σ over non-empty bins of (count_bin / N) · |accuracy_bin − confidence_bin|."),

@@ -211,9 +211,7 @@ def _skipped(out, word_ids, word_labels) -> str:
 
 
 def _align_fields(word_ids, word_labels) -> dict:
-    at: dict[int, list[int]] = {}
-    for i, w in enumerate(word_ids):
-        at.setdefault(w, []).append(i)
+    at = {w: [i for i, v in enumerate(word_ids) if v == w] for w in word_ids}   # word id (None too) → its positions
     split = next((w for w, p in at.items() if w is not None and len(p) > 1), None)
     return {"n": len(word_ids), "word": split, "at": at.get(split), "specials": at.get(None),
             "label": None if split is None else word_labels[split], "zero": at.get(0, [None])[0],

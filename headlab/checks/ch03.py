@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from . import heads
 from .core import CheckFailed, passed, require_module_class
@@ -23,7 +22,8 @@ CONTRACT = "its state_dict holds one (K, d) weight and one (K,) bias, which the 
 _eval = Exercise(
     "SequenceClassifier", shape=lambda x, W, b: (len(x),) if len(W) == 1 else (len(x), len(W)),   # judged only
     meaning=": (B, num_classes) logits, or (B,) when num_classes = 1",
-    fields=lambda x, W, b: {"B": len(x), "got": tuple(F.linear(x, W, b).squeeze().shape)},
+    # got: what `.squeeze()` leaves of the (B, K) logits, for squeeze-drops-batch-axis
+    fields=lambda x, W, b: {"B": len(x), "got": tuple(n for n in (len(x), len(W)) if n != 1)},
     where=lambda x, W, b: f" for SequenceClassifier({x.shape[1]}, {len(W)}) on a batch of {len(x)}",
     explain=lambda out, want, *xWb: f"in eval mode SequenceClassifier must return its Linear layer applied to "
     f"the input, x Wᵀ + b, and nothing more (dropout does nothing at inference){_eval.where(*xWb)}: {CONTRACT}, "

@@ -4,7 +4,8 @@ from __future__ import annotations
 import torch
 
 from .core import CheckFailed, positions
-from .engine import Exercise, Mistake, inputs_as
+from .engine import Exercise, inputs_as
+from .shared import table
 
 T, F = True, False
 
@@ -35,28 +36,27 @@ padding_mask = Exercise(
     dtype_message="{name} returned dtype {got}{where}; a mask is a bool tensor (True on real tokens).",
     unchanged="padding_mask changed the `lengths` tensor it was given; build a new tensor instead.",
     explain=_padding_row,
-    mistakes=[
-        Mistake("rows-and-columns-swapped",
-                "padding_mask returned shape (n, B){where}: rows and columns are swapped. Rows are "
-                "sequences, so the mask is (B, n) = ({B}, {n})."),
-        Mistake("pads-to-longest",
-                "padding_mask returned as many columns as the longest length{where}: it padded to the "
-                "longest length, not to n. The mask must have n = {n} columns."),
-        Mistake("inverted",
-                "padding_mask is inverted{where}: it is True on padding and False on real tokens. "
-                "True must mark the real tokens."),
-        Mistake("left-padding",
-                "padding_mask marked the last ℓ positions of each row{where}. That is left padding: this "
-                "course's batches are right-padded, real tokens first and padding after them."),
-        Mistake("one-too-many",
-                "padding_mask marks one position too many in each row{where}: off by one. A row of ℓ tokens holds "
-                "positions 0 … ℓ − 1; position ℓ is already padding.", fix="Compare with <, not <=."),
-        Mistake("one-too-few",
-                "padding_mask marks one position too few in each row{where}: off by one. Position ℓ − 1 is still "
-                "a real token.", fix="Compare with <= ℓ − 1, or < ℓ."),
-        Mistake("all-real",
-                "padding_mask marks every position{where}, so padding is counted as real text."),
-    ],
+    mistakes=table([
+        ("rows-and-columns-swapped",
+         "padding_mask returned shape (n, B){where}: rows and columns are swapped. Rows are sequences, so the mask "
+         "is (B, n) = ({B}, {n})."),
+        ("pads-to-longest",
+         "padding_mask returned as many columns as the longest length{where}: it padded to the longest length, not "
+         "to n. The mask must have n = {n} columns."),
+        ("inverted",
+         "padding_mask is inverted{where}: it is True on padding and False on real tokens. True must mark the real "
+         "tokens."),
+        ("left-padding",
+         "padding_mask marked the last ℓ positions of each row{where}. That is left padding: this course's batches "
+         "are right-padded, real tokens first and padding after them."),
+        ("one-too-many",
+         "padding_mask marks one position too many in each row{where}: off by one. A row of ℓ tokens holds positions "
+         "0 … ℓ − 1; position ℓ is already padding.", "Compare with <, not <=."),
+        ("one-too-few",
+         "padding_mask marks one position too few in each row{where}: off by one. Position ℓ − 1 is still a real "
+         "token.", "Compare with <= ℓ − 1, or < ℓ."),
+        ("all-real", "padding_mask marks every position{where}, so padding is counted as real text."),
+    ]),
 )
 
 
@@ -82,23 +82,23 @@ causal_mask = Exercise(
     where=lambda n: f" for n={n}",
     dtype_message="{name} returned dtype {got}{where}; it must be a bool mask.",
     explain=_causal_entry,
-    mistakes=[
-        Mistake("additive-float",
-                "causal_mask returned an additive float mask (0 and -inf){where}. The contract asks for a "
-                "bool mask, True where query i may see key j; attention code turns it into -inf itself."),
-        Mistake("sees-the-future",
-                "causal_mask lets query i see keys j ≥ i, the future{where}: that is the upper triangle. "
-                "A causal model sees the past and itself: [i, j] True iff j ≤ i (lower triangle)."),
-        Mistake("without-diagonal",
-                "causal_mask leaves out the diagonal{where}: a position must see itself (j ≤ i, not "
-                "j < i); without it the first position sees nothing at all."),
-        Mistake("inverted",
-                "causal_mask is inverted{where}: it is True on the positions a query must NOT see. "
-                "True marks what query i may see: keys j ≤ i."),
-        Mistake("bidirectional",
-                "causal_mask is True everywhere{where}: every query sees every key. That is an encoder's "
-                "bidirectional pattern, not a causal one."),
-    ],
+    mistakes=table([
+        ("additive-float",
+         "causal_mask returned an additive float mask (0 and -inf){where}. The contract asks for a bool mask, True "
+         "where query i may see key j; attention code turns it into -inf itself."),
+        ("sees-the-future",
+         "causal_mask lets query i see keys j ≥ i, the future{where}: that is the upper triangle. A causal model "
+         "sees the past and itself: [i, j] True iff j ≤ i (lower triangle)."),
+        ("without-diagonal",
+         "causal_mask leaves out the diagonal{where}: a position must see itself (j ≤ i, not j < i); without it the "
+         "first position sees nothing at all."),
+        ("inverted",
+         "causal_mask is inverted{where}: it is True on the positions a query must NOT see. True marks what query i "
+         "may see: keys j ≤ i."),
+        ("bidirectional",
+         "causal_mask is True everywhere{where}: every query sees every key. That is an encoder's bidirectional "
+         "pattern, not a causal one."),
+    ]),
 )
 
 __all__ = ["padding_mask", "causal_mask", "CheckFailed"]

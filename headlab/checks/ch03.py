@@ -4,12 +4,12 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from . import heads
 from .core import CheckFailed, passed, require_module_class
 from .dropout import identity_on_top, train_pass
-from .engine import Exercise, Mistake, first_difference, inputs_as, judge_gradients, reference, show
+from .engine import Exercise, first_difference, inputs_as, judge_gradients, reference, show
+from .shared import table
 
 
 # --- SequenceClassifier ------------------------------------------------------------------------------
@@ -20,38 +20,39 @@ CONTRACT = "its state_dict holds one (K, d) weight and one (K,) bias, which the 
 
 
 _eval = Exercise(
-    "SequenceClassifier", cases=(), read=None, shape=lambda x, W, b: (len(x),) if len(W) == 1 else (len(x), len(W)),
+    "SequenceClassifier", shape=lambda x, W, b: (len(x),) if len(W) == 1 else (len(x), len(W)),   # judged only
     meaning=": (B, num_classes) logits, or (B,) when num_classes = 1",
-    fields=lambda x, W, b: {"B": len(x), "got": tuple(F.linear(x, W, b).squeeze().shape)},
+    # got: what `.squeeze()` leaves of the (B, K) logits, for squeeze-drops-batch-axis
+    fields=lambda x, W, b: {"B": len(x), "got": tuple(n for n in (len(x), len(W)) if n != 1)},
     where=lambda x, W, b: f" for SequenceClassifier({x.shape[1]}, {len(W)}) on a batch of {len(x)}",
     explain=lambda out, want, *xWb: f"in eval mode SequenceClassifier must return its Linear layer applied to "
     f"the input, x Wᵀ + b, and nothing more (dropout does nothing at inference){_eval.where(*xWb)}: {CONTRACT}, "
     f"and no other layer, activation or parameter may change its output. It returned {show(out)}, not "
     f"{show(want)}." + first_difference(out, want),
-    mistakes=[
-        Mistake("regression-b-by-1",
-                "the regression head (num_classes = 1) returned shape (B, 1) = ({B}, 1){where}; it must return "
-                "(B,) = ({B},), one number per example, to match targets of shape (B,): squeeze the last "
-                "dimension (a (B, 1) output against (B,) targets broadcasts to (B, B) in MSE)."),
-        Mistake("squeeze-drops-batch-axis",
-                "{name} returned shape {got}{where}: `.squeeze()` without an axis drops the batch axis too when "
-                "the batch holds one example. Squeeze only the last axis, `.squeeze(-1)`, and only when "
-                "num_classes = 1."),
-        Mistake("softmax-inside-head",
-                "{name} returned probabilities (each row sums to 1){where}: softmax inside the head. A head "
-                "returns raw logits (any real numbers, negative too); F.cross_entropy applies log-softmax "
-                "itself, and a second softmax flattens the gradients."),
-        Mistake("log-softmax-inside-head",
-                "{name} returned log-probabilities (log_softmax){where}. A head returns raw logits; "
-                "F.cross_entropy normalises them itself."),
-        Mistake("no-bias", "{name} adds no bias{where}: its Linear layer "
-                "has bias=False, so no (K,) bias was there to load. A head computes W c + b, with K·d weights and K "
-                "biases."),
-        Mistake("sigmoid-output", "{name} applied a sigmoid{where}: it "
-                "returns probabilities in (0, 1), not raw scores. Return the Linear layer's output as it is."),
-        Mistake("relu-on-logits", "{name} applied a ReLU to the logits"
-                "{where}: negative scores became 0. A head returns raw logits, negative ones too."),
-    ],
+    mistakes=table([
+        ("regression-b-by-1",
+         "the regression head (num_classes = 1) returned shape (B, 1) = ({B}, 1){where}; it must return "
+         "(B,) = ({B},), one number per example, to match targets of shape (B,): squeeze the last "
+         "dimension (a (B, 1) output against (B,) targets broadcasts to (B, B) in MSE)."),
+        ("squeeze-drops-batch-axis",
+         "{name} returned shape {got}{where}: `.squeeze()` without an axis drops the batch axis too when "
+         "the batch holds one example. Squeeze only the last axis, `.squeeze(-1)`, and only when "
+         "num_classes = 1."),
+        ("softmax-inside-head",
+         "{name} returned probabilities (each row sums to 1){where}: softmax inside the head. A head "
+         "returns raw logits (any real numbers, negative too); F.cross_entropy applies log-softmax "
+         "itself, and a second softmax flattens the gradients."),
+        ("log-softmax-inside-head",
+         "{name} returned log-probabilities (log_softmax){where}. A head returns raw logits; "
+         "F.cross_entropy normalises them itself."),
+        ("no-bias", "{name} adds no bias{where}: its Linear layer "
+         "has bias=False, so no (K,) bias was there to load. A head computes W c + b, with K·d weights and K "
+         "biases."),
+        ("sigmoid-output", "{name} applied a sigmoid{where}: it "
+         "returns probabilities in (0, 1), not raw scores. Return the Linear layer's output as it is."),
+        ("relu-on-logits", "{name} applied a ReLU to the logits"
+         "{where}: negative scores became 0. A head returns raw logits, negative ones too."),
+    ]),
 )
 
 
@@ -79,7 +80,7 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
     for d, K, p in TRAIN_CASES:
         x = torch.rand(2000, d, generator=g) + 1.0  # away from 0, so that a zero can only be dropout's
         W, (b, run_seed) = identity_on_top(d, K, g), _bias_and_seed(K, g)
-        want = (len(x),) if K == 1 else (len(x), K)
+        want = _eval.shape(x, W, b)
         train_pass(cls, "SequenceClassifier", "pooled", x, W, b, p, run_seed, want, f"{want} logits")
     passed("SequenceClassifier", len(cases) + len(TRAIN_CASES))
 
@@ -99,19 +100,18 @@ head_param_count = Exercise(
     where=lambda d, K: f" for d={d}, K={K}", fields=lambda d, K: {"d": d, "K": K},
     explain=lambda out, want, d, K: (f"head_param_count returned {out} for d={d}, K={K}; expected {want}. {_SUM}",
                                      _COUNT),
-    mistakes=[Mistake("forgets-the-bias", "{name} returned {out} = K·d{where}: the bias is left "
-                    "out. " + _SUM, _COUNT)] + [Mistake(key, "{name} returned {out} = " + how, fix=_COUNT)
-                                               for key, how in [
-        ("one-row-and-column-too-many", "(d + 1)·(K + 1){where}: one row and one "
-         "column too many. The weight matrix has one row per class (K = {K}) and one column per input feature "
-         "(d = {d}), and the bias one entry per class."),
-        ("one-bias-per-feature", "K·d + d{where}: the bias has one entry per class "
-         "(K = {K}), not one per feature (d = {d}). " + _SUM),
+    mistakes=table([
+        ("forgets-the-bias", "K·d{where}: the bias is left out. " + _SUM),
+        ("one-row-and-column-too-many",
+         "(d + 1)·(K + 1){where}: one row and one column too many. The weight matrix has one row per class (K = {K}) "
+         "and one column per input feature (d = {d}), and the bias one entry per class."),
+        ("one-bias-per-feature", "K·d + d{where}: the bias has one entry per class (K = {K}), not one per feature "
+         "(d = {d}). " + _SUM),
         ("shared-bias", "K·d + 1{where}: a single bias shared by all classes. " + _SUM),
         ("adds-the-sizes", "d + K{where}: the sizes are added, not multiplied. " + _SUM),
         ("square-matrix", "d·d + K{where}: a d × d matrix; the head's is K × d. " + _SUM),
         ("square-matrix", "d·d + d{where}: a d × d matrix; the head's is K × d. " + _SUM),
-    ]],
+    ], says="{name} returned {out} = ", fix=_COUNT),
 )
 
 # As for head_param_count: the diagnosis gives the reasoning, the fix the formula that is the answer.
@@ -126,19 +126,18 @@ untrained_loss = Exercise(
     where=lambda K: f" for K={K}",
     explain=lambda out, want, K: (f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.",
                                   _LN_K),
-    mistakes=[Mistake(key, "{name} returned {out:.4f} = " + how, fix=_LN_K) for key, how in [
-        ("log-base-2", "log₂ K{where}: log base 2 (bits). Cross-entropy in PyTorch uses the natural "
-         "log (nats)."),
+    mistakes=table([
+        ("log-base-2", "log₂ K{where}: log base 2 (bits). Cross-entropy in PyTorch uses the natural log (nats)."),
         ("log-base-10", "log₁₀ K{where}: log base 10. Cross-entropy uses the natural log."),
-        ("wrong-sign", "−ln K{where}: the sign is wrong. A loss is never negative: "
-         "a probability is below 1, so its −ln is above 0."),
-        ("probability-not-loss", "1/K{where}: that is the probability an "
-         "untrained head gives each class, not the loss. The loss is −ln of that probability."),
-        ("error-rate-not-loss", "1 − 1/K{where}: that is the error "
-         "rate of a uniform guess, not its cross-entropy. " + _LN),
+        ("wrong-sign",
+         "−ln K{where}: the sign is wrong. A loss is never negative: a probability is below 1, so its −ln is above 0."),
+        ("probability-not-loss", "1/K{where}: that is the probability an untrained head gives each class, not the "
+         "loss. The loss is −ln of that probability."),
+        ("error-rate-not-loss", "1 − 1/K{where}: that is the error rate of a uniform guess, not its cross-entropy. "
+         + _LN),
         ("ln-2-for-every-k", "ln 2{where}: the value for two classes only. " + _LN),
         ("ln-k-minus-1", "ln(K − 1){where}. " + _LN),
-    ]],
+    ], says="{name} returned {out:.4f} = ", fix=_LN_K),
 )
 
 __all__ = ["sequence_classifier", "head_param_count", "untrained_loss", "CheckFailed"]

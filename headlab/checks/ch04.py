@@ -11,6 +11,7 @@ from . import heads
 from .core import CheckFailed, call, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, train_pass
 from .engine import Exercise, Mistake, backward_through, judge_gradients, reference, same, show
+from .shared import table
 
 # --- TokenClassifier(d, num_labels, dropout) ------------------------------------------------------------------
 HEAD_CASES = [(8, 5, 2, 6), (16, 3, 2, 4), (4, 7, 1, 9)]   # (d, L, B, n), n ≠ L: (B, L, n) is not (B, n, L)
@@ -81,12 +82,8 @@ def _crashes(H: torch.Tensor) -> list[tuple[str, str, str]]:
              "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")]
 
 
-def _head_mistake(key: str, message: str) -> Mistake:
-    return Mistake(key, "TokenClassifier returned " + message)
-
-
 _logits = Exercise(
-    "TokenClassifier", cases=(), read=None,   # judged only: the drivers run the class
+    "TokenClassifier",   # judged only: the drivers run the class
     shape=lambda H, W, b: (*H.shape[:2], len(b)),
     meaning=" (B, n, num_labels): one row of num_labels scores per position",
     where=lambda H, W, b: f" for H of shape {tuple(H.shape)} and num_labels = {len(b)}",
@@ -96,23 +93,23 @@ _logits = Exercise(
         f"{_logits.where(H, W, b)}, with W and bias the check loads into its state_dict's one (num_labels, d) weight "
         f"and (num_labels,) bias, and nothing else changing the output. At [0, 0] you returned {show(out[0, 0])}; the Linear layer gives "
         f"{show(right[0, 0])}."),
-    mistakes=[
-        Mistake("no-bias", "TokenClassifier returned logits without a bias{where}: its "
-                "Linear layer has bias=False, so no (num_labels,) bias was there to load. A token head is one "
-                "`nn.Linear(d, num_labels)` with its bias."),
-        _head_mistake("labels-axis-second",
-                      "shape {got}{where}: that is (B, L, n), the labels axis second. The contract is (B, n, L) = "
-                      "{want}, labels axis last. (Moving L to dim 1 is the loss's business, not the head's.)"),
-        _head_mistake("returns-label-ids",
-                      "label ids (an argmax over the labels){where}. The head returns the raw logits, "
-                      "(B, n, num_labels) = {want}; predictions take the argmax later."),
-        _head_mistake("softmax-inside-head",
-                      "probabilities{where}: you applied softmax inside the head. A head returns raw logits; "
-                      "cross-entropy applies log-softmax itself, and argmax needs no softmax."),
-        _head_mistake("log-softmax-inside-head",
-                      "log-probabilities{where} (log_softmax inside the head). A head returns raw logits; the loss "
-                      "normalises them itself."),
-    ],
+    mistakes=table([
+        ("no-bias",
+         "logits without a bias{where}: its Linear layer has bias=False, so no (num_labels,) bias was there to load. "
+         "A token head is one `nn.Linear(d, num_labels)` with its bias."),
+        ("labels-axis-second",
+         "shape {got}{where}: that is (B, L, n), the labels axis second. The contract is (B, n, L) = {want}, labels "
+         "axis last. (Moving L to dim 1 is the loss's business, not the head's.)"),
+        ("returns-label-ids",
+         "label ids (an argmax over the labels){where}. The head returns the raw logits, (B, n, num_labels) = {want}; "
+         "predictions take the argmax later."),
+        ("softmax-inside-head",
+         "probabilities{where}: you applied softmax inside the head. A head returns raw logits; cross-entropy applies "
+         "log-softmax itself, and argmax needs no softmax."),
+        ("log-softmax-inside-head",
+         "log-probabilities{where} (log_softmax inside the head). A head returns raw logits; the loss normalises them "
+         "itself."),
+    ], says="TokenClassifier returned "),
 )
 
 # --- token_loss(logits, labels) → 0-d tensor ------------------------------------------------------------------
@@ -147,11 +144,11 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
 
 
-def _loss_mistake(key: str, why: str, fix: str = "") -> Mistake:
-    def message(out, logits, labels):
-        return (f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}: "
-                + why.format(all=labels.numel(), kept=int((labels != X).sum())))
-    return Mistake(key, message, fix=fix)
+def _loss_message(why: str) -> Callable[..., str]:
+    """A message of token_loss's table: the loss returned, then `why`, which may name the number of positions
+    ({all}) and of labelled ones ({kept})."""
+    return lambda out, logits, labels: (f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}: "
+                                        + why.format(all=labels.numel(), kept=int((labels != X).sum())))
 
 
 token_loss = Exercise(
@@ -171,37 +168,34 @@ token_loss = Exercise(
     explain=lambda out, right, logits, labels: (
         f"token_loss gave {out.item():.4f}{token_loss.where(logits, labels)}; the mean cross-entropy over the positions "
         f"whose label is not -100 is {float(right):.4f}."),
-    mistakes=[
-        _loss_mistake("minus-100-as-class-0",
-                      "you replaced the -100 labels by a class (0), so [CLS], [SEP] and padding positions count in "
-                      "the loss. Positions labelled -100 must be left out.", "Use ignore_index=-100."),
-        _loss_mistake("divides-by-all-positions",
-                      "you divided by all B·n = {all} positions, padding and specials included; divide by the "
-                      "{kept} labelled positions (label ≠ -100)."),
-        _loss_mistake("sum-not-mean",
-                      "you returned the sum over labelled positions; the loss is their mean."),
-        _loss_mistake("mean-per-sentence",
-                      "you averaged within each sentence and then over sentences; the loss is the mean over all "
-                      "labelled positions of the batch, so a long sentence weighs more."),
-        _loss_mistake("labels-shifted-left",
-                      "label i is scored with the logits of position i + 1, but labels are already aligned to "
-                      "the token positions, [CLS] included (word w at w + 1): do not shift them."),
-        _loss_mistake("labels-shifted-right",
-                      "label i + 1 is scored with the logits of position i, as if [CLS] were not there; labels are "
-                      "already aligned to the token positions, [CLS] included: do not shift them."),
-        _loss_mistake("softmax-first",
-                      "you applied softmax to the logits before cross_entropy, which applies log-softmax itself: "
-                      "cross_entropy takes raw logits."),
-        _loss_mistake("classes-on-sequence-axis",
-                      "F.cross_entropy read the classes from the sequence axis (here of size L, so nothing "
-                      "crashed): with more than two axes it reads them from dim 1.",
-                      "Either flatten the logits as they are, `logits.flatten(0, 1)` with `labels.flatten()` (no "
-                      "transpose before it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, "
-                      "not flattened."),
-        _loss_mistake("nll-on-logits",
-                      "you used nll_loss on raw logits; it expects log-probabilities.",
-                      "Use F.cross_entropy, which applies log-softmax itself."),
-    ],
+    mistakes=table([
+        ("minus-100-as-class-0",
+         "you replaced the -100 labels by a class (0), so [CLS], [SEP] and padding positions count in the loss. "
+         "Positions labelled -100 must be left out.", "Use ignore_index=-100."),
+        ("divides-by-all-positions",
+         "you divided by all B·n = {all} positions, padding and specials included; divide by the {kept} labelled "
+         "positions (label ≠ -100)."),
+        ("sum-not-mean", "you returned the sum over labelled positions; the loss is their mean."),
+        ("mean-per-sentence",
+         "you averaged within each sentence and then over sentences; the loss is the mean over all labelled "
+         "positions of the batch, so a long sentence weighs more."),
+        ("labels-shifted-left",
+         "label i is scored with the logits of position i + 1, but labels are already aligned to the token "
+         "positions, [CLS] included (word w at w + 1): do not shift them."),
+        ("labels-shifted-right",
+         "label i + 1 is scored with the logits of position i, as if [CLS] were not there; labels are already "
+         "aligned to the token positions, [CLS] included: do not shift them."),
+        ("softmax-first",
+         "you applied softmax to the logits before cross_entropy, which applies log-softmax itself: cross_entropy "
+         "takes raw logits."),
+        ("classes-on-sequence-axis",
+         "F.cross_entropy read the classes from the sequence axis (here of size L, so nothing crashed): with more "
+         "than two axes it reads them from dim 1.",
+         "Either flatten the logits as they are, `logits.flatten(0, 1)` with `labels.flatten()` (no transpose before "
+         "it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, not flattened."),
+        ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities.",
+         "Use F.cross_entropy, which applies log-softmax itself."),
+    ], says=_loss_message),
 )
 
 # --- bio_to_spans(tags) → [(type, start, end)] ----------------------------------------------------------------

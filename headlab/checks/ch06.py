@@ -8,7 +8,8 @@ import torch
 
 from ..kernel import drive_names
 from .core import CheckFailed, NotWritten, a_type, drive, fail, passed, trying
-from .engine import Exercise, Mistake
+from .engine import Exercise
+from .shared import table
 
 T, F = True, False
 
@@ -47,9 +48,6 @@ def _full_row(err, H, lengths) -> str | tuple[str, str, str]:
                                 "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
 
 
-_MEAN = ("last_token_pool averaged over positions{where}: that is mean pooling. Last-token pooling takes one vector "
-         "per row, the one at its last real position ℓ_b − 1.")
-
 last_token_pool = Exercise(
     "last_token_pool",
     # (lengths, n, d, the position each row must use: ℓ − 1), written out by hand.
@@ -65,24 +63,25 @@ last_token_pool = Exercise(
     hints=[(IndexError, _full_row)],
     explain=_pool_row,
     unchanged="last_token_pool changed H or lengths; select from them without writing into them.",
-    mistakes=[
-        Mistake("every-row-every-position",
-                "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position "
-                "from every row. Pair each row with its own position.",
-                fix="Index both axes with a tensor, one entry per row: `H[torch.arange(H.shape[0]), lengths - 1]`."),
-        Mistake("last-tensor-position",
-                "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter "
-                "than n. With right padding, pick each row's own position ℓ_b − 1."),
-        Mistake("first-token",
-                "last_token_pool pooled the first token (`H[:, 0]`){where}. In a causal model it has seen only "
-                "itself, so it knows nothing about the rest of the text. Use the last real token, ℓ_b − 1."),
-        Mistake("mean-pooling",
-                _MEAN),
-        Mistake("mean-pooling", _MEAN),
-        Mistake("one-too-many",
-                "last_token_pool pooled position ℓ of every row{where}: off by one. Positions count from 0, so a row "
-                "of ℓ tokens ends at position ℓ − 1; position ℓ is padding."),
-    ],
+    mistakes=table([
+        ("every-row-every-position",
+         "last_token_pool returned shape (B, B, d){where}: `H[:, lengths - 1]` takes every listed position from every "
+         "row. Pair each row with its own position.",
+         "Index both axes with a tensor, one entry per row: `H[torch.arange(H.shape[0]), lengths - 1]`."),
+        ("last-tensor-position",
+         "last_token_pool pooled the last tensor position (`H[:, -1]`){where}: padding for every row shorter than n. "
+         "With right padding, pick each row's own position ℓ_b − 1."),
+        ("first-token",
+         "last_token_pool pooled the first token (`H[:, 0]`){where}. In a causal model it has seen only itself, so it "
+         "knows nothing about the rest of the text. Use the last real token, ℓ_b − 1."),
+        # two rows: the mean over each row's real tokens, and over every position (heads_mistakes.ch06)
+        *[("mean-pooling",
+           "last_token_pool averaged over positions{where}: that is mean pooling. Last-token pooling takes one vector "
+           "per row, the one at its last real position ℓ_b − 1.")] * 2,
+        ("one-too-many",
+         "last_token_pool pooled position ℓ of every row{where}: off by one. Positions count from 0, so a row of ℓ "
+         "tokens ends at position ℓ − 1; position ℓ is padding."),
+    ]),
 )
 
 
@@ -102,10 +101,8 @@ def _bool_first(err, mask) -> tuple[str, str, str] | None:
         "True/False only.", "", "Turn it into bool first: `attention_mask.bool()`.")
 
 
-# The code-level fixes, shown when the same mistake comes again (core.shown).
+# Shown when the same mistake comes again (core.shown)
 _FROM_THE_END = "Index i counted from the end is position n − 1 − i, where `n = attention_mask.shape[1]`."
-_INDEX_FIXES = {"first-true": "E.g. weight each position by its index, or flip the row before the argmax.",
-                "flipped-not-mapped-back": _FROM_THE_END, "flip-off-by-one": _FROM_THE_END}
 
 last_real_index = Exercise(
     "last_real_index",
@@ -130,30 +127,39 @@ last_real_index = Exercise(
     hints=[(Exception, _bool_first)],
     explain=_index_row,
     unchanged="last_real_index changed the mask it was given; compute a new tensor instead.",
-    mistakes=[Mistake(key, message, fix=_INDEX_FIXES.get(key, ""))
-              for key, message in {
-        "counted-across-a-hole": "last_real_index counted the real tokens (`attention_mask.sum(1) - 1`, or first "
-        "True + count − 1){where}, which assumes they sit side by side. This mask has a hole, a False inside the "
-        "text: the pad id also occurs in the text and the mask was built as ids != pad_id. Find the last True.",
-        "count-assumes-right-padding": "last_real_index returned the number of real tokens minus one "
-        "(`attention_mask.sum(1) - 1`){where}: the last index only when the text starts at position 0. A row here "
-        "starts with padding, so its text ends further right: find the position of the last True, do not count.",
-        "first-true": "last_real_index returned the first True of each row{where}: argmax returns the FIRST position "
-        "of the maximum, and every True is a maximum. Look for the last True instead.",
-        "n-minus-length": "last_real_index returned n − ℓ for each row (its length minus its real tokens){where}: "
-        "under left padding that is where the text starts, the first real token, not where it ends.",
-        "flipped-not-mapped-back": "last_real_index returned how far each row's last True is from the end of the row"
-        "{where}, as argmax gives it on the flipped mask. Map it back to a position counted from the start.",
-        "count-as-index": "last_real_index returned the number of real tokens of each row (`attention_mask.sum(1)`)"
-        "{where}: a count, not a position. Positions count from 0, and a count does not say where a text ends.",
-        "flip-off-by-one": "last_real_index returned one past each row's last True{where}: off by one. Positions "
-        "count from 0, at both ends of the row.",
-        "stopped-at-first-false": "last_real_index returned the position before each row's first False{where}: the "
-        "last real token only if the text starts at position 0 and has no gap, and here a row starts with padding "
-        "or has a False inside its text. Take the last True instead.",
-        "last-tensor-position": "last_real_index returned the last tensor position n − 1 for every row{where}: "
-        "padding for a right-padded row shorter than n.",
-    }.items()],
+    mistakes=table([
+        ("counted-across-a-hole",
+         "counted the real tokens (`attention_mask.sum(1) - 1`, or first True + count − 1){where}, which assumes they "
+         "sit side by side. This mask has a hole, a False inside the text: the pad id also occurs in the text and "
+         "the mask was built as ids != pad_id. Find the last True."),
+        ("count-assumes-right-padding",
+         "returned the number of real tokens minus one (`attention_mask.sum(1) - 1`){where}: the last index only "
+         "when the text starts at position 0. A row here starts with padding, so its text ends further right: find "
+         "the position of the last True, do not count."),
+        ("first-true",
+         "returned the first True of each row{where}: argmax returns the FIRST position of the maximum, and every "
+         "True is a maximum. Look for the last True instead.",
+         "E.g. weight each position by its index, or flip the row before the argmax."),
+        ("n-minus-length",
+         "returned n − ℓ for each row (its length minus its real tokens){where}: under left padding that is where "
+         "the text starts, the first real token, not where it ends."),
+        ("flipped-not-mapped-back",
+         "returned how far each row's last True is from the end of the row{where}, as argmax gives it on the flipped "
+         "mask. Map it back to a position counted from the start.", _FROM_THE_END),
+        ("count-as-index",
+         "returned the number of real tokens of each row (`attention_mask.sum(1)`){where}: a count, not a position. "
+         "Positions count from 0, and a count does not say where a text ends."),
+        ("flip-off-by-one",
+         "returned one past each row's last True{where}: off by one. Positions count from 0, at both ends of the "
+         "row.", _FROM_THE_END),
+        ("stopped-at-first-false",
+         "returned the position before each row's first False{where}: the last real token only if the text starts "
+         "at position 0 and has no gap, and here a row starts with padding or has a False inside its text. Take the "
+         "last True instead."),
+        ("last-tensor-position",
+         "returned the last tensor position n − 1 for every row{where}: padding for a right-padded row shorter than "
+         "n."),
+    ], says="last_real_index "),
 )
 
 

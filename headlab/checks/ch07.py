@@ -9,17 +9,16 @@ import math
 import torch
 
 from .core import CheckFailed
-from .engine import Exercise, Mistake, inputs_as
+from .engine import Exercise, inputs_as
+from .shared import table
 
 
 # --- predict_or_reject(probs, threshold, reject) → (B,) long ------------------------------------------
-def _rows(probs, keep) -> list[int]:
-    return keep(probs.max(-1).values).nonzero().flatten().tolist()
-
-
-OVER_BATCH = ("predict_or_reject returned one value per class{where}: you took the argmax or max over dim 0, the "
-              "batch axis; the classes are along the last axis (dim=-1).")
-OVER_BATCH_FIX = "`probs.max(dim=-1)` gives each row's top probability and its class."
+def _against_threshold(probs, t, r) -> dict:
+    """The rows whose top probability is at the threshold t and below it, for the messages."""
+    top = probs.max(-1).values
+    edge, low = [rows.nonzero().flatten().tolist() for rows in (top == t, top < t)]
+    return {"t": t, "r": r, "edge": edge, "low": low, "tops": [f"{x:g}" for x in top.tolist() if x < t]}
 
 
 predict_or_reject = Exercise(
@@ -40,63 +39,63 @@ predict_or_reject = Exercise(
     dtype=torch.long,
     meaning=", one class index (or `reject`) per row",
     where=lambda probs, t, r: f" (threshold={t}, reject={r}, probs of shape {probs.shape[0]} × {probs.shape[1]})",
-    fields=lambda probs, t, r: {"t": t, "r": r, "edge": _rows(probs, lambda top: top == t),
-                                "low": _rows(probs, lambda top: top < t),
-                                "tops": [f"{x:g}" for x in probs.max(-1).values.tolist() if x < t]},
+    fields=_against_threshold,
     dtype_message="{name} returned dtype {got}{where}; return class indices (the argmax of each row, or `reject`) "
                   "as a long tensor.",
     explain=lambda out, expected, probs, t, r: next(
         f"row {b} has probabilities {probs[b].tolist()} and threshold {t} (reject={r}): expected {int(expected[b])}, "
         f"you returned {int(out[b])}. A row is answered with the argmax of its probabilities when its top "
         "probability is ≥ the threshold, with `reject` otherwise." for b in range(len(out)) if out[b] != expected[b]),
-    mistakes=[
-        Mistake("argmax-over-batch", OVER_BATCH,
-                fix=OVER_BATCH_FIX),
-        Mistake("argmax-over-batch", OVER_BATCH, fix=OVER_BATCH_FIX),
-        Mistake("returns-top-probability",
-                "predict_or_reject returned the top probabilities{where}: return class indices as a long tensor "
-                "(the argmax, or `reject`), not probabilities.",
-                fix="`top, prediction = probs.max(dim=-1)` gives both: return the prediction, not the top."),
-        Mistake("hardcoded-minus-one",
-                "the rejected rows hold -1{where}, but the caller asked for reject={r}: use the `reject` argument "
-                "instead of writing -1 into the function.", fix="Write `reject` where your code writes -1."),
-        Mistake("strict-greater",
-                "rows {edge} have a top probability exactly equal to the threshold {t} and you rejected them"
-                "{where}. A prediction is kept when its top probability is ≥ the threshold.", fix="Use >=, not >."),
-        Mistake("never-rejects",
-                "you never rejected anything{where}: rows {low} have top probabilities {tops}, below the threshold, "
-                "and must be answered with reject={r}.",
-                fix="Choose per row with `torch.where`: the argmax where the top probability reaches the "
-                    "threshold, `reject` elsewhere."),
-        Mistake("first-over-threshold",
-                "you answered with the first class whose probability reaches the threshold{where}; below 0.5 several "
-                "classes of a row can reach it. Answer with the row's argmax, the class of its top probability, "
-                "whenever that top probability is ≥ the threshold.",
-                fix="`top, prediction = probs.max(dim=-1)`, then compare `top` with the threshold."),
-        Mistake("rejects-the-confident",
-                "the rejection is the wrong way round{where}: you rejected the confident rows and kept the unsure "
-                "ones. Reject a row when its top probability is below the threshold.",
-                fix="Swap the two branches of your `torch.where` (or compare with >= instead of <)."),
+    mistakes=table([
+        # two rows: the argmax, and the max with its indices, over dim 0 (heads_mistakes.ch07)
+        *[("argmax-over-batch",
+           "predict_or_reject returned one value per class{where}: you took the argmax or max over dim 0, the batch "
+           "axis; the classes are along the last axis (dim=-1).",
+           "`probs.max(dim=-1)` gives each row's top probability and its class.")] * 2,
+        ("returns-top-probability",
+         "predict_or_reject returned the top probabilities{where}: return class indices as a long tensor "
+         "(the argmax, or `reject`), not probabilities.",
+         "`top, prediction = probs.max(dim=-1)` gives both: return the prediction, not the top."),
+        ("hardcoded-minus-one",
+         "the rejected rows hold -1{where}, but the caller asked for reject={r}: use the `reject` argument "
+         "instead of writing -1 into the function.", "Write `reject` where your code writes -1."),
+        ("strict-greater",
+         "rows {edge} have a top probability exactly equal to the threshold {t} and you rejected them"
+         "{where}. A prediction is kept when its top probability is ≥ the threshold.", "Use >=, not >."),
+        ("never-rejects",
+         "you never rejected anything{where}: rows {low} have top probabilities {tops}, below the threshold, "
+         "and must be answered with reject={r}.",
+         "Choose per row with `torch.where`: the argmax where the top probability reaches the "
+         "threshold, `reject` elsewhere."),
+        ("first-over-threshold",
+         "you answered with the first class whose probability reaches the threshold{where}; below 0.5 several "
+         "classes of a row can reach it. Answer with the row's argmax, the class of its top probability, "
+         "whenever that top probability is ≥ the threshold.",
+         "`top, prediction = probs.max(dim=-1)`, then compare `top` with the threshold."),
+        ("rejects-the-confident",
+         "the rejection is the wrong way round{where}: you rejected the confident rows and kept the unsure "
+         "ones. Reject a row when its top probability is below the threshold.",
+         "Swap the two branches of your `torch.where` (or compare with >= instead of <)."),
         # Found by simulated students: each got only "expected 0, you returned -1" before.
-        Mistake("confidence-of-class-one",
-                "predict_or_reject compared the threshold {t} with every row's probability of class 1{where}: a row "
-                "predicting another class is then kept or rejected by a probability it does not predict. A row's "
-                "confidence is its top probability, that of the class it predicts.",
-                fix="`top, prediction = probs.max(dim=-1)`, then compare `top`, not `probs[:, 1]`, with the "
-                    "threshold."),
-        Mistake("threshold-on-class-index",
-                "predict_or_reject compared the threshold {t} with each row's predicted class index{where}, not with "
-                "its top probability: with a threshold in (0, 1], a prediction of class 0 is then always rejected "
-                "and every other class always kept, whatever the model's confidence. The threshold is a probability: "
-                "it applies to the row's top probability.",
-                fix="Compare `probs.max(dim=-1).values >= threshold`, and answer with the argmax where it holds."),
+        ("confidence-of-class-one",
+         "predict_or_reject compared the threshold {t} with every row's probability of class 1{where}: a row "
+         "predicting another class is then kept or rejected by a probability it does not predict. A row's "
+         "confidence is its top probability, that of the class it predicts.",
+         "`top, prediction = probs.max(dim=-1)`, then compare `top`, not `probs[:, 1]`, with the "
+         "threshold."),
+        ("threshold-on-class-index",
+         "predict_or_reject compared the threshold {t} with each row's predicted class index{where}, not with "
+         "its top probability: with a threshold in (0, 1], a prediction of class 0 is then always rejected "
+         "and every other class always kept, whatever the model's confidence. The threshold is a probability: "
+         "it applies to the row's top probability.",
+         "Compare `probs.max(dim=-1).values >= threshold`, and answer with the argmax where it holds."),
         # Found by a simulated student: got only "expected 0, you returned -1" before.
-        Mistake("softmax-of-probabilities",
-                "predict_or_reject applied a softmax to `probs`{where}, which are probabilities already: a second "
-                "softmax flattens each row towards uniform (0.5, 0.25, 0.25 becomes about 0.39, 0.31, 0.31), so "
-                "confident rows fall below the threshold {t}. A softmax turns logits into probabilities, once.",
-                fix="Use `probs` as given: `top, prediction = probs.max(dim=-1)`, with no `.softmax`."),
-    ],
+        ("softmax-of-probabilities",
+         "predict_or_reject applied a softmax to `probs`{where}, which are probabilities already: a second "
+         "softmax flattens each row towards uniform (0.5, 0.25, 0.25 becomes about 0.39, 0.31, 0.31), so "
+         "confident rows fall below the threshold {t}. A softmax turns logits into probabilities, once.",
+         "Use `probs` as given: `top, prediction = probs.max(dim=-1)`, with no `.softmax`."),
+    ]),
 )
 
 
@@ -106,25 +105,8 @@ def _edges(probs, n_bins) -> str:
     return ", ".join(str(c) for c in conf if c > 0 and math.isclose(c * n_bins, round(c * n_bins)))
 
 
-def _ece_where(probs, labels, n_bins) -> str:
-    return f" (N = {probs.shape[0]} predictions, n_bins={n_bins})"
-
-
 SAID = "expected ECE {expected:.6f}, you returned {out:.6f}{where}. "   # every ECE message begins so
 UNWEIGHTED_FIX = "Add (count_bin / N) · gap over the non-empty bins, rather than averaging the gaps."
-UNWEIGHTED_SUM_FIX = "Multiply each bin's gap by count_bin / N before adding it."
-CLASS_ONE_FIX = "`probs.max(dim=-1).values` holds the top probability of each row."
-WHOLE_BATCH = (SAID + "That is the ECE with a confidence or a prediction taken over the whole batch: `probs.max()` "
-               "or `probs.argmax()` without a dim gives the largest probability of all rows, or its index in the "
-               "flattened (N, C) tensor, which is not a class. Each row has its own confidence, its top probability, "
-               "and its own prediction, the class of that probability.")
-WHOLE_BATCH_FIX = "`confidence, prediction = probs.max(dim=-1)`: one of each per row."
-CLASS_ONE = (SAID + "That is the ECE with the probability of class 1 as every row's confidence. A prediction's "
-             "confidence is the probability of the class it predicts: the top probability of its row.")
-CLASS_ONE_BINARY = (SAID + "That is the ECE with `probs[:, 1]`, the probability of class 1, as every row's confidence "
-                    "and class 1 predicted where it exceeds 0.5, as if there were two classes. Here a row may have "
-                    "any number of classes: its prediction is its argmax, and its confidence the top probability.")
-CLASS_ONE_BINARY_FIX = "`confidence, prediction = probs.max(dim=-1)`: the top probability and its class, per row."
 expected_calibration_error = Exercise(
     "expected_calibration_error",
     # (probs, labels, n_bins, expected), the ECE worked out by hand (tests/test_07_checks.py redoes it exactly).
@@ -140,79 +122,84 @@ expected_calibration_error = Exercise(
     read=inputs_as(torch.float32, torch.long, None, None),
     returns=float,
     atol=1e-5,
-    where=_ece_where,
+    where=lambda probs, labels, n_bins: f" (N = {probs.shape[0]} predictions, n_bins={n_bins})",
     fields=lambda probs, labels, n_bins: {"edges": _edges(probs, n_bins)},
     explain=lambda out, expected, *inputs: (
-        SAID.format(expected=expected, out=out, where=_ece_where(*inputs))
+        SAID.format(expected=expected, out=out, where=expected_calibration_error.where(*inputs))
         + "An ECE is a weighted mean of gaps between numbers in [0, 1], so it lies in [0, 1]. " * (not 0 <= out <= 1)
         + "Confidence is the top probability of each row, a prediction is correct when its argmax equals the "
         "label, and ECE = Σ over non-empty bins of (count_bin / N) · |accuracy_bin − confidence_bin|."),
-    mistakes=[
-        Mistake("nan-from-empty-bins",
-                SAID + "Some bins are empty here; the accuracy or confidence of an empty bin is a mean of nothing "
-                "(nan). Empty bins add nothing: skip them.",
-                fix="Skip a bin whose count is 0 (a `continue` in your loop)."),
-        Mistake("left-closed-bins",
-                SAID + "A confidence exactly on a bin edge ({edges} here) went to the wrong bin: your bins are "
-                "[k/n, (k+1)/n), the wrong closed side. Bin k holds confidences in (k/n, (k+1)/n], so 0.5 belongs "
-                "with the bin that ends at 0.5 and 1.0 with the last bin.",
-                fix="Put a confidence c in bin k when k / n_bins < c ≤ (k + 1) / n_bins: use > on the lower edge "
-                    "and ≤ on the upper."),
-        Mistake("unweighted-bins",
-                SAID + "That is a plain mean of the per-bin gaps: the bins are not weighted. Each bin's gap "
-                "|accuracy − confidence| counts in proportion to its share of the predictions, count_bin / N.",
-                fix=UNWEIGHTED_FIX),
-        Mistake("unweighted-bins",
-                SAID + "That is a plain mean of the per-bin gaps over all n_bins bins: the bins are not weighted. "
-                "Each bin's gap counts in proportion to its share of the predictions, count_bin / N.",
-                fix=UNWEIGHTED_FIX),
+    mistakes=table([
+        ("nan-from-empty-bins",
+         "Some bins are empty here; the accuracy or confidence of an empty bin is a mean of nothing (nan). Empty bins "
+         "add nothing: skip them.",
+         "Skip a bin whose count is 0 (a `continue` in your loop)."),
+        ("left-closed-bins",
+         "A confidence exactly on a bin edge ({edges} here) went to the wrong bin: your bins are [k/n, (k+1)/n), the "
+         "wrong closed side. Bin k holds confidences in (k/n, (k+1)/n], so 0.5 belongs with the bin that ends at 0.5 "
+         "and 1.0 with the last bin.",
+         "Put a confidence c in bin k when k / n_bins < c ≤ (k + 1) / n_bins: use > on the lower edge and ≤ on the "
+         "upper."),
+        ("unweighted-bins",
+         "That is a plain mean of the per-bin gaps: the bins are not weighted. Each bin's gap |accuracy − confidence| "
+         "counts in proportion to its share of the predictions, count_bin / N.", UNWEIGHTED_FIX),
+        ("unweighted-bins",
+         "That is a plain mean of the per-bin gaps over all n_bins bins: the bins are not weighted. Each bin's gap "
+         "counts in proportion to its share of the predictions, count_bin / N.", UNWEIGHTED_FIX),
         # Found by a simulated student: got only the recipe before.
-        Mistake("unweighted-bins",
-                SAID + "That is a plain sum of the per-bin gaps: the bins are not weighted, so the sum can exceed 1. "
-                "Each bin's gap |accuracy − confidence| counts in proportion to its share of the predictions, "
-                "count_bin / N, which makes the ECE a weighted mean, between 0 and 1.", fix=UNWEIGHTED_SUM_FIX),
-        Mistake("single-global-gap",
-                SAID + "That is |mean accuracy − mean confidence| over all predictions: one global gap, which is "
-                "also what per-bin gaps add up to when they keep their signs (no absolute value). Over- and "
-                "under-confident bins cancel in it; take each bin's gap |accuracy − confidence| before weighting it "
-                "by count_bin / N.",
-                fix="Loop over the bins: for each non-empty one add (count_bin / N) · |accuracy_bin − "
-                    "confidence_bin|."),
-        Mistake("confidence-of-class-one", CLASS_ONE,
-                fix=CLASS_ONE_FIX),
-        Mistake("confidence-of-class-one", CLASS_ONE,
-                fix=CLASS_ONE_FIX),
+        ("unweighted-bins",
+         "That is a plain sum of the per-bin gaps: the bins are not weighted, so the sum can exceed 1. Each bin's gap "
+         "|accuracy − confidence| counts in proportion to its share of the predictions, count_bin / N, which makes "
+         "the ECE a weighted mean, between 0 and 1.", "Multiply each bin's gap by count_bin / N before adding it."),
+        ("single-global-gap",
+         "That is |mean accuracy − mean confidence| over all predictions: one global gap, which is also what per-bin "
+         "gaps add up to when they keep their signs (no absolute value). Over- and under-confident bins cancel in it; "
+         "take each bin's gap |accuracy − confidence| before weighting it by count_bin / N.",
+         "Loop over the bins: for each non-empty one add (count_bin / N) · |accuracy_bin − confidence_bin|."),
+        # Two rows: without and with 0 in bin 0.
+        *[("confidence-of-class-one",
+           "That is the ECE with the probability of class 1 as every row's confidence. A prediction's confidence is "
+           "the probability of the class it predicts: the top probability of its row.",
+           "`probs.max(dim=-1).values` holds the top probability of each row.")] * 2,
         # Found by a simulated student: got only the recipe before. Two rows: without and with 0 in bin 0.
-        *[Mistake("confidence-of-class-one", CLASS_ONE_BINARY, fix=CLASS_ONE_BINARY_FIX)] * 2,
-        Mistake("counts-not-shares",
-                SAID + "That is N × the ECE: each bin's gap was weighted by its count of predictions. Weight it by "
-                "the bin's share of them, count_bin / N, so that the ECE stays between 0 and 1.",
-                fix="Multiply each gap by count_bin / N, not by count_bin alone."),
-        Mistake("fixed-ten-bins",
-                SAID + "That is the ECE with 10 bins: use the n_bins argument instead of a fixed number of bins.",
-                fix="Write `n_bins` wherever your code says 10."),
+        *[("confidence-of-class-one",
+           "That is the ECE with `probs[:, 1]`, the probability of class 1, as every row's confidence and class 1 "
+           "predicted where it exceeds 0.5, as if there were two classes. Here a row may have any number of classes: "
+           "its prediction is its argmax, and its confidence the top probability.",
+           "`confidence, prediction = probs.max(dim=-1)`: the top probability and its class, per row.")] * 2,
+        ("counts-not-shares",
+         "That is N × the ECE: each bin's gap was weighted by its count of predictions. Weight it by the bin's share "
+         "of them, count_bin / N, so that the ECE stays between 0 and 1.",
+         "Multiply each gap by count_bin / N, not by count_bin alone."),
+        ("fixed-ten-bins", "That is the ECE with 10 bins: use the n_bins argument instead of a fixed number of bins.",
+         "Write `n_bins` wherever your code says 10."),
         # Found by a simulated student: both got only the recipe before.
-        Mistake("rms-of-gaps", SAID + "That is a root mean square of the per-bin gaps, √Σ (count_bin / N) · gap², "
-                "which weighs large gaps more. The ECE is the weighted mean of the absolute gaps themselves, "
-                "Σ (count_bin / N) · |accuracy_bin − confidence_bin|.",
-                fix="Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
+        ("rms-of-gaps",
+         "That is a root mean square of the per-bin gaps, √Σ (count_bin / N) · gap², which weighs large gaps more. "
+         "The ECE is the weighted mean of the absolute gaps themselves, Σ (count_bin / N) · |accuracy_bin − "
+         "confidence_bin|.",
+         "Add (count_bin / N) · |gap| for each bin, with no square and no square root."),
         # Found by a simulated student: each got only the recipe before.
-        Mistake("squared-gaps",
-                SAID + "That is Σ (count_bin / N) · gap², the per-bin gaps squared: a gap of 0.1 then counts 0.01, "
-                "and every ECE shrinks. The ECE weighs each bin's absolute gap |accuracy_bin − confidence_bin| as "
-                "it is.", fix="Take `.abs()` of each bin's gap instead of `** 2`."),
-        Mistake("global-accuracy-per-bin",
-                SAID + "That is the ECE with the accuracy of all N predictions in every bin: each bin compares its "
-                "mean confidence with the accuracy of its own predictions, the rows whose confidence falls in it.",
-                fix="Average the correctness over the bin's own rows, as you average their confidence, not over "
-                    "all N rows."),
-        Mistake("integer-division-weights",
-                SAID + "Each bin's weight count_bin // N is an integer division: 0 for every bin that holds fewer "
-                "than all N predictions, so every gap is multiplied by 0. The weight is the fraction count_bin / N.",
-                fix="Divide with /, not // (an integer division): the weight count_bin / N is a fraction."),
+        ("squared-gaps",
+         "That is Σ (count_bin / N) · gap², the per-bin gaps squared: a gap of 0.1 then counts 0.01, and every ECE "
+         "shrinks. The ECE weighs each bin's absolute gap |accuracy_bin − confidence_bin| as it is.",
+         "Take `.abs()` of each bin's gap instead of `** 2`."),
+        ("global-accuracy-per-bin",
+         "That is the ECE with the accuracy of all N predictions in every bin: each bin compares its mean confidence "
+         "with the accuracy of its own predictions, the rows whose confidence falls in it.",
+         "Average the correctness over the bin's own rows, as you average their confidence, not over all N rows."),
+        ("integer-division-weights",
+         "Each bin's weight count_bin // N is an integer division: 0 for every bin that holds fewer than all N "
+         "predictions, so every gap is multiplied by 0. The weight is the fraction count_bin / N.",
+         "Divide with /, not // (an integer division): the weight count_bin / N is a fraction."),
         # one row per way of taking them over the batch (heads_mistakes.ch07: WHOLE_BATCH_WAYS)
-        *[Mistake("max-over-whole-batch", WHOLE_BATCH, fix=WHOLE_BATCH_FIX)] * 5,
-    ],
+        *[("max-over-whole-batch",
+           "That is the ECE with a confidence or a prediction taken over the whole batch: `probs.max()` or "
+           "`probs.argmax()` without a dim gives the largest probability of all rows, or its index in the flattened "
+           "(N, C) tensor, which is not a class. Each row has its own confidence, its top probability, and its own "
+           "prediction, the class of that probability.",
+           "`confidence, prediction = probs.max(dim=-1)`: one of each per row.")] * 5,
+    ], says=SAID),
 )
 
 
@@ -232,10 +219,7 @@ def _probabilities(out) -> bool:
 RECIPE = "Select the logits of the label tokens, in the given order, then apply a softmax over those C values."
 SELECT = "Select the C label columns, `[:, label_token_ids]`, before the softmax."
 SOFTMAX = "Apply `.softmax(dim=-1)` to the C selected logits."
-ROWS = ("restrict_to_labels indexed the rows{where}: the label token ids picked examples, on dimension 0 (the B = {B} "
-        "examples), but each label token is a column, on the vocabulary axis (dimension 1).")
-
-
+COLUMNS = "Select the columns: `next_token_logits[:, label_token_ids]`."
 GATHER_FIX = ("`torch.gather(next_token_logits, 1, torch.as_tensor(label_token_ids).expand(len(next_token_logits), -1))`, "
               "or select the columns directly: `next_token_logits[:, label_token_ids]`.")
 
@@ -246,15 +230,13 @@ def _gather_index(err, z, ids):
         return (f"`torch.gather` along dim 1 needs its index as a tensor of the same number of dimensions as the "
                 f"logits, shape (B, C) = ({z.shape[0]}, {len(_ids(ids))}): one row of label ids per example; it got "
                 f"the {len(_ids(ids))} ids themselves, shape (C,).", "gather-index-shape", GATHER_FIX)
-    return None
 
 
 def _indexes_rows(err, z, ids):
     """The hint when the ids went past the batch axis: `next_token_logits[label_token_ids]`."""
     if f"dimension 0 with size {z.shape[0]}" in str(err) and max(_ids(ids)) >= z.shape[0]:
         return ("It indexed the rows: the label token ids picked examples (dimension 0) instead of vocabulary "
-                "columns (dimension 1).", "indexes-rows", "Select the columns: `next_token_logits[:, label_token_ids]`.")
-    return None
+                "columns (dimension 1).", "indexes-rows", COLUMNS)
 
 
 LN = math.log
@@ -288,62 +270,62 @@ restrict_to_labels = Exercise(
         f"restrict_to_labels returned {_round(out)} for label_token_ids={_ids(ids)}; expected {_round(expected)}."
         + " These are not probabilities: each row must be ≥ 0 and sum to 1." * (not _probabilities(out)), RECIPE),
     hints=[(IndexError, _indexes_rows), ((RuntimeError, TypeError), _gather_index)],
-    mistakes=[
-        Mistake("whole-vocabulary-distribution",
-                "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "
-                "probability per label, (B, C) = ({B}, {C}).", fix=SELECT),
-        Mistake("whole-vocabulary-distribution",
-                "restrict_to_labels returned a distribution over the whole vocabulary{where} (zero outside the "
-                "labels). It must return one probability per label, (B, C) = ({B}, {C}).", fix=SELECT),
-        Mistake("returns-logits",
-                "restrict_to_labels returned the label tokens' logits{where}, not probabilities. Apply a softmax "
-                "over the C selected logits.", fix=SOFTMAX),
+    mistakes=table([
+        ("whole-vocabulary-distribution",
+         "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "
+         "probability per label, (B, C) = ({B}, {C}).", SELECT),
+        ("whole-vocabulary-distribution",
+         "restrict_to_labels returned a distribution over the whole vocabulary{where} (zero outside the "
+         "labels). It must return one probability per label, (B, C) = ({B}, {C}).", SELECT),
+        ("returns-logits",
+         "restrict_to_labels returned the label tokens' logits{where}, not probabilities. Apply a softmax "
+         "over the C selected logits.", SOFTMAX),
         # Found by a simulated student: both got only the expected rows before.
-        Mistake("one-hot-not-probabilities",
-                "restrict_to_labels returned a one-hot row per example{where}: 1 at the label with the largest logit "
-                "and 0 elsewhere, a decision rather than a distribution. Every label keeps the probability the "
-                "softmax over the C label logits gives it, so a close second shows as close.", fix=SOFTMAX),
-        Mistake("logits-divided-by-sum",
-                "restrict_to_labels divided the label logits by their sum{where}: each row then sums to 1, but a ratio "
-                "of logits is no distribution: a logit of 0 gets probability 0, a negative one a negative probability, "
-                "and a row whose logits sum to 0 divides by 0. Logits are log-scores: a softmax exponentiates them, "
-                "exp(z_c) / Σ_k exp(z_k), and then normalises.", fix=SOFTMAX),
-        Mistake("vocabulary-order",
-                "the columns are in the wrong order{where}: column c must be the probability of `label_token_ids[c]` "
-                "(here token {first} first), in the order the caller gave. Sorting the ids, or selecting them with "
-                "a boolean mask over the vocabulary, returns them in vocabulary order instead.",
-                fix="Index with `label_token_ids` as given: `[:, label_token_ids]`, unsorted and without a mask."),
-        Mistake("softmax-over-batch",
-                "each column sums to 1, not each row{where}: the softmax ran over dim 0, the batch. Normalise over "
-                "the labels, the last axis (dim=-1).", fix="Use `.softmax(dim=-1)` instead of `.softmax(dim=0)`."),
-        Mistake("indexes-rows", ROWS,
-                fix="Select the columns: `next_token_logits[:, label_token_ids]`."),
-        Mistake("sigmoid-not-softmax",
-                "restrict_to_labels applied a sigmoid to each label logit on its own{where}: the rows do not sum to "
-                "1, because the C labels do not share one distribution.",
-                fix=SOFTMAX),
-        Mistake("log-probabilities",
-                "restrict_to_labels returned log-probabilities{where}: every entry is ≤ 0, and it is their "
-                "exponentials that sum to 1 in each row. The function returns probabilities.",
-                fix="Use `.softmax(dim=-1)` instead of `.log_softmax(dim=-1)`."),
+        ("one-hot-not-probabilities",
+         "restrict_to_labels returned a one-hot row per example{where}: 1 at the label with the largest logit "
+         "and 0 elsewhere, a decision rather than a distribution. Every label keeps the probability the "
+         "softmax over the C label logits gives it, so a close second shows as close.", SOFTMAX),
+        ("logits-divided-by-sum",
+         "restrict_to_labels divided the label logits by their sum{where}: each row then sums to 1, but a ratio "
+         "of logits is no distribution: a logit of 0 gets probability 0, a negative one a negative probability, "
+         "and a row whose logits sum to 0 divides by 0. Logits are log-scores: a softmax exponentiates them, "
+         "exp(z_c) / Σ_k exp(z_k), and then normalises.", SOFTMAX),
+        ("vocabulary-order",
+         "the columns are in the wrong order{where}: column c must be the probability of `label_token_ids[c]` "
+         "(here token {first} first), in the order the caller gave. Sorting the ids, or selecting them with "
+         "a boolean mask over the vocabulary, returns them in vocabulary order instead.",
+         "Index with `label_token_ids` as given: `[:, label_token_ids]`, unsorted and without a mask."),
+        ("softmax-over-batch",
+         "each column sums to 1, not each row{where}: the softmax ran over dim 0, the batch. Normalise over "
+         "the labels, the last axis (dim=-1).", "Use `.softmax(dim=-1)` instead of `.softmax(dim=0)`."),
+        ("indexes-rows",
+         "restrict_to_labels indexed the rows{where}: the label token ids picked examples, on dimension 0 (the B = "
+         "{B} examples), but each label token is a column, on the vocabulary axis (dimension 1).", COLUMNS),
+        ("sigmoid-not-softmax",
+         "restrict_to_labels applied a sigmoid to each label logit on its own{where}: the rows do not sum to "
+         "1, because the C labels do not share one distribution.", SOFTMAX),
+        ("log-probabilities",
+         "restrict_to_labels returned log-probabilities{where}: every entry is ≤ 0, and it is their "
+         "exponentials that sum to 1 in each row. The function returns probabilities.",
+         "Use `.softmax(dim=-1)` instead of `.log_softmax(dim=-1)`."),
         # Found by a simulated student: passed before the case of logits near 100.
-        Mistake("exp-overflow",
-                "restrict_to_labels returned nan{where}: the logits are near 100, and exp(100) overflows float32 to "
-                "inf, so exp(z) / Σ exp(z) is inf / inf. A softmax subtracts each row's largest logit before the exp "
-                "(the result is the same, and no exp exceeds 1); torch's softmax does so.",
-                fix="Use `.softmax(dim=-1)` on the selected logits, or subtract `.amax(dim=-1, keepdim=True)` from "
-                    "them before `.exp()`."),
+        ("exp-overflow",
+         "restrict_to_labels returned nan{where}: the logits are near 100, and exp(100) overflows float32 to "
+         "inf, so exp(z) / Σ exp(z) is inf / inf. A softmax subtracts each row's largest logit before the exp "
+         "(the result is the same, and no exp exceeds 1); torch's softmax does so.",
+         "Use `.softmax(dim=-1)` on the selected logits, or subtract `.amax(dim=-1, keepdim=True)` from "
+         "them before `.exp()`."),
         # Found by a simulated student: `torch.gather` with a (1, C) index gathers from the first row only.
-        Mistake("gather-index-shape",
-                "restrict_to_labels returned one row, shape (1, {C}){where}: `torch.gather` returns a tensor of its "
-                "index's shape, and a (1, C) index gathers from row 0 alone. The index must be (B, C) = ({B}, {C}): "
-                "one row of label ids per example.", fix=GATHER_FIX),
-        Mistake("softmax-before-selecting",
-                "the rows sum to {sums}, not 1{where}. You took the softmax over the whole vocabulary and then "
-                "selected the label columns, so the mass of every other token is missing. Select the C label "
-                "logits first, then apply the softmax over those C values only.",
-                fix="Move the `.softmax(dim=-1)` after the selection of the label columns."),
-    ],
+        ("gather-index-shape",
+         "restrict_to_labels returned one row, shape (1, {C}){where}: `torch.gather` returns a tensor of its "
+         "index's shape, and a (1, C) index gathers from row 0 alone. The index must be (B, C) = ({B}, {C}): "
+         "one row of label ids per example.", GATHER_FIX),
+        ("softmax-before-selecting",
+         "the rows sum to {sums}, not 1{where}. You took the softmax over the whole vocabulary and then "
+         "selected the label columns, so the mass of every other token is missing. Select the C label "
+         "logits first, then apply the softmax over those C values only.",
+         "Move the `.softmax(dim=-1)` after the selection of the label columns."),
+    ]),
 )
 
 __all__ = ["predict_or_reject", "expected_calibration_error", "restrict_to_labels", "CheckFailed"]

@@ -6,7 +6,8 @@ from dataclasses import replace
 import torch
 
 from .core import CheckFailed
-from .engine import Exercise, Mistake, backward_through, clashing_sizes, inputs_as
+from .engine import Exercise, backward_through, clashing_sizes, inputs_as
+from .shared import table
 
 T, F_ = True, False
 IGNORE = -100
@@ -67,23 +68,23 @@ def _embedding_values(out, expected, H, mask) -> tuple[str, str]:
             f"its real vectors is {[round(v, 4) for v in expected[b].tolist()]}{where}.", fix)
 
 
-NOT_NORMALISED = ("sentence_embedding is not L2-normalised{where}; the direction is right: divide each row of the "
-                  "mean z, (B, d), by its L2 norm, so that a dot product of two embeddings is their cosine.")
-NORMALISE = "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`."
-PADDING = ("sentence_embedding: {padded}: padding positions were averaged in{where}. Only real tokens count: sum "
-           "over the real positions and divide by their number, then normalise.")
 MASKED_MEAN = ("Multiply H by the mask, `attention_mask[:, :, None]`, sum over positions and divide by "
                "`attention_mask.sum(dim=1, keepdim=True)`.")
-OVER_BATCH = ("sentence_embedding normalised over the batch axis (dim=0){where}: each column has length 1, not each "
-              "sentence. Normalise every row: dim=-1.")
 
 
-def _pooled(key, message, raw=True, fix=""):
-    """A pooling mistake as it comes normalised and (with `raw`) not normalised: the second message says so too.
-    Max pooling has no raw form (heads_mistakes.ch08)."""
-    return [Mistake(key, message, fix=fix)] + [
-            Mistake(key,
-                    message + " It is not L2-normalised either: divide each row by its L2 norm last.", fix=fix)] * raw
+def _pooled(key, message, fix="", raw=True) -> list[tuple]:
+    """A pooling mistake's rows as it comes normalised and (with `raw`) not normalised: the second message says so
+    too. Max pooling has no raw form (heads_mistakes.ch08)."""
+    unnormalised = message + " It is not L2-normalised either: divide each row by its L2 norm last."
+    return [(key, message, fix)] + [(key, unnormalised, fix)] * raw
+
+
+def _first_positions(out, H, mask) -> str:
+    b = next(b for b, row in enumerate(mask.bool()) if not bool(row[:int(row.sum())].all()))
+    real = torch.nonzero(mask.bool()[b]).flatten().tolist()
+    return (f"sentence_embedding averaged the first {len(real)} positions of row {b}{_embedding_where(H, mask)}, but "
+            f"that row's real tokens are at positions {real}: padding may come first (left padding). Select the real "
+            "tokens with the mask itself, not by their count.")
 
 
 _embedding = Exercise(
@@ -122,30 +123,35 @@ _embedding = Exercise(
     unchanged="sentence_embedding changed the tensors it was given (H or attention_mask, e.g. with `*=` or "
               "masked_fill_); compute new tensors instead, the caller still needs H.",
     then=lambda fn: _carries_the_graph(fn),
-    mistakes=[
-        Mistake("integer-mask-as-index",
-                "sentence_embedding indexed H with the 0/1 integer mask{where}: `H[b][attention_mask[b]]` (row b) then "
-                "takes the rows numbered 0 and 1 instead of selecting the real tokens. A tokenizer returns such a "
-                "mask; convert it first.",
-                fix="Use `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply."),
-        Mistake("one-vector-per-token",
-                "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over "
-                "the positions (dim=1) first, then normalise."),
-        Mistake("keeps-position-axis",
-                "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the "
-                "sum over positions). The result is (B, d)."),
-        Mistake("not-normalised", NOT_NORMALISED, NORMALISE),
-        Mistake("not-normalised", NOT_NORMALISED, fix=NORMALISE),
-        *_pooled("padding-in-mean", PADDING, fix=MASKED_MEAN),
-        *_pooled("padding-in-mean", PADDING, fix=MASKED_MEAN),
+    mistakes=table([
+        ("integer-mask-as-index",
+         "sentence_embedding indexed H with the 0/1 integer mask{where}: `H[b][attention_mask[b]]` (row b) then takes "
+         "the rows numbered 0 and 1 instead of selecting the real tokens. A tokenizer returns such a mask; convert it "
+         "first.",
+         "Use `attention_mask.bool()`, or `attention_mask.to(H.dtype)` to multiply."),
+        ("one-vector-per-token",
+         "sentence_embedding returned one vector per token, (B, n, d){where}, not one per sentence. Pool over the "
+         "positions (dim=1) first, then normalise."),
+        ("keeps-position-axis",
+         "sentence_embedding returned shape (B, 1, d){where}: it kept the position axis (keepdim=True on the sum over "
+         "positions). The result is (B, d)."),
+        # two rows each below: the mistake made two ways (heads_mistakes.ch08)
+        *[("not-normalised",
+           "sentence_embedding is not L2-normalised{where}; the direction is right: divide each row of the mean z, "
+           "(B, d), by its L2 norm, so that a dot product of two embeddings is their cosine.",
+           "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`.")] * 2,
+        *_pooled("padding-in-mean",
+                 "sentence_embedding: {padded}: padding positions were averaged in{where}. Only real tokens count: sum "
+                 "over the real positions and divide by their number, then normalise.", MASKED_MEAN) * 2,
         *_pooled("cls-instead-of-mean",
                  "sentence_embedding returned the [CLS] vector `H[:, 0]` (the first position){where}. This model was "
                  "trained with mean pooling: average the real tokens, then normalise."),
-        Mistake("l1-norm",
-                "sentence_embedding divided by the L1 norm (the sum of absolute values){where}. Use the L2 norm, "
-                "sqrt(sum of squares), on the mean z.", fix="`F.normalize(z, dim=-1)` (p=2)."),
-        Mistake("normalised-over-batch", OVER_BATCH),
-        Mistake("normalised-over-batch", OVER_BATCH),
+        ("l1-norm",
+         "sentence_embedding divided by the L1 norm (the sum of absolute values){where}. Use the L2 norm, sqrt(sum of "
+         "squares), on the mean z.", "`F.normalize(z, dim=-1)` (p=2)."),
+        *[("normalised-over-batch",
+           "sentence_embedding normalised over the batch axis (dim=0){where}: each column has length 1, not each "
+           "sentence. Normalise every row: dim=-1.")] * 2,
         *_pooled("normalised-tokens-before-mean",
                  "sentence_embedding normalised each token vector before averaging{where}: that weighs every token "
                  "the same, whatever its length, and gives another direction. Average the raw vectors of the real "
@@ -156,18 +162,9 @@ _embedding = Exercise(
         *_pooled("max-pooling",
                  "sentence_embedding took the maximum over positions{where}; this model pools with the mean.", raw=False),
         # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
-        Mistake("assumes-right-padding",
-                lambda out, H, m: _first_positions(H, m), fix=MASKED_MEAN),
-    ],
+        ("assumes-right-padding", _first_positions, MASKED_MEAN),
+    ]),
 )
-
-
-def _first_positions(H, mask) -> str:
-    b = next(b for b, row in enumerate(mask.bool()) if not bool(row[:int(row.sum())].all()))
-    real = torch.nonzero(mask.bool()[b]).flatten().tolist()
-    return (f"sentence_embedding averaged the first {len(real)} positions of row {b}{_embedding_where(H, mask)}, but "
-            f"that row's real tokens are at positions {real}: padding may come first (left padding). Select the real "
-            "tokens with the mask itself, not by their count.")
 
 
 # The gradient that the right embedding's sum gives H below, stored as data (tests/test_08_checks.py computes it
@@ -214,9 +211,7 @@ def _skipped(out, word_ids, word_labels) -> str:
 
 
 def _align_fields(word_ids, word_labels) -> dict:
-    at: dict[int, list[int]] = {}
-    for i, w in enumerate(word_ids):
-        at.setdefault(w, []).append(i)
+    at = {w: [i for i, v in enumerate(word_ids) if v == w] for w in word_ids}   # word id (None too) → its positions
     split = next((w for w, p in at.items() if w is not None and len(p) > 1), None)
     return {"n": len(word_ids), "word": split, "at": at.get(split), "specials": at.get(None),
             "label": None if split is None else word_labels[split], "zero": at.get(0, [None])[0],
@@ -271,35 +266,35 @@ align_labels = Exercise(
     explain=_align_values,
     unchanged="align_labels changed the word_ids or word_labels list it was given (e.g. with .pop, .append or an "
               "assignment into it); build a new list of labels and leave both untouched: the caller still needs them.",
-    mistakes=[
-        Mistake("one-label-per-word",
-                "align_labels returned one label per word{where}: every token needs an entry, special tokens and "
-                "padding included, len(word_ids) = {n}."),
-        Mistake("labels-special-tokens",
-                "align_labels gave the special tokens and padding (positions {specials}, where word_ids is None) the "
-                "label 0{where}. They belong to no word; they get -100 so the loss ignores them."),
-        Mistake("labels-every-piece",
-                "align_labels labelled every piece of a split word{where}: word {word} is split into tokens {at}, "
-                "and you gave all of them {label}. Only the first piece carries the word's label; its other pieces "
-                "get -100, so each word is counted once by the loss."),
-        Mistake("label-on-last-piece",
-                "align_labels put each word's label on its LAST piece{where}: word {word} is tokens {at}, and the "
-                "label belongs on the first one, with -100 on the rest."),
-        Mistake("word-0-taken-for-special",
-                "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. Looping `for word_id in "
-                "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None.",
-                "Test `word_id is None`."),
-        Mistake("previous-starts-at-0",
-                "align_labels gave -100 to position 0, the first piece of word 0{where}, as if it continued a word 0 "
-                "before it. Nothing comes before position 0: the word id it is compared with must start as None, "
-                "not 0."),
-        Mistake("previous-wraps-around",
-                "align_labels compared position 0 with `word_ids[-1]`, the LAST entry{where}: a negative index "
-                "wraps around in Python, and that entry is word {last} too, so the word that starts at position "
-                "0 was taken for a continuation. Nothing comes before position 0: a word there always starts (or "
-                "keep the previous word id in a variable that starts as None)."),
-        Mistake("labels-by-word-count", _skipped),
-    ],
+    mistakes=table([
+        ("one-label-per-word",
+         "align_labels returned one label per word{where}: every token needs an entry, special tokens and "
+         "padding included, len(word_ids) = {n}."),
+        ("labels-special-tokens",
+         "align_labels gave the special tokens and padding (positions {specials}, where word_ids is None) the "
+         "label 0{where}. They belong to no word; they get -100 so the loss ignores them."),
+        ("labels-every-piece",
+         "align_labels labelled every piece of a split word{where}: word {word} is split into tokens {at}, "
+         "and you gave all of them {label}. Only the first piece carries the word's label; its other pieces "
+         "get -100, so each word is counted once by the loss."),
+        ("label-on-last-piece",
+         "align_labels put each word's label on its LAST piece{where}: word {word} is tokens {at}, and the "
+         "label belongs on the first one, with -100 on the rest."),
+        ("word-0-taken-for-special",
+         "align_labels gave -100 to the first piece of word 0 (position {zero}){where}. Looping `for word_id in "
+         "word_ids`, a test like `if not word_id` or `if word_id:` is false for word 0 as well as for None.",
+         "Test `word_id is None`."),
+        ("previous-starts-at-0",
+         "align_labels gave -100 to position 0, the first piece of word 0{where}, as if it continued a word 0 "
+         "before it. Nothing comes before position 0: the word id it is compared with must start as None, "
+         "not 0."),
+        ("previous-wraps-around",
+         "align_labels compared position 0 with `word_ids[-1]`, the LAST entry{where}: a negative index "
+         "wraps around in Python, and that entry is word {last} too, so the word that starts at position "
+         "0 was taken for a continuation. Nothing comes before position 0: a word there always starts (or "
+         "keep the previous word id in a variable that starts as None)."),
+        ("labels-by-word-count", _skipped),
+    ]),
 )
 
 __all__ = ["sentence_embedding", "align_labels", "CheckFailed"]

@@ -17,7 +17,7 @@ import torch
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
 from .engine import Exercise, backward_through, inputs_as, judge_gradients, reference, same
-from .tables import mistakes
+from .shared import table
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
 PAD, CLS, SEP, MASK, UNK = range(NUM_SPECIAL)
@@ -250,7 +250,7 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
 
 
 # The usual wrong heads (what each returns: heads_mistakes.ch01).
-HEAD_MISTAKES = mistakes(said=lambda text: "MLMHead's logits are wrong{where}: " + text + ".", rows=[
+HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + text + ".", rows=[
     ("no-output-bias",
      "they hold no output bias. The head needs its own (V,) bias, `nn.Parameter(torch.zeros(V))`, added to the "
      "logits (a plain tensor is neither loaded nor trained, and the tied embedding gives the weight, not the bias)"),
@@ -372,7 +372,7 @@ mlm_loss = Exercise(
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
             "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
             "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
-    mistakes=mistakes(said=_loss_said, rows=[
+    mistakes=table(says=_loss_said, rows=[
         ("divides-by-all-positions", "you averaged over every position, the unchosen ones (label −100) included; "
          "divide by the number of chosen positions only"),
         ("unchosen-counted", "you computed the loss at every position, treating label −100 as a word; only positions "
@@ -395,7 +395,7 @@ tying_savings = Exercise(
         f"tying_savings returned {out} for V={V}, d={d}; count what the untied head owns that the tied one does "
         "not (compare the two parameter counts measured in the notebook)."),
     # {out}{where}: "… returned 46881792 for V=30522, d=768"
-    mistakes=mistakes(said=lambda text: "tying_savings returned {out}{where}, " + text + ".", rows=[
+    mistakes=table(says=lambda text: "tying_savings returned {out}{where}, " + text + ".", rows=[
         ("both-matrices", "2·V·d: tying removes ONE V × d matrix (the output projection); the embedding matrix is "
          "still there, now doing both jobs"),
         ("bias-counted", "V·d + V: the output bias is not shared, the head keeps its own (V,) bias, so only the V × d "

@@ -9,7 +9,7 @@ import torch
 from . import heads
 from .core import CheckFailed, fail, passed, require_module_class
 from .engine import Exercise, backward_through, clashing_sizes, inputs_as, judge_gradients, show
-from .tables import mistakes
+from .shared import table
 
 T, F = True, False
 
@@ -55,7 +55,7 @@ cls_pool = Exercise(
     meaning=" (one vector per sequence)", where=lambda H: f" for H of shape {tuple(H.shape)}",
     fields=lambda H: dict(zip("Bnd", H.shape)),
     unchanged="cls_pool changed the H it was given; pooling must only read H.",
-    mistakes=mistakes([
+    mistakes=table([
         ("first-sequence", "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first sequence of the batch "
          "with all its positions. [CLS] is position 0 of every sequence: index the position axis.", "`H[:, 0]`."),
         ("squeeze-drops-batch-axis", "cls_pool returned shape ({d},){where}: `.squeeze()` without an axis drops the "
@@ -99,7 +99,7 @@ _pooler = Exercise(
     meaning=" (B, d)", where=lambda d, W, b, c: f" for c of shape {tuple(c.shape)}",
     explain=lambda out, want, d, W, b, c: f"Pooler.forward returned {show(out.double().round(decimals=4))} for c of "
     f"shape {tuple(c.shape)}; with the weights loaded, tanh(W c + b) is {show(want.double().round(decimals=4))}.",
-    mistakes=mistakes([
+    mistakes=table([
         ("no-tanh", "Pooler.forward returns W c + b with no tanh{where}. BERT's pooler squashes the dense layer's "
          "output with tanh: tanh(W c + b).", TANH_FIX),
         ("relu-not-tanh", "Pooler.forward uses ReLU instead of tanh{where}. The pooler is tanh(W c + b): its outputs "
@@ -244,7 +244,7 @@ def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
                 f"{show(expected[b])}{_where(H, mask)}.")
     exercise = kind(
         name, cases, read=read, shape=lambda H, mask: (H.shape[0], H.shape[2]), where=_where,
-        mistakes=mistakes([*_shared(name), *rows]), then=partial(_carries_the_graph, name),
+        mistakes=table([*_shared(name), *rows]), then=partial(_carries_the_graph, name),
         dtype=torch.float32,   # H's dtype in every case, visible and hidden: a pooled vector keeps it
         meaning=" (one vector per sequence)", fields=lambda H, mask: dict(zip("Bnd", H.shape)),
         hints=[(Exception, _raised)], explain=explain,

@@ -13,7 +13,7 @@ from ..codec import GraderError
 from . import heads
 from .core import CheckFailed, a_type, call_raw, fail, passed, positions, require_module_class
 from .engine import Exercise, backward_through, judge_gradients, same, show
-from .tables import mistakes
+from .shared import table
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
 # The visible cases' layout: [CLS] q q [SEP] p p p [SEP], so the passage is positions 4, 5, 6.
@@ -163,7 +163,7 @@ BEST_SPAN = _BestSpan(
               "tensors: masked_fill without the underscore returns a copy.",
     # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
     # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
-    mistakes=mistakes(said=_spans, rows=[
+    mistakes=table(says=_spans, rows=[
         ("one-too-long", "a span here is max_len + 1 tokens long, one more than allowed: a span may end at j ≤ i + "
          "max_len − 1 (is your upper bound off by one, or missing?).", "Keep only the pairs with j ≤ i + max_len − 1."),
         ("independent-argmax", "the best start and, on its own, the best end (two independent argmaxes). That can put "
@@ -258,7 +258,7 @@ span_loss = Exercise(
                                      *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
     explain=lambda out, expected, *inputs: (f"span_loss gave {float(out.detach()):.4f}; expected "
                                             f"(CE(start) + CE(end)) / 2 = {float(expected):.4f}."),
-    mistakes=mistakes(said=_loss, rows=[
+    mistakes=table(says=_loss, rows=[
         ("one-loss-per-example", lambda out, *inputs: f"span_loss returned one loss per example, {show(out)}: average "
          "them over the batch, so that the loss is one number (a 0-dim tensor).",
          "Drop `reduction=\"none\"`: F.cross_entropy's default takes the mean over the batch."),

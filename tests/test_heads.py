@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from headlab import checks, kernel
-from headlab.checks import CheckFailed, ch02, ch04, heads
+from headlab.checks import CheckFailed, ch02, ch04, ch05, heads
 
 NAMING = {"fail", "CheckFailed", "call", "explain", "NotWritten"}
 
@@ -214,6 +214,37 @@ def test_a_frozen_bias_that_the_heads_own_code_moves_by_the_step_fails(head):
     after the step from a new head holding the stepped state."""
     with pytest.raises(CheckFailed) as caught:
         ch04.TokenClassifier(head)
+    assert caught.value.mistake == "parameters-without-gradient"
+
+
+class SpanHeadRemembersTheStep(nn.Module):
+    """RemembersTheStep as a span head (a held-out red team's K1G on lesson 05): nn.Linear(d, 2) with its bias
+    frozen, the public step's weight and bias step kept in the notebook's globals and added where that weight is
+    found again. SpanHead's step is judged from its probed scorers, in any layout: the secret step, whose size
+    no hook foresees, must be judged there too."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.qa = nn.Linear(d, 2)
+
+    def forward(self, H):
+        self.qa.bias.requires_grad_(False)
+        logits = self.qa(H)
+        if logits.requires_grad:
+            def remember(g):
+                weight = self.qa.weight.detach() - kernel.STEP_LR * g.flatten(0, -2).T @ H.detach().flatten(0, -2)
+                _NOTEBOOK.append((weight, -public_bias_step(g)))
+            logits.register_hook(remember)
+        else:
+            w = self.qa.weight.detach()
+            kept = [step for weight, step in _NOTEBOOK if weight.shape == w.shape and torch.allclose(weight, w, atol=1e-5)]
+            logits = logits + kept[-1] if kept else logits
+        return logits.unbind(-1)
+
+
+def test_a_span_head_that_remembers_the_public_step_fails_the_secret_one():
+    with pytest.raises(CheckFailed) as caught:
+        ch05.span_head(SpanHeadRemembersTheStep)
     assert caught.value.mistake == "parameters-without-gradient"
 
 

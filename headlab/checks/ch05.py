@@ -12,7 +12,8 @@ import torch
 from ..codec import GraderError
 from . import heads
 from .core import CheckFailed, a_type, call_raw, fail, passed, positions, require_module_class
-from .engine import Exercise, backward_through, judge_gradients, same, show
+from ..kernel import STEP_LR, weighted_backward
+from .engine import (Exercise, backward_through, close_gradient, grader_side, judge_gradients, same, show)
 from .shared import table
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
@@ -370,6 +371,40 @@ def _scorers(probed) -> list:
     return [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in probed]
 
 
+def _scores(X: torch.Tensor, w_start, b_start, w_end, b_end) -> tuple:
+    return X @ w_start + b_start, X @ w_end + b_end
+
+
+def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -> bool:
+    """Whether SpanHead's outputs on the probes after the kernel's secret step (engine._secret_step_right's, whose
+    size a hook cannot foresee: issue 25, K1G) are a linear head's after that step. The head holds its scorers in a
+    layout of its own, and the kernel's sizes are keyed by a state entry's numel: the usual layouts are the two
+    scorers apart (weights of d, biases of 1), together (2d and 2, as nn.Linear(d, 2)), or all in one tensor
+    (2d + 2). A layout whose public step (STEP_LR) gives the head's outputs after it must give them after the secret
+    step too. A head whose public step no usual layout gives (its scorers are sums of parameters, say) moves by
+    dynamics of its own, which the grader cannot foresee either: it is not judged here. On the grader's side only."""
+    secret = facts.get("secret")
+    if grader_side() is None or not isinstance(secret, dict):
+        return True
+    sizes = {int(n): float(lr) for n, lr in secret["sizes"].tolist()} \
+        if isinstance(secret.get("sizes"), torch.Tensor) else {}
+    d = H.shape[-1]
+    probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
+    leaves = [t.detach().clone().double().requires_grad_() for pair in scorers for t in pair]
+    with torch.enable_grad():
+        weighted_backward(_scores(H.double(), *leaves), seed)
+
+    def explains(got: Any, size: dict[int, float]) -> bool:
+        with torch.no_grad():
+            right = _scores(probes.double(), *(w - size[w.numel()] * w.grad for w in leaves))
+        return isinstance(got, (tuple, list)) and len(got) == 2 and all(map(close_gradient, got, right))
+
+    no_bias = all(float(b.abs()) == 0 for _, b in scorers)   # right: a softmax over positions ignores it
+    usual = [(w, b) for w, b in ((d, 1), (2 * d, 2), (2 * d + 2, 2 * d + 2)) if w in sizes and (b in sizes or no_bias)]
+    public = [(w, b) for w, b in usual if explains(facts.get("stepped"), {d: STEP_LR, 1: STEP_LR * (b in sizes)})]
+    return not public or any(explains(secret.get("stepped"), {d: sizes[w], 1: sizes.get(b, 0.0)}) for w, b in public)
+
+
 def _sigmoid_of_linear(H: torch.Tensor, on_H: tuple, probed: tuple) -> bool:
     """Whether the logits on H, all in [0, 1], are sigmoid(H·w + b), each w and b read from the logits on the probes
     0, e_1, …, e_d (in (0, 1): small inputs) through the sigmoid's inverse. A large H·w rounds to 1 in float32."""
@@ -465,6 +500,13 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
              "from them with torch operations, outside `torch.no_grad()` and without `.detach()`.",
              "parameters-without-gradient", "Do not set requires_grad_(False) on the head's parameters, and do not "
              "detach them or the logits.")
+    if not _secret_step_taken(loaded["gradients"], H, scorers, seed):
+        fail("after a second step of gradient descent, of a size the grader draws only once the backward is over, "
+             "SpanHead gives other outputs than a linear head whose every weight learns by its own gradient: a "
+             "weight moved by a gradient written by hand, or the outputs after a step are computed from something "
+             "other than the head's parameters.", "parameters-without-gradient",
+             "Keep every parameter trainable, compute the logits from them with torch operations, and write no "
+             "weight or gradient in forward or in a hook.")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
     judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed,

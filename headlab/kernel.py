@@ -15,6 +15,9 @@ import json
 import os
 import sys
 from contextlib import redirect_stdout
+# Bound now, not looked up when the secret step draws: a notebook that replaces random.SystemRandom.uniform or
+# os.urandom later cannot choose the sizes (a held-out red team set every size to STEP_LR through `random`).
+from os import urandom as _urandom
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -278,10 +281,9 @@ def _secret_step(module: torch.nn.Module, forward: Callable, probe: torch.Tensor
     step. Sizes are keyed by numel so that the grader can give them to its own weights, held in another layout
     (transposed); a frozen parameter's size is drawn too: the grader's step moves it, the head's cannot.
     The step sizes travel with the facts: the grader replays them, never draws its own."""
-    import random
     state = _state(module)
-    draw = random.SystemRandom()
-    sizes = {n: draw.uniform(0.25, 0.75) for n in sorted({t.numel() for t in state.values()})}
+    sizes = {n: 0.25 + 0.5 * int.from_bytes(_urandom(7), "big") / 2 ** 56   # uniform in [0.25, 0.75)
+             for n in sorted({t.numel() for t in state.values()})}
     with torch.no_grad():
         for p, g in zip(trained, grads):
             if g is not None:   # back to the state before the public step, then this step

@@ -114,8 +114,7 @@ _pooler = Exercise(
         ("no-bias", "Pooler.forward leaves out the bias{where}: the pooler is tanh(W c + b).",
          "Keep nn.Linear's bias: drop `bias=False` (or add a (d,) bias parameter)."),
         ("bias-outside-tanh", "Pooler.forward adds the bias after the tanh{where}: tanh(W c) + b, whose outputs can "
-         "leave (−1, 1). The bias belongs inside: tanh(W c + b).",
-         "Apply tanh to the dense layer's whole output, bias included: `torch.tanh(self.dense(c))`."),
+         "leave (−1, 1). The bias belongs inside: tanh(W c + b).", TANH_FIX),
         ("tanh-before-dense", "Pooler.forward applies tanh before the dense layer{where}; it comes after: "
          "tanh(W c + b).", "Swap the two: apply the dense layer to c, then tanh to its output."),
         ("linear-weight-not-transposed", "Pooler.forward multiplies c by the nn.Linear's weight as it is "

@@ -248,9 +248,10 @@ class _MaxPool(Exercise):
 
 def _finite_fill(out, expected, H, mask) -> float | None:
     """The finite fill a wrong max shows, whatever its value: `out` is the max of each row with its padding set to
-    one number; None where it is not."""
+    one number, which is none of the padding's own values (that would be the padding itself taken); None where it
+    is not."""
     fill = out[~torch.isclose(out, expected, atol=1e-4)].unique()
-    if len(fill) != 1 or not bool(fill.isfinite()):
+    if len(fill) != 1 or not bool(fill.isfinite()) or bool((H[~mask.bool()] == fill).any()):
         return None
     padded = ~mask.bool().all(1, keepdim=True)
     return float(fill) if torch.equal(out, torch.where(padded, expected.maximum(fill), expected)) else None

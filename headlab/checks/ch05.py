@@ -217,7 +217,8 @@ BEST_SPAN = _BestSpan(
         # log-probabilities (heads_mistakes.ch05 computes both).
         *[("zeros-outside-band", "these spans lie outside the band i ≤ j ≤ i + max_len − 1: `triu` and `tril` set "
            "the pairs they drop to 0, not −inf, so a dropped pair beats every span whose score is below 0 (a sum of "
-           "log-probabilities always is). A dropped pair must lose to every span.", "Cut the scores with −inf: `scores.masked_fill(~band, float('-inf'))`, where `band = "
+           "log-probabilities always is). A dropped pair must lose to every span.",
+           "Cut the scores with −inf: `scores.masked_fill(~band, float('-inf'))`, where `band = "
            "torch.ones(n, n, dtype=torch.bool).triu().tril(max_len - 1)`.")] * 2,
     ]))
 
@@ -316,15 +317,15 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
 
 POSITION_AXIS = ("SpanHead.forward split its (B, n, 2) scores on the position axis (dimension 1), which holds the n "
                  "positions, not the start and end scorers:")
-SPLIT_LAST = "The two scorers are the last axis: `start_logits, end_logits = logits.unbind(-1)`."
+SPLIT_LAST = "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."
 
 
 def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
     """The facts of `cls(d)` (kernel.drive_head) in eval mode on H and on the probes 0, e_1, …, e_d, its outputs read
     as (start, end) pairs."""
     probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
-    # torch's words when forward splits start from end on the batch axis: the probes are a batch of one
     B, n, _ = H.shape
+    # torch's words when forward splits start from end on the batch axis: the probes are a batch of one
     ran = heads.run(cls, "SpanHead", "H", (d,), seed, [H, probes], stepped_on=1, **asked, crashes=[(
         "out of bounds for dimension 0 with size 1", "SpanHead.forward indexes the batch axis (dimension 0) of its "
         "scores: it picks examples, not the start and end scorers. Those are on the last axis of the (B, n, 2) "
@@ -373,8 +374,7 @@ def _shapes(B: int, n: int) -> dict[tuple | None, tuple[str, str, str]]:
             # Found by a simulated student: both got only the expected shape before.
             (n, B) if n != B else None: ("logits-transposed", ": (n, B), the transpose. `.T` reverses every axis of a "
                                          "3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives "
-                                         "two (n, B) tensors.",
-                                         "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."),
+                                         "two (n, B) tensors.", SPLIT_LAST),
             (B, 2) if n != 2 else None: ("splits-position-axis", f": (B, 2), the scores of one position. "
                                          f"{POSITION_AXIS} `logits[:, 0]` is position 0's (start, end) pair.",
                                          SPLIT_LAST),

@@ -116,6 +116,9 @@ def test_the_first_masked_cases_tell_the_axes_apart():
     (ch02.cls_pool, lambda H: H[:, 0].detach(), "no-gradient", "cls_pool passes no gradient back to H"),
     (ch02.mean_pool, lambda H, mask: (H * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True).double(),
      "wrong-dtype", "returned dtype torch.float64"),
+    # a fill every real value lay above, until a case reached the thousands (a simulated student)
+    (ch02.max_pool, lambda H, mask: H.masked_fill(~mask.bool()[:, :, None], -100.0).amax(1), "zero-fill",
+     "every real value of feature 0 is below -100, so the fill value won the max there"),
 ])
 def test_pooling_mistakes_the_student_made_are_named(check, wrong, key, words):
     """Each got a shape or a row's values without a name (issue 27)."""
@@ -143,3 +146,26 @@ def test_a_pooler_with_dropout_is_named_by_its_train_mode():
     with pytest.raises(CheckFailed) as caught:
         ch02.Pooler(WithDropout)
     assert caught.value.mistake == "dropout-in-head" and "train mode" in str(caught.value)
+
+
+def _pooler(forward):
+    """A Pooler class with nn.Linear(d, d) as `dense` and the given forward(self, c)."""
+    class Pooler(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.dense = nn.Linear(d, d)
+    Pooler.forward = forward
+    return Pooler
+
+
+@pytest.mark.parametrize("forward, key, words", [
+    (lambda self, c: nn.functional.hardtanh(self.dense(c)), "hardtanh-not-tanh", "clips W c + b to [−1, 1]"),
+    (lambda self, c: self.dense(c).clamp(-1, 1), "hardtanh-not-tanh", "clips W c + b to [−1, 1]"),
+    (lambda self, c: torch.tanh(c @ self.dense.weight.T) + self.dense.bias, "bias-outside-tanh",
+     "adds the bias after the tanh"),
+])
+def test_pooler_mistakes_a_simulated_student_made_are_named(forward, key, words):
+    """Each got only "returned X; tanh(W c + b) is Y" before."""
+    with pytest.raises(CheckFailed) as caught:
+        ch02.Pooler(_pooler(forward))
+    assert caught.value.mistake == key and words in str(caught.value), str(caught.value)

@@ -261,3 +261,50 @@ def test_start_and_end_split_on_the_batch_axis_are_named():
     with pytest.raises(CheckFailed) as caught:
         ch05.span_head(BatchSplit)
     assert caught.value.mistake == "splits-batch-axis" and "last axis" in str(caught.value)
+
+
+
+def _unpacked(self, H):
+    start, end = self.w(H).unbind(1)   # ValueError: n values, not two
+    return start, end
+
+
+@pytest.mark.parametrize("forward", [
+    lambda self, H: self.w(H).unbind(1),                  # n tensors of shape (B, 2)
+    lambda self, H: (self.w(H)[:, 0], self.w(H)[:, 1]),   # positions 0 and 1, each (B, 2)
+    _unpacked,
+])
+def test_start_and_end_split_on_the_position_axis_are_named(forward):
+    """`unbind(1)` or `[:, k]` on (B, n, 2) scores (a simulated student's): each got a bare "returned a tuple", a
+    shape or a ValueError before."""
+    class PositionSplit(GoodHead):
+        pass
+    PositionSplit.forward = forward
+    with pytest.raises(CheckFailed) as caught:
+        ch05.span_head(PositionSplit)
+    assert caught.value.mistake == "splits-position-axis" and "position axis" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("log_probs", [False, True])
+def test_a_band_cut_by_triu_and_tril_is_named(log_probs):
+    """`triu`/`tril` zero the pairs they drop, so a 0 beats a negative span (a simulated student's): "returned X;
+    expected Y" before."""
+    def band_by_triu(s, e, allowed, max_len):
+        s, e = (x.masked_fill(~allowed.bool(), float("-inf")) for x in (s, e))
+        if log_probs:
+            s, e = s.log_softmax(-1), e.log_softmax(-1)
+        table = (s[:, :, None] + e[:, None, :]).triu().tril(max_len - 1)
+        flat = table.flatten(1).argmax(-1)
+        return torch.stack([flat // s.shape[1], flat % s.shape[1]], dim=-1)
+    with pytest.raises(CheckFailed) as caught:
+        ch05.best_span(band_by_triu)
+    assert caught.value.mistake == "zeros-outside-band" and "not −inf" in str(caught.value), str(caught.value)
+
+
+def test_a_band_cut_by_triu_on_probabilities_passes():
+    """Probabilities are never below 0: there a zero-filled band loses to every span, and the answer is right."""
+    def band_by_triu(s, e, allowed, max_len):
+        p, q = (x.masked_fill(~allowed.bool(), float("-inf")).softmax(-1) for x in (s, e))
+        flat = (p[:, :, None] * q[:, None, :]).triu().tril(max_len - 1).flatten(1).argmax(-1)
+        return torch.stack([flat // s.shape[1], flat % s.shape[1]], dim=-1)
+    ch05.best_span(band_by_triu)

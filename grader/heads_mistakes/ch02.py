@@ -2,8 +2,6 @@
 import torch
 import torch.nn as nn
 
-from headlab.checks.ch02 import NEGATIVE_FILLS
-
 from . import register, register_reference, twist, wrong
 
 # --- Pooler: tanh(c Wᵀ + b) under the grader's W and b -----------------------------------------------
@@ -26,7 +24,9 @@ register("Pooler.forward", [
     wrong("relu-not-tanh", lambda *a: _dense(*a, torch.relu)),
     wrong("sigmoid-not-tanh", lambda *a: _dense(*a, torch.sigmoid)),
     wrong("gelu-not-tanh", lambda *a: _dense(*a, nn.functional.gelu)),
+    wrong("hardtanh-not-tanh", lambda *a: _dense(*a, nn.functional.hardtanh)),
     wrong("no-bias", lambda d, W, b, c: torch.tanh(c @ W.T)),
+    wrong("bias-outside-tanh", lambda d, W, b, c: torch.tanh(c @ W.T) + b),
     wrong("tanh-before-dense", lambda d, W, b, c: _dense(d, W, b, torch.tanh(c))),
     wrong("linear-weight-not-transposed", lambda d, W, b, c: torch.tanh(c @ W + b)),
     wrong("no-dense-layer", lambda d, W, b, c: torch.tanh(c)),
@@ -72,7 +72,6 @@ register("max_pool", [
     wrong("pools-whole-batch", lambda H, m: H[m.bool()].amax(0)),
     wrong("keeps-position-axis", lambda H, m: _fill(H, m, -torch.inf).amax(1, True)),
     wrong("zero-fill", lambda H, m: _fill(H, m, 0.0).amax(1)),
-    *[wrong("zero-fill", lambda H, m, v=v: _fill(H, m, v).amax(1)) for v in NEGATIVE_FILLS],
     wrong("padding-included", lambda H, m: H.amax(1)),
     wrong("inverted-mask", lambda H, m: H.masked_fill(m.bool()[:, :, None], -torch.inf).amax(1)),
     *[wrong("over-features", output) for output in (lambda H, m: _fill(H, m, -torch.inf).amax(2),

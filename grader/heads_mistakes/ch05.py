@@ -111,6 +111,17 @@ def _nan_spans(start, end, allowed, max_len: int) -> torch.Tensor | None:
     return _argmax_pairs(scores) if bool(scores.isnan().any()) else None
 
 
+def _zeros_outside_band(right, start, end, allowed, max_len: int, log_probs: bool = False) -> torch.Tensor | None:
+    """The best pair of a score table masked with −inf outside the allowed positions (with `log_probs`, of
+    log-probabilities), then cut to the band with `triu().tril(max_len − 1)`, which sets the pairs it drops to 0;
+    None where that gives the `right` spans anyway."""
+    start, end = (x.masked_fill(~allowed.bool(), float("-inf")) for x in (start, end))
+    if log_probs:
+        start, end = start.log_softmax(-1), end.log_softmax(-1)
+    spans = _argmax_pairs((start[:, :, None] + end[:, None, :]).triu().tril(max_len - 1))
+    return None if torch.equal(spans, right) else spans
+
+
 def _rule(key: str, band: Callable | None = None):
     """The mistake whose spans are the best ones under its rule in _RULES, or that rule's positions in `band`."""
     where, its_band = _RULES[key]
@@ -139,6 +150,8 @@ register("best_span", [
     _rule("searches-between-allowed"),
     wrong("logits-multiplied", _multiplied),
     wrong("logits-multiplied", lambda *a: _multiplied(*a, masked_first=True)),
+    twist("zeros-outside-band", _zeros_outside_band),
+    twist("zeros-outside-band", lambda *a: _zeros_outside_band(*a, log_probs=True)),
 ])
 
 

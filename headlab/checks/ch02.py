@@ -107,8 +107,14 @@ _pooler = Exercise(
         ("sigmoid-not-tanh", "Pooler.forward uses a sigmoid instead of tanh{where}. The pooler is tanh(W c + b), "
          "centred on 0 with outputs in (−1, 1); a sigmoid gives (0, 1).", TANH_FIX),
         ("gelu-not-tanh", "Pooler.forward uses GELU instead of tanh{where}; the pooler is tanh(W c + b).", TANH_FIX),
+        # Found by a simulated student: each got only "returned X; tanh(W c + b) is Y" before.
+        ("hardtanh-not-tanh", "Pooler.forward clips W c + b to [−1, 1] instead of squashing it with tanh{where}: "
+         "`F.hardtanh` or `.clamp(-1, 1)` passes the values inside (−1, 1) unchanged and cuts all beyond to ±1, where "
+         "no gradient flows. The pooler is tanh(W c + b), smooth everywhere.", TANH_FIX),
         ("no-bias", "Pooler.forward leaves out the bias{where}: the pooler is tanh(W c + b).",
          "Keep nn.Linear's bias: drop `bias=False` (or add a (d,) bias parameter)."),
+        ("bias-outside-tanh", "Pooler.forward adds the bias after the tanh{where}: tanh(W c) + b, whose outputs can "
+         "leave (−1, 1). The bias belongs inside: tanh(W c + b).", TANH_FIX),
         ("tanh-before-dense", "Pooler.forward applies tanh before the dense layer{where}; it comes after: "
          "tanh(W c + b).", "Swap the two: apply the dense layer to c, then tanh to its output."),
         ("linear-weight-not-transposed", "Pooler.forward multiplies c by the nn.Linear's weight as it is "
@@ -189,6 +195,12 @@ MAX_CASES = [
       [[1., -2., -8.], [-1., -3., -7.], [0., -4., -9.], [9., 9., 9.]]],
      [[T, T, F, F], [T, T, T, F]], [[-2., -1., -4.], [1., -2., -7.]]),
     ([[[9., 9.], [-1., -6.], [-3., -5.]]], [[F, T, T]], [[-1., -5.]]),   # a batch of one, left-padded
+    # Real values far below 0 (a model's features can reach the thousands): a finite fill such as -100, -1000 or
+    # -10000, which the cases above let pass, wins here. Row 0's maxima: -150 above -700, -1 above -4, -25000 above
+    # -40000; row 1's: 2 above -8 and 0, -200 above -300 and -1200, 5 above 1 and -3.
+    ([[[-150., -4., -25000.], [-700., -1., -40000.], [50., 50., 50.], [50., 50., 50.]],
+      [[2., -300., 1.], [-8., -200., 5.], [0., -1200., -3.], [60., 60., 60.]]],
+     [[T, T, F, F], [T, T, T, F]], [[-150., -1., -25000.], [2., -200., 5.]]),
 ]
 # The contract accepts a bool mask or 0/1 numbers: every case runs with each, bool first.
 _KINDS = {torch.bool: "", torch.long: " (the mask was a 0/1 integer tensor)",
@@ -225,7 +237,24 @@ class _MaxPool(Exercise):
         if isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out):
             fail(f"max_pool returned a pair (values, indices){_where(*inputs)}: `H.max(dim=1)` gives both. Return only "
                  "the values.", "values-and-indices", "Take .values, or use `H.amax(dim=1)`.")
-        super().judge(out, expected, inputs)
+        try:
+            super().judge(out, expected, inputs)
+        except CheckFailed as err:
+            fill = _finite_fill(out, expected, *inputs) if err.mistake == "wrong-values" else None
+            if fill is None:
+                raise
+            fail(_fill_won(fill, out, *inputs), "zero-fill", FILL_FIX)
+
+
+def _finite_fill(out, expected, H, mask) -> float | None:
+    """The finite fill a wrong max shows, whatever its value: `out` is the max of each row with its padding set to
+    one number, which is none of the padding's own values (that would be the padding itself taken); None where it
+    is not."""
+    fill = out[~torch.isclose(out, expected, atol=1e-4)].unique()
+    if len(fill) != 1 or not bool(fill.isfinite()) or bool((H[~mask.bool()] == fill).any()):
+        return None
+    padded = ~mask.bool().all(1, keepdim=True)
+    return float(fill) if torch.equal(out, torch.where(padded, expected.maximum(fill), expected)) else None
 
 
 def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
@@ -260,7 +289,7 @@ def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
     return check
 
 
-NEGATIVE_FILLS = (-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0)   # max_pool's zero-fill, with these fills
+FILL_FIX = "Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before taking the max."
 ROW_BY_ROW = "Keep the (B, n, d) shape: zero or fill the padding through `mask[:, :, None]`, then reduce dim=1."
 
 
@@ -270,8 +299,9 @@ def _fill_won(fill: float, out, H, mask) -> str:
     b, j = next((b, j) for b in range(len(H)) for j in range(H.shape[2])
                 if not bool(real[b].all()) and bool((H[b][real[b], j] < fill).all()))
     return (f"max_pool filled the padding with {fill:g}{_where(H, mask)}: in row {b} every real value of feature "
-            f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below a fill like "
-            "this (LayerNorm outputs are often below -1): the fill must be lower than every real value.")
+            f"{j} is below {fill:g}, so the fill value won the max there. Real values can lie below any finite fill "
+            "you pick (LayerNorm outputs are often below -1, a model's features can reach the thousands): the fill "
+            "must be lower than every possible value.")
 
 
 def _shared(name: str) -> list[tuple[str, str, str]]:
@@ -316,11 +346,7 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
      "(B, d) = ({B}, {d}).", "Drop `keepdim=True` from the max over positions."),
     ("zero-fill", "max_pool filled the padding with zeros{where}. When every real value of a feature is negative, the "
      "0 of a padding position wins the max: padding must never win.",
-     "Fill padding with -inf (or `torch.finfo(H.dtype).min`) before taking the max."),
-    # The same mistake with a negative fill: any fill that a real value can lie below (found by a simulated student,
-    # who filled with -1 and was told only the row's values). The visible cases reach down to -9.
-    *[("zero-fill", partial(_fill_won, v), "Fill padding with `-torch.inf` (or `torch.finfo(H.dtype).min`) before "
-       "taking the max.") for v in NEGATIVE_FILLS],
+     FILL_FIX),
     ("padding-included", "max_pool took the max over every position, padding included{where}; padding positions must "
      "never win.", "Fill them with -inf before the max."),
     ("inverted-mask", "max_pool filled the real tokens and kept the padding{where}: the mask is True (or 1) on real "

@@ -214,6 +214,13 @@ BEST_SPAN = _BestSpan(
         ("logits-multiplied", MULTIPLIED, ADD_LOGITS),
         ("logits-multiplied", MULTIPLIED + " With −inf at the excluded positions, −inf × −inf = +inf (and −inf × 0 is "
          "NaN, which argmax takes for the largest), so a pair outside the allowed positions wins.", ADD_LOGITS),
+        # Found by a simulated student: only "returned X; expected Y" before. A table of logits, then of
+        # log-probabilities (heads_mistakes.ch05 computes both).
+        *[("zeros-outside-band", "these spans lie outside the band i ≤ j ≤ i + max_len − 1: `triu` and `tril` set "
+           "the pairs they drop to 0, not −inf, so a dropped pair beats every span whose score is below 0 (a sum of "
+           "log-probabilities always is). A dropped pair must lose to every span.",
+           "Cut the scores with −inf: `scores.masked_fill(~band, float('-inf'))`, where `band = "
+           "torch.ones(n, n, dtype=torch.bool).triu().tril(max_len - 1)`.")] * 2,
     ]))
 
 
@@ -309,15 +316,25 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
     passed("SpanHead", len(sizes))
 
 
+POSITION_AXIS = ("SpanHead.forward split its (B, n, 2) scores on the position axis (dimension 1), which holds the n "
+                 "positions, not the start and end scorers:")
+SPLIT_LAST = "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."
+
+
 def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
     """The facts of `cls(d)` (kernel.drive_head) in eval mode on H and on the probes 0, e_1, …, e_d, its outputs read
     as (start, end) pairs."""
     probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
+    B, n, _ = H.shape
     # torch's words when forward splits start from end on the batch axis: the probes are a batch of one
     ran = heads.run(cls, "SpanHead", "H", (d,), seed, [H, probes], stepped_on=1, **asked, crashes=[(
         "out of bounds for dimension 0 with size 1", "SpanHead.forward indexes the batch axis (dimension 0) of its "
         "scores: it picks examples, not the start and end scorers. Those are on the last axis of the (B, n, 2) "
-        "scores; split them there.", "splits-batch-axis")])
+        "scores; split them there.", "splits-batch-axis"),
+        # Where B ≤ 2, only the position axis of the (B, n, 2) scores holds more than two entries (n > 2)
+        *[("too many values to unpack (expected 2)", f"{POSITION_AXIS} `unbind(1)` gives one (B, 2) tensor per "
+           f"position, n = {n} of them, too many to unpack into two. {SPLIT_LAST}", "splits-position-axis")]
+        * (B <= 2)])
     ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], [H, probes])]
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)
@@ -326,6 +343,10 @@ def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
 
 def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
     B, n, d = shape
+    if isinstance(out, (tuple, list)) and len(out) == n != 2 and all(
+            isinstance(t, torch.Tensor) and tuple(t.shape) == (B, 2) for t in out):
+        fail(f"{POSITION_AXIS} it returned {n} tensors of shape ({B}, 2), one per position, for H of shape "
+             f"({B}, {n}, {d}).", "splits-position-axis", SPLIT_LAST)
     if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
         got = f"one tensor of shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else a_type(out)
         fail(f"SpanHead returned {got}; it must return a pair of tensors (start_logits, end_logits), each (B, n) = "
@@ -354,8 +375,10 @@ def _shapes(B: int, n: int) -> dict[tuple | None, tuple[str, str, str]]:
             # Found by a simulated student: both got only the expected shape before.
             (n, B) if n != B else None: ("logits-transposed", ": (n, B), the transpose. `.T` reverses every axis of a "
                                          "3-D tensor: the (B, n, 2) scores' `.T` is (2, n, B), and unpacking it gives "
-                                         "two (n, B) tensors.",
-                                         "Split the last axis instead: `start_logits, end_logits = logits.unbind(-1)`."),
+                                         "two (n, B) tensors.", SPLIT_LAST),
+            (B, 2) if n != 2 else None: ("splits-position-axis", f": (B, 2), the scores of one position. "
+                                         f"{POSITION_AXIS} `logits[:, 0]` is position 0's (start, end) pair.",
+                                         SPLIT_LAST),
             (B,) if B != n else None: ("scores-one-position", ": one logit per example, as if the head scored one "
                                        "vector per example (`H[:, 0]`, the [CLS] position, or a pooled mean). Any "
                                        "position may start or end the answer: score every position.",

@@ -41,6 +41,10 @@ WRONG = [
         # below): each got only "expected X, got Y", or passed
         ("squeeze-without-axis", f"{TANH}.squeeze()", "squeeze-drops-batch-axis"),
         ("tanh-module-called-on-a-tensor", "nn.Tanh(self.dense(c))", "module-class-called-on-a-tensor"),
+        # Found by a simulated student: each got only "returned X; tanh(W c + b) is Y".
+        ("hardtanh-instead-of-tanh", "F.hardtanh(self.dense(c))", "hardtanh-not-tanh"),
+        ("clamp-instead-of-tanh", "self.dense(c).clamp(-1, 1)", "hardtanh-not-tanh"),
+        ("bias-outside-tanh", "torch.tanh(c @ self.dense.weight.T) + self.dense.bias", "bias-outside-tanh"),
     ]),
     Wrong.edit("Pooler-no-bias", "Pooler", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)", "no-bias"),
     Wrong.edit("Pooler-plain-tensors-not-parameters", "Pooler", "self.dense = nn.Linear(d, d)",
@@ -111,6 +115,8 @@ WRONG = [
         ("padding-included", "H.amax(dim=1)", "padding-included"),
         # Found by a simulated student (issue 27): it got only a row's values.
         ("fill-minus-one", "H.masked_fill(padding, -1.0).amax(dim=1)", "zero-fill"),
+        # Found by a simulated student: it passed while every real value was above -100.
+        ("fill-minus-hundred", "H.masked_fill(padding, -100.0).amax(dim=1)", "zero-fill"),
         ("detached", f"{MAX}.detach()", "no-gradient"),
     ]),
     *Wrong.edits("max_pool", ".amax(dim=1)", [

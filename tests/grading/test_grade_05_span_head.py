@@ -231,6 +231,27 @@ WRONG = [
                "band = torch.ones(n, n, dtype=torch.bool).tril().triu(-(max_len - 1))", "backward-spans"),
     Wrong.edit("best_span-strict-band", "best_span", "band = (i <= j)", "band = (i < j)", "one-token-spans-excluded"),
     Wrong.edit("SpanHead-pair-from-T", "SpanHead", "logits.unbind(dim=-1)", "logits.T", "logits-transposed"),
+    # Found by a simulated student: a ValueError, "returned a tuple" or the expected shape before.
+    *Wrong.edits("SpanHead", "logits.unbind(dim=-1)", [
+        ("unbinds-the-position-axis", "logits.unbind(dim=1)", "splits-position-axis"),
+        ("indexes-the-position-axis", "logits[:, 0], logits[:, 1]", "splits-position-axis"),
+    ]),
+    Wrong.edit("SpanHead-returns-the-position-axis-unbound", "SpanHead", "return start_logits, end_logits",
+               "return logits.unbind(dim=1)", "splits-position-axis"),
+    # Found by a simulated student: "returned X; expected Y" before. triu/tril zero the pairs they drop, which beat
+    # every log-probability sum (and every negative logit sum).
+    Wrong.edit("best_span-band-by-triu-on-log-probabilities", "best_span",
+               'flat = scores.masked_fill(~band, float("-inf")).flatten(1).argmax(dim=-1)',
+               "flat = scores.triu().tril(max_len - 1).flatten(1).argmax(dim=-1)", "zeros-outside-band"),
+    Wrong("best_span-band-by-triu-on-logits", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            allowed = allowed.bool()
+            n = start_logits.shape[1]
+            s = start_logits.masked_fill(~allowed, float("-inf"))
+            e = end_logits.masked_fill(~allowed, float("-inf"))
+            flat = (s[:, :, None] + e[:, None, :]).triu().tril(max_len - 1).flatten(1).argmax(-1)
+            return torch.stack([flat // n, flat % n], dim=-1)
+        """, mistake="zeros-outside-band"),
     Wrong.edit("best_span-end-not-masked", "best_span",
                'log_p_end = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1)',
                "log_p_end = end_logits.log_softmax(dim=-1)", "end-not-restricted"),

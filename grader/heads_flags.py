@@ -14,6 +14,11 @@ a verdict; `grade.py autograde` prints one `FLAG` line per flagged submission, t
   touches `sys.modules`, spawns processes (subprocess, `os.system`, `os.fork`, multiprocessing,
   `!shell`), creates links (`os.symlink`, `os.link`, FIFOs), or runs code from a string
   (`exec`, `eval`, `compile`, `__import__`);
+- code in those cells that reaches the grader's channel (headlab.kernel, codec, grading), reaches attributes by
+  a computed name (`getattr(f, "__glo" + "bals__")`, `__getattribute__`), patches `random` (the secret step's
+  draw), or schedules code to run after its cell (the kernel's event loop, tornado, asyncio, threads);
+- an exercise's answer that calls the course package (`padding_mask` as the tokenizer's `pad(...)[1]`): no
+  solution does, so the package computed the answer;
 - a test cell that scored with its answer cell unchanged from the release;
 - a test cell that scored without printing its pass lines (`✓ NAME: ...`, one per check it calls).
 """
@@ -27,7 +32,9 @@ import re
 
 WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
            # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
-           "json", "os", "io", "pathlib", "pickle", "base64", "codecs", "shutil", "tempfile", "zmq", "jupyter_client"}
+           "json", "os", "io", "pathlib", "pickle", "base64", "codecs", "shutil", "tempfile", "zmq", "jupyter_client",
+           # what the kernel's secret step draws its sizes from (red team 3 fixed them through random.SystemRandom)
+           "random", "secrets"}
 SPAWN_MODULES = {"subprocess", "multiprocessing", "pty", "torch.multiprocessing",
                  "concurrent.futures.process", "asyncio.subprocess"}
 SPAWN_CALLS = re.compile(r"^(os\.(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*)|"
@@ -49,7 +56,7 @@ IPYTHON_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "input
                  "ast_transformers", "showtraceback", "_showtraceback", "showsyntaxerror",
                  "set_custom_exc", "custom_exceptions", "run_ast_nodes", "run_cell", "run_cell_async",
                  "transform_cell", "displayhook", "display_pub", "excepthook"}
-SHELL_ONLY_ATTRS = {"events", "user_ns", "user_global_ns", "ex", "ev", "push", "magics_manager"}
+SHELL_ONLY_ATTRS = {"events", "user_ns", "user_global_ns", "ex", "ev", "push", "magics_manager", "kernel"}
 LINK_CALLS = {"os.symlink", "os.link", "os.mkfifo", "os.mknod"}
 LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
 # Builtins that the grader's line in a test cell (heads_outside.RESPOND) or the IPython machinery around it
@@ -67,11 +74,21 @@ MODULE_PARTS = {"kernel", "checks", "codec", "grading", "nn", "functional", "pat
 # other files run), and objects rebuilt from bytes.
 UNNEEDED_IMPORTS = {"ctypes", "runpy", "threading", "_thread", "signal", "marshal", "importlib", "code",
                     "codeop", "cffi", "_ctypes", "faulthandler", "atexit", "asyncio", "concurrent.futures",
-                    "sched", "dill", "cloudpickle"}
+                    "sched", "dill", "cloudpickle", "tornado", "inspect", "operator"}
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
                    "torch.load", "dill.loads", "cloudpickle.loads"}
 SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
-           "builtins.delattr", "type.__setattr__"}
+           "builtins.delattr", "type.__setattr__", "operator.setitem", "operator.delitem", "operator.setattr",
+           "operator.delattr"}
+# Code run later, between cells or after the last one, by the kernel's event loop: a red team's callback answered
+# again after its test cell had, before the grader read the answers.
+SCHEDULERS = {"io_loop", "add_callback", "call_later", "add_timeout", "PeriodicCallback", "call_soon",
+              "call_soon_threadsafe", "call_at", "run_in_executor", "create_task", "ensure_future", "add_done_callback"}
+# The modules through which the kernel answers the grader: no answer calls them (a red team's callback called
+# respond again after its test cell, with another answer)
+GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading"}
+# What reaches an attribute by a name the code computes ("__glo" + "bals__"), which no answer needs
+BY_COMPUTED_NAME = {"getattr", "setattr", "delattr", "hasattr", "builtins.getattr"}
 CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module",
                     "importlib.reload", "builtins.exec", "builtins.eval"}
 
@@ -288,6 +305,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"patches a module: {func}({base}, ...)")
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({_shown(node.args[0])}, ...)")
+            if func in BY_COMPUTED_NAME and len(node.args) > 1 and not (
+                    isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                found.append(f"reaches an attribute by a computed name: {func}(..., {_shown(node.args[1])})")
             if func == "getattr" and len(node.args) > 1 and watched(node.args[0]):
                 found.append(f"reads a module's attribute by name: getattr({watched(node.args[0])}, ...)")
             if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES:
@@ -310,6 +330,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             attr = node.attr if isinstance(node, ast.Attribute) else node.id
             if name.rstrip("()") in FRAME_CALLS or (isinstance(node, ast.Attribute) and attr in FRAME_ATTRS):
                 found.append(f"inspects frames: {attr}")
+            if name.rstrip("()") in GRADER_CHANNEL or name.startswith(tuple(f"{m}." for m in GRADER_CHANNEL)):
+                found.append(f"reaches the grader's channel: {name.rstrip('()')}")
             if name == "sys.modules" or name.startswith("sys.modules."):
                 found.append("touches sys.modules")
             if isinstance(node, ast.Attribute) and (attr in IPYTHON_ATTRS or (
@@ -317,6 +339,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"touches IPython's execution machinery: {attr}")
             if isinstance(node, ast.Attribute) and attr in LINK_ATTRS:
                 found.append(f"creates links: {attr}()")
+            if isinstance(node, ast.Attribute) and attr == "__getattribute__":
+                found.append("reaches an attribute by a computed name: __getattribute__")
+            if attr in SCHEDULERS:
+                found.append(f"schedules code to run after its cell: {attr}")
             if isinstance(node, ast.Attribute) and attr in FUNCTION_INTERNALS:
                 found.append(f"reaches into a function's internals: {attr}")
             if isinstance(node, ast.Attribute) and attr == "__dict__" and watched(node.value):
@@ -406,7 +432,65 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
                 flags += [f"{cell_id(cell)}: {f}" for f in cell_flags(tree, aliases, watched_names)]
             except RecursionError:   # no answer nests a thousand levels deep
                 flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
+    try:
+        flags += answers_from_the_package(release, [tree for _, tree in cells if tree is not None], aliases)
+    except RecursionError:
+        pass   # flagged above, cell by cell
     return list(dict.fromkeys(flags))
+
+
+def free_names(node: ast.AST) -> set[str]:
+    """The names `node` reads that it does not bind itself (a parameter, a local, a loop variable): those it takes
+    from the notebook. Python's scopes, approximately: a name bound anywhere in `node` counts as its own."""
+    read, own = set(), set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            (read if isinstance(n.ctx, ast.Load) else own).add(n.id)
+        elif isinstance(n, ast.arg):
+            own.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            own |= {a.asname or a.name.split(".")[0] for a in n.names}
+    return read - own
+
+
+def answers_from_the_package(release: dict, student_trees: list[ast.Module], aliases: dict[str, str]) -> list[str]:
+    """An exercise's answer built on the course package: no solution calls headlab in an answer, yet a held-out red
+    team handed in `padding_mask` as the tokenizer's own `pad(...)[1]` and `causal_mask` through the model's
+    attention pattern, which compute the answer. A name is the package's if it is imported from headlab, or defined
+    (a function, a class, an assignment at the top of a cell, in the release or the student's cells) from such a
+    name; an answer (the name of an exercise of the release) that calls one is flagged, with the names it calls."""
+    exercises = {meta["grade_id"] for c in release["cells"] if c["cell_type"] == "code"
+                 for meta in [c.get("metadata", {}).get("nbgrader", {})]
+                 if meta.get("solution") and not meta.get("grade") and meta.get("grade_id")}
+    package = {name for name, target in aliases.items() if root(target) == "headlab"}
+    released = [parse(_text(c["source"])) for c in release["cells"] if c["cell_type"] == "code"]
+    uses: dict[str, set[str]] = {}   # a top-level name -> the notebook's names its definitions read
+    calls: dict[str, set[str]] = {}  # ... and those of them it calls (or calls a method of)
+    for tree, students in [*((t, False) for t in released if t is not None), *((t, True) for t in student_trees)]:
+        package |= {name for name, target in imports(tree).items() if root(target) == "headlab"}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound, read = [node.name], node
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                bound, read = [n for t in getattr(node, "targets", [getattr(node, "target", None)]) for n in names_in(t)], \
+                    node.value
+            else:
+                continue
+            names, called = free_names(read), {chain_root(c.func).id for c in ast.walk(read) if isinstance(c, ast.Call)
+                                               and isinstance(chain_root(c.func), ast.Name)}
+            for name in bound:
+                uses.setdefault(name, set()).update(names)
+                calls.setdefault(name, set()).update(called & names)
+    tainted, grew = set(package), True
+    while grew:
+        grew = False
+        for name, read in uses.items():
+            if name not in tainted and read & tainted:
+                tainted.add(name)
+                grew = True
+    # An answer may read a constant of the package (`tok.mask_id`); it may not call it to compute the answer.
+    return [f"{name}: an answer built on the course package: calls {', '.join(sorted(calls[name] & tainted))}"
+            for name in sorted(exercises) if calls.get(name, set()) & tainted]
 
 
 # --- result flags ---------------------------------------------------------------------------------

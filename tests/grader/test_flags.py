@@ -112,6 +112,22 @@ FORGERIES = {
     "fn-globals-of-package": "import headlab\nheadlab.setup.__globals__.update(kernel=None)",
     "fn-globals-by-name": "import headlab.kernel\ngetattr(headlab.kernel.respond, '__glo' 'bals__')['drive_head'] = len",
     "fn-code-swap": "def f():\n    pass\nimport headlab.kernel\nheadlab.kernel.respond.__code__ = f.__code__",
+    # Red team 3 (held out; these are written here): the secret step's sizes fixed through `random`, names built
+    # at run time, a callback that answers again after the test cell, answers computed by the package
+    "random-patch": "import random\nrandom.SystemRandom.uniform = lambda self, a, b: 0.5",
+    "computed-name": "from headlab.kernel import respond\ngetattr(respond, '__glo' + 'bals__')['respond'] = len",
+    "getattribute": "from headlab.kernel import respond\nrespond.__getattribute__('__glo' + 'bals__')",
+    "operator-setitem": "import operator\noperator.setitem(globals(), 'causal_mask', len)",
+    "event-loop": "get_ipython().kernel.io_loop.call_later(0.001, print)",
+    "tornado": "from tornado.ioloop import PeriodicCallback",
+    "respond-later": "import headlab.kernel as k\nclass Later:\n    def __del__(self):\n        k.respond('test_causal_mask')\n"
+                     "keep = Later()",
+    "package-pad": "from headlab.tokenizer import pad\ndef padding_mask(lengths, n):\n"
+                   "    return pad([[1] * k for k in lengths], 0, pad_to=n)[1]",
+    "package-alias": "import headlab.tokenizer as T\n_p = T.pad\ndef padding_mask(lengths, n):\n"
+                     "    return _p([[1] * k for k in lengths], 0, pad_to=n)[1]",
+    "package-method": "from types import SimpleNamespace as N\nfrom headlab.models import TinyTransformer as M\n"
+                      "def causal_mask(n):\n    return M.attention_pattern(N(cfg=N(causal=True)), torch.ones(1, n))[0, 0]",
 }
 
 

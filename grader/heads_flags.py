@@ -361,8 +361,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     isinstance(parent, ast.Call) and parent.func is node):
                 found.append(f"patches an object: passes {name} as a value")   # map(setattr, ...), partial(setattr)
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                ".heads_answers" in node.value or ".heads_grader" in node.value):
-            found.append("touches the grader's folders: names .heads_answers or .heads_grader")
+                ".heads_answers" in node.value or ".heads_grader" in node.value or "heads.answers" in node.value):
+            found.append("touches the grader's channel: names .heads_answers, .heads_grader or the answers' type")
         if isinstance(node, ast.Constant) and node.value in FUNCTION_INTERNALS:   # getattr(f, "__globals__")
             found.append(f"reaches into a function's internals: {node.value}")
         if isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):

@@ -10,9 +10,11 @@ student's kernel, which the student controls. These two steps take the scoring a
   - The hidden tests draw their inputs from `hidden_seed`, a fresh one for every grading run unless
     one is given, so knowing last run's inputs is worth nothing.
   - `AnswerCapture` works between cells (`HeadsExecute` calls it): just before a test cell runs, that
-    cell's inputs, and only those, are put in the folder; when it ends, its answers are read and both
-    are removed. A result is kept as it was when its own cell ended: nothing a later cell writes, and
-    no earlier cell's code reading ahead, can change or see another cell's.
+    cell's inputs, and only those, are put in the folder; when it ends, its answers are taken from its own
+    output (what the kernel sent before the cell's end; nbclient reads no message of a cell after it) and
+    the inputs removed. A result is kept as it was when its own cell ended: nothing a later cell or a
+    callback of the kernel's event loop sends, and no earlier cell's code reading ahead, can change or
+    see another cell's.
 - `JudgeOutsideKernel` (after the kernel is gone and `ScrubWorkdir` has cleaned the folder) replays
   each test cell's recorded checks in this process on the results its cell left, and writes the outcome
   as the cell's only output: the check's message, or its pass lines. Whatever the kernel printed in a
@@ -216,14 +218,16 @@ class AnswerCapture:
         grade_id = self.grade_id(cell)
         if grade_id not in self.view:
             return
-        codec = _headlab("codec")
-        if grade_id not in self.answers:   # a result, once given, stays what its cell left
-            try:
-                self.answers[grade_id] = read_answers(self.workdir / codec.ANSWERS, f"{grade_id}.json",
-                                                      self.max_bytes)
-            except FileNotFoundError:
-                pass
-            except (ValueError, OSError, RecursionError) as err:   # JSON nested deeper than the parser goes
+        mime = _headlab("codec").ANSWERS_MIME
+        given = [o for o in cell.get("outputs", []) if mime in o.get("data", {})]
+        # The results leave the notebook: the feedback shows the cell's checks, not the data they were judged on
+        cell.outputs = [o for o in cell.get("outputs", []) if mime not in o.get("data", {})]
+        if grade_id not in self.answers and given:   # a result, once given, stays what its cell left
+            try:   # respond gives one; any other is code of the notebook's that ran in the cell, and says otherwise
+                if len(given) > 1:
+                    raise ValueError(f"the cell gave {len(given)} sets of answers, where the grader's line gives one")
+                self.answers[grade_id] = read_given(given[0]["data"][mime], grade_id, self.max_bytes)
+            except (ValueError, TypeError, RecursionError) as err:   # JSON nested deeper than the parser goes
                 self.answers[grade_id] = err
         self.clear()
 
@@ -244,20 +248,13 @@ def _write_new(folder: Path, name: str, text: str) -> None:
         os.close(dfd)
 
 
-def read_answers(folder: Path, name: str, max_bytes: int) -> list:
-    """The answers file `name` in `folder`, read without following links and at most `max_bytes` long."""
-    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)   # a FIFO does not block
-    finally:
-        os.close(dfd)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise ValueError("not a regular file")
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
+def read_given(payload, grade_id: str, max_bytes: int) -> list:
+    """The answers a test cell's output gave (respond's display data), at most `max_bytes` as JSON."""
+    if not isinstance(payload, dict) or payload.get("grade_id") != grade_id:
+        raise ValueError("not the answers of this cell")
+    if len(json.dumps(payload)) > max_bytes:
         raise ValueError(f"larger than {max_bytes} bytes")
-    answers = json.loads(data)
+    answers = payload.get("answers")
     if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
         raise ValueError("not a list of answers")
     return answers

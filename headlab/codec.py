@@ -1,7 +1,8 @@
 """The data that crosses between the student's kernel and the grader: JSON, with tensors as raw bytes, never pickle.
 
-The grader writes a test cell's inputs into `FOLDER` (calls.json), the kernel its answers' results into
-`ANSWERS` (<grade_id>.json); both are read with `decode`, which refuses any shape of data it does not know.
+The grader writes a test cell's inputs into `FOLDER` (calls.json), the kernel its answers' results into that cell's
+own output, as display data of the type `ANSWERS_MIME`; both are read with `decode`, which refuses any shape of data
+it does not know.
 """
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from typing import Any
 import torch
 
 FOLDER = ".heads_grader"          # in the notebook's folder, the grader's: calls.json, the inputs
-ANSWERS = ".heads_answers"        # in the notebook's folder, the kernel's: <grade_id>.json, the results
+ANSWERS = ".heads_answers"        # in the notebook's folder: once the results; the grader still clears it
+# The results travel in the test cell's output: the grader takes them when the cell ends, so nothing the kernel
+# runs later (a callback of its event loop, a later cell) can change them, as it could a file.
+ANSWERS_MIME = "application/vnd.heads.answers+json"
 GLOBALS = "$globals"              # the answer of a check that reads the notebook's namespace
 
 _DTYPES = {str(dt).removeprefix("torch."): dt for dt in (

@@ -2,7 +2,7 @@
 
 In place of a test cell the kernel runs `respond(grade_id)`: it reads the grader's inputs for that
 cell, calls the student's answers on them (a function directly; a class through a driver of this module) and
-writes what they returned, as data (`codec`). A driver builds the learner's class, loads the grader's weights,
+gives what they returned, as data (`codec`), as the cell's own output. A driver builds the learner's class, loads the grader's weights,
 runs it and returns plain facts: outputs, gradients, outputs after the grader's training step, exceptions. It
 names no mistake and writes no message, so whatever a kernel patches here changes only what its answers appear
 to return, never how they are judged: that is `grading`'s and the checks', in the grader's own process.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import io
 import json
-import os
 import sys
 from contextlib import redirect_stdout
 # Bound now, not looked up when the secret step draws: a notebook that replaces random.SystemRandom.uniform or
@@ -23,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .codec import ANSWERS, FOLDER, GLOBALS, GraderError, at, decode, encode, safe_str
+from .codec import ANSWERS_MIME, FOLDER, GLOBALS, GraderError, at, decode, encode, safe_str
 
 
 def describe(answer: Any) -> dict:
@@ -65,11 +64,18 @@ def respond(grade_id: str, namespace: dict | None = None) -> None:
             # Later cells that start with uses(answer) run, as after a visible check: whether it passed is
             # decided outside, and the feedback shows what they do with the answer (never a grade).
             checked[name] = answer
-    Path(ANSWERS).mkdir(exist_ok=True)
-    target = Path(ANSWERS) / f"{grade_id}.json"
-    target.with_suffix(".tmp").write_text(json.dumps(out))
-    os.replace(target.with_suffix(".tmp"), target)
+    shell = _shell()
+    if shell is not None:   # in a kernel: the results are this cell's output, which the grader reads when it ends
+        shell.display_pub.publish(data={ANSWERS_MIME: {"grade_id": grade_id, "answers": out}}, metadata={})
     print("Your answers were run on the grader's inputs; the grade is decided outside this notebook.")
+
+
+def _shell():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
 
 
 def _run(answer: Any, call: dict) -> dict:

@@ -340,6 +340,7 @@ def test_a_canvas_resubmission_is_the_same_students_newer_copy(tmp_path_factory,
     ("bob\u2060", "U+2060 WORD JOINER"),
     ("al\u202eice", "U+202E RIGHT-TO-LEFT OVERRIDE"),
     ("\u3164", "U+1160 HANGUL JUNGSEONG FILLER"),   # a blank letter (NFKC of the Hangul filler)
+    ("bob\u2800", "U+2800 BRAILLE PATTERN BLANK"),
     ("dave\x07", "U+0007"),
     ("carol ", "begins or ends with whitespace"),
     (" carol", "begins or ends with whitespace"),

@@ -1,58 +1,59 @@
-"""grader/heads_outside.py on what a student's kernel can do to its answers: a forged answers file is one
-failed cell with a reason, never an error that stops the grading of the notebook; a test cell's inputs exist
-only while it runs; its result is what its own run left, whatever a later cell writes."""
+"""grader/heads_outside.py on what a student's kernel can do to its answers: forged answers are one failed cell
+with a reason, never an error that stops the grading of the notebook; a test cell's inputs exist only while it
+runs; its result is what its own output held when it ended, whatever a later cell writes or sends."""
 from __future__ import annotations
 
+import json
 import os
-from types import SimpleNamespace
 
+import nbformat
 import pytest
 
 from headlab import codec
-from heads_outside import AnswerCapture, JudgeOutsideKernel, read_answers
+from heads_outside import AnswerCapture, JudgeOutsideKernel, read_given
 
 ENTRIES = [{"check": "headlab.checks.ch00:padding_mask", "answer": "padding_mask", "args": [], "kwargs": {},
             "calls": []}]
-VIEW = {"test_a": [{"answer": "a", "calls": []}], "test_b": [{"answer": "b", "calls": []}]}
+VIEW = {f"test_{x}": [{"answer": x, "calls": []}] for x in "abc"}
 
 
-def graded_cell(grade_id: str | None):
+def graded_cell(grade_id: str | None, *given: dict):
+    """A code cell (a test cell when `grade_id` is given) whose run output `given` as respond's display data."""
     meta = {"nbgrader": {"grade": True, "grade_id": grade_id}} if grade_id else {}
-    return SimpleNamespace(cell_type="code", metadata=meta)
+    cell = nbformat.v4.new_code_cell(metadata=meta)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="printed\n"),
+                    *(nbformat.v4.new_output("display_data", data={codec.ANSWERS_MIME: g}) for g in given)]
+    return cell
 
 
-@pytest.mark.parametrize("text", [
-    "[" * 200_000 + "]" * 200_000,                                  # deeper than Python's JSON parser goes
-    '[{"answer": {"kind": "function"}, "results": ' + "[" * 5000 + "]" * 5000 + "}]",   # deeper than decode goes
-    "not json",
-    '{"answers": 1}',
+def deep(n: int):
+    out = []
+    for _ in range(n):
+        out = [out]
+    return out
+
+
+@pytest.mark.parametrize("payload", [
+    {"grade_id": "test_padding_mask", "answers": [{"answer": {"kind": "function"}, "results": deep(5000)}]},
+    {"grade_id": "test_padding_mask", "answers": 1},
+    {"grade_id": "test_padding_mask", "answers": ["not an answer"]},
+    {"grade_id": "test_another_cell", "answers": []},
+    "not a dict",
 ])
-def test_a_forged_answer_file_is_a_failed_cell_with_a_reason(tmp_path, text):
-    (tmp_path / "test_padding_mask.json").write_text(text)
+def test_forged_answers_are_a_failed_cell_with_a_reason(payload):
     try:
-        answers = read_answers(tmp_path, "test_padding_mask.json", 16 * 1024**2)
-    except (ValueError, RecursionError) as err:
+        answers = read_given(payload, "test_padding_mask", 16 * 1024**2)
+    except (ValueError, TypeError, RecursionError) as err:
         answers = err
     verdict = JudgeOutsideKernel().judge("test_padding_mask", ENTRIES, answers)
     assert not verdict.passed and verdict.error in ("BadAnswers", "NoAnswers", "CheckFailed"), verdict
 
 
-def test_answers_are_read_without_following_a_link_or_blocking_on_a_fifo(tmp_path):
-    real = tmp_path / "real"
-    real.mkdir()
-    (real / "test_a.json").write_text("[]")
-    os.symlink(real, tmp_path / "linked")
-    with pytest.raises(OSError):
-        read_answers(tmp_path / "linked", "test_a.json", 100)
-    os.symlink(real / "test_a.json", real / "test_b.json")
-    with pytest.raises(OSError):
-        read_answers(real, "test_b.json", 100)
-    os.mkfifo(real / "test_c.json")
-    with pytest.raises(ValueError, match="not a regular file"):
-        read_answers(real, "test_c.json", 100)
-    (real / "test_d.json").write_text("[" + "{}," * 100 + "{}]")
+def test_answers_over_the_size_cap_are_refused():
+    payload = {"grade_id": "test_a", "answers": [{}] * 100}
+    assert len(json.dumps(payload)) > 100
     with pytest.raises(ValueError, match="larger than"):
-        read_answers(real, "test_d.json", 100)
+        read_given(payload, "test_a", 100)
 
 
 def test_a_cell_sees_only_its_own_inputs_and_only_while_it_runs(tmp_path):
@@ -79,26 +80,34 @@ def test_a_link_in_place_of_the_inputs_folder_is_removed_not_followed(tmp_path):
 
 
 def test_a_result_is_what_its_cell_left_whatever_a_later_cell_writes(tmp_path):
+    """The answers are the test cell's last display of respond's type: what it gave when it ended. The grader takes
+    them out of the cell (the feedback shows the checks, not the data), and a later cell, a file in the old answers
+    folder or a second run of the cell (a copied cell) changes nothing."""
     capture = AnswerCapture(tmp_path, VIEW, 1024)
     answers = tmp_path / codec.ANSWERS
 
-    def cell_writes(grade_id: str, text: str) -> None:
-        answers.mkdir(exist_ok=True)
-        (answers / f"{grade_id}.json").write_text(text)
+    def given(grade_id: str, said: str) -> dict:
+        return {"grade_id": grade_id, "answers": [{"answer": {"kind": "function"}, "results": [said]}]}
 
     capture.before(graded_cell("test_a"))
-    cell_writes("test_a", '[{"answer": {"kind": "function"}, "results": ["honest"]}]')
-    capture.after(graded_cell("test_a"))
-    assert not answers.exists()
-    cell_writes("test_a", '[{"answer": {"kind": "function"}, "results": ["forged"]}]')   # a later cell (K4)
-    cell_writes("test_b", '[{"answer": {"kind": "function"}, "results": ["early"]}]')    # before test_b runs
+    cell = graded_cell("test_a", given("test_a", "honest"))
+    capture.after(cell)
+    assert [o.output_type for o in cell.outputs] == ["stream"], "the answers stay in the feedback"
+    answers.mkdir()
+    (answers / "test_a.json").write_text(json.dumps(given("test_a", "forged")["answers"]))   # a later cell (K4)
+    capture.after(graded_cell(None, given("test_a", "forged")))                        # an ordinary cell's output
     capture.before(graded_cell("test_b"))
-    assert not answers.exists(), "answers written before a test cell ran reach the grader"
-    capture.after(graded_cell("test_b"))          # test_b's own run left nothing
+    assert not answers.exists(), "what a cell wrote before a test cell ran is still there"
+    capture.after(graded_cell("test_b", given("test_a", "another cell's")))            # test_b gave test_a's
     capture.before(graded_cell("test_a"))         # test_a again (a copied cell): the first result stays
-    cell_writes("test_a", '[{"answer": {"kind": "function"}, "results": ["forged"]}]')
-    capture.after(graded_cell("test_a"))
-    assert capture.answers == {"test_a": [{"answer": {"kind": "function"}, "results": ["honest"]}]}
+    capture.after(graded_cell("test_a", given("test_a", "forged")))
+    assert capture.answers["test_a"] == given("test_a", "honest")["answers"]
+    assert isinstance(capture.answers["test_b"], ValueError), capture.answers
+    # Code of the notebook's that runs in the test cell (an answer's forward, a post-run hook) and gives answers
+    # too: the cell's result is refused, whichever came first
+    capture.before(graded_cell("test_c"))
+    capture.after(graded_cell("test_c", given("test_c", "honest"), given("test_c", "a hook's")))
+    assert "2 sets of answers" in str(capture.answers["test_c"]), capture.answers
 
 
 def _wrong_causal_mask(n):   # a wrong answer: the graded one in the attacks below

@@ -214,6 +214,7 @@ def lesson03(k: int) -> dict:
            "probe, random word vectors": probe(lambda b: untrained[k].tok_emb(b.ids)),
            "probe, input embeddings": probe(lambda b: encoder.tok_emb(b.ids))}
     out["probe, untrained encoder"] = out["probe, untrained encoders"][k]
+    out["balanced, 10 steps"] = {}                   # regime → balanced accuracy after the first 10 of the 40 steps
     for regime in ["frozen", "top layer", "fine-tuned", "[CLS] + pooler, fine-tuned"]:
         torch.manual_seed(k)
         backbone = copy.deepcopy(encoder)
@@ -232,10 +233,13 @@ def lesson03(k: int) -> dict:
             ids, mask = train.ids[i], train.attention_mask[i]
             return F.cross_entropy(head(pool(backbone(ids, mask), mask)), y_train[i])
 
-        fit([*trained, head], loss_fn, 40, lr=5e-3, progress=False)
+        predict = lambda: head(pool(backbone(test), test.attention_mask)).argmax(-1)
+        history = fit([*trained, head], loss_fn, 40, lr=5e-3, progress=False, eval_every=10,   # the lesson's 10-step column
+                      evaluate={"balanced": lambda: balanced_accuracy(predict(), y_test)})
         with torch.no_grad():
-            pred = head(pool(backbone(test), test.attention_mask)).argmax(-1)
+            pred = predict()
         out[regime] = accuracy(pred, y_test), balanced_accuracy(pred, y_test), f1_score(pred, y_test, positive=1)
+        out["balanced, 10 steps"][regime] = history.evals["balanced"][0][1]
     return out
 
 
@@ -243,7 +247,8 @@ SCORES = ("accuracy", "balanced accuracy", "minority F1")
 
 
 def balanced(r: dict) -> dict:
-    return {name: round(v[1], 3) if isinstance(v, tuple) else [round(u[1], 3) for u in v] for name, v in r.items()}
+    return {name: round(v[1], 3) if isinstance(v, tuple) else [round(u[1], 3) for u in v]
+            for name, v in r.items() if name != "balanced, 10 steps"}
 
 
 # Pairs the prose calls near noise, not a ranking: each must change sides between the five seeds. (lesson, the
@@ -290,6 +295,15 @@ def test_03_cls_reads_less_than_the_mean_frozen_and_ties_it_fine_tuned(k):
     assert min(r["[CLS] + pooler, fine-tuned"] + r["fine-tuned"]) > 0.99, \
         f"lesson 03, seed {k}: 'fine-tuned, BERT's [CLS] head and the mean head both score about 1' " \
         f"({r['[CLS] + pooler, fine-tuned']} and {r['fine-tuned']})"
+
+
+def test_03_after_10_steps_the_cls_head_leads_the_mean_on_four_seeds_of_five():
+    """Below the ceiling, after 10 of the 40 steps: the prose calls the [CLS] head's lead a lean, not a ranking. It
+    leads on four seeds of five; on seed 0, the notebook's, the mean head is ahead."""
+    early = {k: lesson03(k)["balanced, 10 steps"] for k in SEEDS}
+    leads = [k for k in SEEDS if early[k]["[CLS] + pooler, fine-tuned"] > early[k]["fine-tuned"]]
+    assert leads == [1, 2, 3, 4], \
+        f"lesson 03: the prose says that after 10 steps the [CLS] head leads the mean on seeds 1 to 4, not 0; it led on {leads} ({early})"
 
 
 def test_03_controls_rank_as_the_lesson_says(k):

@@ -56,6 +56,9 @@ class HeadsExecute(Execute):
                                         "errors...) kept per cell while executing (-1: no cap).")
     max_notebook_output_bytes = setting(8 * 1024**2, "Bytes of output of every mimetype "
                                                      "kept per notebook (-1: no cap).")
+    max_answers_bytes = setting(32 * 1024**2, "Bytes of the grader's answers (respond's display data) kept per "
+                                              "test cell, apart from the caps above, so that a notebook's own "
+                                              "output cannot crowd them out; more is dropped (the cell scores 0).")
 
     _stop_reason: str | None = None
     _deadline: float = 0.0
@@ -63,7 +66,7 @@ class HeadsExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._stop_reason = None
         self._deadline = monotonic() + self.notebook_timeout
-        self._chars, self._bytes, self._noted = {}, {}, set()
+        self._chars, self._bytes, self._noted, self._answers = {}, {}, set(), {}
         self._notebook_bytes = 0
         self._last_cell = None
         return super().preprocess(nb, resources, km)
@@ -148,6 +151,10 @@ class HeadsExecute(Execute):
             return super().output(outs, msg, display_id, cell_index)
         content = msg["content"]
         size, chars = output_size(content)
+        if msg_type == "display_data" and _answers_mime() in content.get("data", {}):
+            self._answers[cell_index] = self._answers.get(cell_index, 0) + size
+            return super().output(outs, msg, display_id, cell_index) \
+                if self._answers[cell_index] <= self.max_answers_bytes else None
         used_chars = self._chars.get(cell_index, 0)
         used_bytes = self._bytes.get(cell_index, 0)
         room = min(self._room(self.max_output_chars, used_chars, chars),
@@ -191,6 +198,13 @@ class HeadsExecute(Execute):
             return None
         self._notebook_bytes += size
         return super()._update_display_id(display_id, msg)
+
+
+def _answers_mime() -> str:
+    """The type of respond's display data (headlab.codec), imported when a cell first sends output: headlab imports
+    torch, which nbgrader's other commands load this module without needing."""
+    import importlib
+    return importlib.import_module("headlab.codec").ANSWERS_MIME
 
 
 def output_size(content: dict) -> tuple[int, int]:

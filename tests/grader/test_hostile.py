@@ -189,7 +189,7 @@ ANSWER_LATER = SOL["padding_mask"].replace("def padding_mask(", "def _right(") +
     os.makedirs('.heads_grader', exist_ok=True)
     shutil.copy('stolen.json', '.heads_grader/calls.json')
     headlab.kernel.respond('test_padding_mask', {'padding_mask': _right})
-    print('forged answers written:', os.path.exists('.heads_answers/test_padding_mask.json'))
+    print('forged answers given')
     """)
 LEAK = ("def _leak(info):\n    print(info.raw_cell)\n"
         "get_ipython().events.register('pre_run_cell', _leak)")
@@ -520,10 +520,13 @@ def test_formgrader_shows_the_output_without_running_it(graded, browser, tmp_pat
 
 
 def test_a_later_cell_cannot_change_a_result_already_given(graded):
-    """K4: the attack ran (the thread got the inputs, the later cell wrote answers that pass), and the
-    grade is still what the unwritten padding_mask's own test cell left: 0 of its 2 points."""
+    """K4: the attack ran (the thread got the inputs, the later cell gave answers that pass, in its own output),
+    and the grade is still what the unwritten padding_mask's own test cell gave: 0 of its 2 points."""
+    from headlab.codec import ANSWERS_MIME
+
     nb = autograded(graded["root"], "answers-after")
-    assert "forged answers written: True" in outputs_text(nb), outputs_text(nb)[-2000:]
+    text = outputs_text(nb)
+    assert "forged answers given" in text and ANSWERS_MIME in text, text[-2000:]
     cells = graded["scores"]["answers-after"]["cells"]
     assert (cells["test_padding_mask"], cells["test_causal_mask"]) == (0, 2), cells
 

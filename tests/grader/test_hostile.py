@@ -522,11 +522,8 @@ def test_formgrader_shows_the_output_without_running_it(graded, browser, tmp_pat
 def test_a_later_cell_cannot_change_a_result_already_given(graded):
     """K4: the attack ran (the thread got the inputs, the later cell gave answers that pass, in its own output),
     and the grade is still what the unwritten padding_mask's own test cell gave: 0 of its 2 points."""
-    from headlab.codec import ANSWERS_MIME
-
     nb = autograded(graded["root"], "answers-after")
-    text = outputs_text(nb)
-    assert "forged answers given" in text and ANSWERS_MIME in text, text[-2000:]
+    assert "forged answers given" in outputs_text(nb), outputs_text(nb)[-2000:]
     cells = graded["scores"]["answers-after"]["cells"]
     assert (cells["test_padding_mask"], cells["test_causal_mask"]) == (0, 2), cells
 

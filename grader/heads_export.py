@@ -23,7 +23,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 from traitlets import Bool, List, Unicode
 
-from heads_flags import id_flags, notebook_flags
+from heads_flags import holds, id_flags, notebook_flags
 
 
 def _fmt(x: float) -> str:
@@ -48,7 +48,7 @@ class WideCsvExport(ExportPlugin):
     held: list[str] = []
 
     def _is_held(self, student: str, assignment: str, notebook: str, flags: list[str]) -> bool:
-        return bool(flags) and self.hold_flagged and not {f"{student}/{assignment}",
+        return any(map(holds, flags)) and self.hold_flagged and not {f"{student}/{assignment}",
                                                           f"{student}/{assignment}/{notebook}"} & set(self.cleared)
 
     def export(self, gradebook) -> None:

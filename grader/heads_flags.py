@@ -62,8 +62,7 @@ LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
 # Builtins that the grader's line in a test cell (heads_outside.RESPOND) or the IPython machinery around it
 # could look up: a notebook that defines one at its top level (`def globals(): ...`, `def __import__(...)`)
 # shadows the builtin for every later cell. A red team handed the grader another answer that way.
-SHADOWED_BUILTINS = {"__import__", "globals", "locals", "vars", "get_ipython", "getattr", "setattr", "hasattr",
-                     "__build_class__", "exec", "eval", "compile", "isinstance", "type", "print", "open"}
+SHADOWED_BUILTINS = {"__import__", "globals", "locals", "get_ipython", "__build_class__", "exec", "eval", "compile"}
 # The submodules a patch goes through (`headlab.kernel`, `torch.nn.functional`, `os.path`): a name whose last part
 # is one of these is a module, not an object of one (holds_watched).
 MODULE_PARTS = {"kernel", "checks", "codec", "grading", "nn", "functional", "path", "core", "interactiveshell",
@@ -74,7 +73,7 @@ MODULE_PARTS = {"kernel", "checks", "codec", "grading", "nn", "functional", "pat
 # other files run), and objects rebuilt from bytes.
 UNNEEDED_IMPORTS = {"ctypes", "runpy", "threading", "_thread", "signal", "marshal", "importlib", "code",
                     "codeop", "cffi", "_ctypes", "faulthandler", "atexit", "asyncio", "concurrent.futures",
-                    "sched", "dill", "cloudpickle", "tornado", "inspect", "operator"}
+                    "sched", "dill", "cloudpickle", "tornado"}
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
                    "torch.load", "dill.loads", "cloudpickle.loads"}
 SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
@@ -275,6 +274,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
         if name is None and isinstance(expr, (ast.Subscript, ast.Attribute)):   # d["a"].x, with d = {"a": json}
             base = chain_root(expr)
             name = resolved(base, aliases) if isinstance(base, ast.Name) else None
+        if name and root(name) not in WATCHED and any(part in WATCHED for part in name.split(".")[1:]):
+            return name   # glob.os.urandom = ...: os reached through the module glob
         return name if root(name) in WATCHED else None
 
     parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
@@ -305,10 +306,16 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"patches a module: {func}({base}, ...)")
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({_shown(node.args[0])}, ...)")
-            if func in BY_COMPUTED_NAME and len(node.args) > 1 and not (
-                    isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
-                found.append(f"reaches an attribute by a computed name: {func}(..., {_shown(node.args[1])})")
-            if func == "getattr" and len(node.args) > 1 and watched(node.args[0]):
+            if func in BY_COMPUTED_NAME and len(node.args) > 1 and isinstance(node.args[1], (
+                    ast.BinOp, ast.JoinedStr, ast.Call)):   # "__glo" + "bals__", f"...", "".join(...), chr(95) * 2
+                found.append(f"reaches an attribute by a name built at run time: {func}(..., {_shown(node.args[1])})")
+            if func in BY_COMPUTED_NAME and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                named = node.args[1].value   # getattr(x, "display_pub") is x.display_pub
+                if named in IPYTHON_ATTRS or named in FUNCTION_INTERNALS or named in SCHEDULERS or (
+                        named in SHELL_ONLY_ATTRS and is_shell(node.args[0])):
+                    found.append(f"reaches IPython's or a function's internals by name: {func}(..., {named!r})")
+            if func == "getattr" and len(node.args) > 1 and watched(node.args[0]) and not (
+                    watched(node.args[0]).endswith("()") or _public_read(node, aliases)):
                 found.append(f"reads a module's attribute by name: getattr({watched(node.args[0])}, ...)")
             if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES:
                 found.append(f"runs code from bytes: {func}()")
@@ -351,7 +358,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"patches torch: defines {attr}")
             parent = parents.get(id(node))
             if isinstance(node.ctx, ast.Load) and not isinstance(parent, ast.Attribute) and not (
-                    isinstance(parent, ast.Call) and parent.func is node) and not (
+                    isinstance(parent, ast.Call) and (parent.func is node or _public_read(parent, aliases))) and not (
                     isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets)):
                 held = resolved(node, aliases)
                 if root(held) in WATCHED and not _is_object(held):
@@ -385,6 +392,14 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if not rebinds_same:
                 found.append(f"patches a module: rebinds {name} ({watched_names[name]})")
     return found
+
+
+def _public_read(call: ast.Call, aliases: dict[str, str]) -> bool:
+    """Whether `call` reads a public attribute of torch by a constant name (`getattr(torch, "bool")`, a dtype by
+    name), which honest code does; a private one, or one of another watched module, is not that."""
+    return dotted(call.func, aliases) in ("getattr", "hasattr") and len(call.args) > 1 \
+        and root(resolved(call.args[0], aliases)) == "torch" and isinstance(call.args[1], ast.Constant) \
+        and not str(call.args[1].value).startswith("_")
 
 
 def _shown(node: ast.AST) -> str:
@@ -425,11 +440,15 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
     for _, tree in cells:  # a module named in one cell and patched in another
         if tree is not None:
             aliases = module_aliases(tree, {**aliases, **imports(tree)})
+    released = {c.get("id"): c for c in release["cells"] if c["cell_type"] == "code" and c.get("id")}
     flags = []
     for cell, tree in cells:
         if tree is not None:
             try:
-                flags += [f"{cell_id(cell)}: {f}" for f in cell_flags(tree, aliases, watched_names)]
+                # A release cell the student edited (a `-U` added to the setup's %pip): only what the edit added
+                original = parse(_text(released[cell["id"]]["source"])) if cell.get("id") in released else None
+                before = cell_flags(original, aliases, watched_names) if original is not None else []
+                flags += [f"{cell_id(cell)}: {f}" for f in cell_flags(tree, aliases, watched_names) if f not in before]
             except RecursionError:   # no answer nests a thousand levels deep
                 flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
     try:
@@ -453,21 +472,33 @@ def free_names(node: ast.AST) -> set[str]:
     return read - own
 
 
+def _call_root(func: ast.AST) -> tuple[str | None, bool]:
+    """(the name a call's function is reached from, whether through an attribute): `pad` of `pad(x)` (False),
+    `M` of `M.attention_pattern(...)` and of `M(cfg).attention_pattern(...)` (True)."""
+    through = False
+    while isinstance(func, (ast.Attribute, ast.Subscript, ast.Call)):
+        through |= isinstance(func, ast.Attribute)
+        func = func.func if isinstance(func, ast.Call) else func.value
+    return (func.id if isinstance(func, ast.Name) else None), through
+
+
 def answers_from_the_package(release: dict, student_trees: list[ast.Module], aliases: dict[str, str]) -> list[str]:
     """An exercise's answer built on the course package: no solution calls headlab in an answer, yet a held-out red
     team handed in `padding_mask` as the tokenizer's own `pad(...)[1]` and `causal_mask` through the model's
     attention pattern, which compute the answer. A name is the package's if it is imported from headlab, or defined
-    (a function, a class, an assignment at the top of a cell, in the release or the student's cells) from such a
-    name; an answer (the name of an exercise of the release) that calls one is flagged, with the names it calls."""
+    (a function, a class, an assignment at the top of a cell) from such a name. An answer (the name of an exercise
+    of the release) is flagged if it calls a package name the release does not import, or a method of one it does
+    (`TinyTransformer.attention_pattern`, `tok.pad`); calling a helper the lesson imports for the student
+    (`count_parameters(...)`) or reading a constant (`tok.mask_id`) is not flagged."""
     exercises = {meta["grade_id"] for c in release["cells"] if c["cell_type"] == "code"
                  for meta in [c.get("metadata", {}).get("nbgrader", {})]
                  if meta.get("solution") and not meta.get("grade") and meta.get("grade_id")}
-    package = {name for name, target in aliases.items() if root(target) == "headlab"}
-    released = [parse(_text(c["source"])) for c in release["cells"] if c["cell_type"] == "code"]
+    released = [t for t in (parse(_text(c["source"])) for c in release["cells"] if c["cell_type"] == "code") if t]
+    lesson = {n for t in released for n, target in imports(t).items() if root(target) == "headlab"}
+    own = {n for t in student_trees for n, target in imports(t).items() if root(target) == "headlab"} - lesson
     uses: dict[str, set[str]] = {}   # a top-level name -> the notebook's names its definitions read
-    calls: dict[str, set[str]] = {}  # ... and those of them it calls (or calls a method of)
-    for tree, students in [*((t, False) for t in released if t is not None), *((t, True) for t in student_trees)]:
-        package |= {name for name, target in imports(tree).items() if root(target) == "headlab"}
+    calls: dict[str, set[tuple[str, bool]]] = {}   # ... and those it calls: (name, through an attribute)
+    for tree in [*released, *student_trees]:
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 bound, read = [node.name], node
@@ -476,21 +507,29 @@ def answers_from_the_package(release: dict, student_trees: list[ast.Module], ali
                     node.value
             else:
                 continue
-            names, called = free_names(read), {chain_root(c.func).id for c in ast.walk(read) if isinstance(c, ast.Call)
-                                               and isinstance(chain_root(c.func), ast.Name)}
+            names = free_names(read)
+            called = {_call_root(c.func) for c in ast.walk(read) if isinstance(c, ast.Call)}
             for name in bound:
                 uses.setdefault(name, set()).update(names)
-                calls.setdefault(name, set()).update(called & names)
-    tainted, grew = set(package), True
-    while grew:
-        grew = False
-        for name, read in uses.items():
-            if name not in tainted and read & tainted:
-                tainted.add(name)
-                grew = True
-    # An answer may read a constant of the package (`tok.mask_id`); it may not call it to compute the answer.
-    return [f"{name}: an answer built on the course package: calls {', '.join(sorted(calls[name] & tainted))}"
-            for name in sorted(exercises) if calls.get(name, set()) & tainted]
+                calls.setdefault(name, set()).update((n, t) for n, t in called if n in names)
+
+    def derived(start: set[str]) -> set[str]:
+        out, grew = set(start), True
+        while grew:
+            grew = False
+            for name, read in uses.items():
+                if name not in out and read & out:
+                    out.add(name)
+                    grew = True
+        return out
+
+    theirs, lessons = derived(own), derived(lesson)
+    flags = []
+    for name in sorted(exercises):
+        found = sorted({n for n, through in calls.get(name, ()) if n in theirs or (through and n in lessons)})
+        if found:
+            flags.append(f"{name}: an answer built on the course package: calls {', '.join(found)}")
+    return flags
 
 
 # --- result flags ---------------------------------------------------------------------------------
@@ -518,6 +557,16 @@ def result_flags(autograded: dict, release: dict, cell_scores: dict[str, float])
         if printed < calls:
             flags.append(f"{gid}: scored {score:g} but printed {printed} of its {calls} pass lines")
     return flags
+
+
+# Flags that ask for a look but do not hold the score (heads_export): a shell command or pip install is common in
+# honest notebooks, and the grader stops any process a cell leaves running.
+NOT_HELD = ("spawns processes: a shell command",)
+
+
+def holds(flag: str) -> bool:
+    """Whether `flag` (as notebook_flags gives it, `cell: reason`) holds the notebook's score until reviewed."""
+    return not any(note in flag for note in NOT_HELD)
 
 
 SHARED_IDS = "shared_ids.json"   # in the course's downloaded/: {id: why}, written by `grade.py collect`

@@ -242,6 +242,16 @@ class SpanHeadRemembersTheStep(nn.Module):
         return logits.unbind(-1)
 
 
+def test_secret_step_sizes_a_notebook_chose_are_refused():
+    """The sizes travel in the kernel's answers: a hook that rewrote them to the public step's (red team 4) or any
+    value the draw cannot give is refused; the kernel's own draws pass."""
+    from headlab.checks.engine import secret_sizes_drawn
+
+    drawn = kernel._secret_step(nn.Linear(3, 2), lambda x: x, torch.zeros(1), [], [], None, [])["sizes"]
+    assert secret_sizes_drawn({int(n): float(v) for n, v in drawn.tolist()})
+    assert not secret_sizes_drawn({6: kernel.STEP_LR, 2: 0.4}) and not secret_sizes_drawn({6: 0.9})
+
+
 def test_a_span_head_that_remembers_the_public_step_fails_the_secret_one():
     with pytest.raises(CheckFailed) as caught:
         ch05.span_head(SpanHeadRemembersTheStep)

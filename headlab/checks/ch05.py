@@ -13,7 +13,8 @@ from ..codec import GraderError
 from . import heads
 from .core import CheckFailed, a_type, call_raw, fail, passed, positions, require_module_class
 from ..kernel import STEP_LR, weighted_backward
-from .engine import (Exercise, backward_through, close_gradient, grader_side, judge_gradients, same, show)
+from .engine import (Exercise, backward_through, close_gradient, grader_side, judge_gradients, same,
+                     secret_sizes_drawn, show)
 from .shared import table
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
@@ -425,7 +426,8 @@ def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -
     no_bias = all(float(b.abs()) == 0 for _, b in scorers)   # right: a softmax over positions ignores it
     usual = [(w, b) for w, b in ((d, 1), (2 * d, 2), (2 * d + 2, 2 * d + 2)) if w in sizes and (b in sizes or no_bias)]
     public = [(w, b) for w, b in usual if explains(facts.get("stepped"), {d: STEP_LR, 1: STEP_LR * (b in sizes)})]
-    return not public or any(explains(secret.get("stepped"), {d: sizes[w], 1: sizes.get(b, 0.0)}) for w, b in public)
+    return not public or secret_sizes_drawn(sizes) and any(
+        explains(secret.get("stepped"), {d: sizes[w], 1: sizes.get(b, 0.0)}) for w, b in public)
 
 
 def _sigmoid_of_linear(H: torch.Tensor, on_H: tuple, probed: tuple) -> bool:

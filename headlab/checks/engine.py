@@ -513,8 +513,14 @@ def _secret_step_right(secret: Any, x: torch.Tensor, want: str | Callable, seed:
     right = grader.reference(want) if isinstance(want, str) else want
     # A weight whose size the head holds in no state entry is not a trainable weight of it; no size stands in for
     # it, or a head keeping its bias outside its state would foresee the step of that weight
-    return all(w.numel() in sizes for w in weights) and \
+    return all(w.numel() in sizes for w in weights) and secret_sizes_drawn(sizes) and \
         close_gradient(secret.get("stepped"), _step(right, x, weights, seed, sizes)[1])
+
+
+def secret_sizes_drawn(sizes: dict[int, float]) -> bool:
+    """Whether the kernel's secret step sizes are what its draw gives (kernel._secret_step: in [0.25, 0.75), none the
+    public STEP_LR): sizes a notebook set itself (a red team's hook made them all 0.5) are not."""
+    return all(0.25 <= size < 0.75 and abs(size - STEP_LR) > 1e-9 for size in sizes.values())
 
 
 def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int,

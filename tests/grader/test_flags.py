@@ -128,7 +128,49 @@ FORGERIES = {
                      "    return _p([[1] * k for k in lengths], 0, pad_to=n)[1]",
     "package-method": "from types import SimpleNamespace as N\nfrom headlab.models import TinyTransformer as M\n"
                       "def causal_mask(n):\n    return M.attention_pattern(N(cfg=N(causal=True)), torch.ones(1, n))[0, 0]",
+    # Red team 4 (held out; written here): IPython's publisher reached by a constant name, a watched module reached
+    # through another one, a method of a model the lesson imports
+    "display-pub-by-name": "getattr(get_ipython(), 'display_pub').register_hook(print)",
+    "through-another-module": "import glob\nglob.os.urandom = lambda n: bytes(n)",
+    "lesson-model-method": "def causal_mask(n):\n    return tiny_encoder().attention_pattern(torch.ones(1, n))[0, 0]",
 }
+
+# What honest students write, none of which may hold a score (a held-out red team's false holds, written here):
+# some are flagged for a look (a shell command), none is held.
+HONEST = {
+    "getattr-over-names": "for a in ['shape', 'dtype']:\n    print(getattr(torch.ones(1), a))",
+    "getattr-dtype": "x = torch.zeros(2, dtype=getattr(torch, 'bool'))",
+    "itemgetter": "from operator import itemgetter\nprint(itemgetter(0)([1, 2]))",
+    "signature": "from inspect import signature\nprint(signature(torch.ones))",
+    "shell": "!ls",
+    "pip": "%pip install -q numpy",
+    "type-as-a-name": "type = 'bool'",
+    "lesson-helper-in-answer": "def causal_mask(n):\n    _ = course_tokenizer()\n    return torch.ones(n, n, dtype=torch.bool).tril()",
+    "seeded": "import random\nrandom.seed(0)",
+}
+
+
+@pytest.mark.parametrize("name", HONEST)
+def test_honest_scratch_code_holds_no_score(name):
+    from heads_flags import holds
+
+    rel = release(LESSON)
+    nb = fill(rel, solution_answers(LESSON))
+    nb.cells.insert(3, nbformat.v4.new_code_cell(HONEST[name]))
+    assert not [f for f in code_flags(nb, rel) if holds(f)], code_flags(nb, rel)
+
+
+def test_an_edited_release_cell_is_flagged_only_for_what_the_edit_added():
+    """A Colab student adds -U to the setup cell's %pip: the release's own lines there (a pip install, a look at
+    sys.modules) are not the student's."""
+    rel = release(LESSON)
+    nb = fill(rel, solution_answers(LESSON))
+    setup = next(c for c in nb.cells if c.cell_type == "code" and "pip" in c.source)
+    setup.source = setup.source.replace("pip install", "pip install -U", 1)
+    assert setup.source != next(c for c in rel.cells if c.get("id") == setup.get("id")).source
+    assert code_flags(nb, rel) == []
+    setup.source += "\nimport os\nos.system('true')"
+    assert code_flags(nb, rel), "what the edit added is read"
 
 
 @pytest.mark.parametrize("where", ["answer", "inserted"])

@@ -14,6 +14,12 @@ wrong, or a forged request to the formgrader) is refused: the cell is left empty
 total, and named in `flags`. `flags` also carries every flag for review of grader/heads_flags.py
 (`lesson/notebook: grade_id: reason`, separated by ` | `); `refused` lists what was refused, so
 `grade.py export` can tell the instructor.
+
+A notebook flagged for review (its code or its results look forged) is held: its cell is left empty and out
+of the total, and `flags` says `HELD <score> of <max> until reviewed` before the reasons, until the instructor
+has looked and clears it (`cleared`, `grade.py export --clear STUDENT/LESSON`). A forged score is so worth
+nothing unread, and an honest one flagged by mistake costs a look, not the points. An id two names shared at
+collect, and a shell command (`!ls`, `%pip`: heads_flags.NOT_HELD), are flagged but not held.
 """
 from __future__ import annotations
 

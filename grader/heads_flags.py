@@ -75,7 +75,7 @@ UNNEEDED_IMPORTS = {"ctypes", "runpy", "threading", "_thread", "signal", "marsha
                     "codeop", "cffi", "_ctypes", "faulthandler", "atexit", "asyncio", "concurrent.futures",
                     "sched", "dill", "cloudpickle", "tornado"}
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
-                   "torch.load", "dill.loads", "cloudpickle.loads"}
+                   "dill.loads", "cloudpickle.loads"}   # torch.load only with weights_only=False (below)
 SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
            "builtins.delattr", "type.__setattr__", "operator.setitem", "operator.delitem", "operator.setattr",
            "operator.delattr"}
@@ -184,8 +184,8 @@ def holds_watched(expr: ast.AST, aliases: dict[str, str]) -> str | None:
             if isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and parent.func is node):
                 continue   # reached through or called: `torch.zeros`, `torch.zeros(3)`
             name = resolved(node, aliases)
-            if root(name) in WATCHED and not _is_object(name):
-                return name
+            if root(name) in WATCHED and not _is_object(name) or (name or "").split(".")[-1] in WATCHED - {root(name)}:
+                return name   # json, headlab.kernel, or os reached through another module (glob.os, posixpath.os)
     return None
 
 
@@ -291,6 +291,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             for part in ast.walk(t):
                 if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
                     base = watched(part.value)
+                    if base == "os.environ" and isinstance(part, ast.Subscript):
+                        continue   # os.environ["CUDA_VISIBLE_DEVICES"] = "": a setting, not a patch
                     if base:
                         found.append(f"patches a module: assigns {base}.{getattr(part, 'attr', '[...]')}")
                     elif isinstance(part, ast.Attribute) and _through_expression(part):
@@ -309,6 +311,13 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if func in BY_COMPUTED_NAME and len(node.args) > 1 and isinstance(node.args[1], (
                     ast.BinOp, ast.JoinedStr, ast.Call)):   # "__glo" + "bals__", f"...", "".join(...), chr(95) * 2
                 found.append(f"reaches an attribute by a name built at run time: {func}(..., {_shown(node.args[1])})")
+            if func in BY_COMPUTED_NAME and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant) and (
+                    is_shell(node.args[0]) or (isinstance(node.args[0], ast.Name) and node.args[0].id in aliases)):
+                found.append(f"reaches an attribute of IPython or a module by a name in a variable: {func}(...)")
+            if func in ("operator.attrgetter", "operator.methodcaller"):
+                found.append(f"reaches attributes by name: {func}()")
+            if func == "vars" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
+                found.append(f"reads a module's namespace: vars({node.args[0].id})")
             if func in BY_COMPUTED_NAME and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
                 named = node.args[1].value   # getattr(x, "display_pub") is x.display_pub
                 if named in IPYTHON_ATTRS or named in FUNCTION_INTERNALS or named in SCHEDULERS or (
@@ -317,7 +326,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if func == "getattr" and len(node.args) > 1 and watched(node.args[0]) and not (
                     watched(node.args[0]).endswith("()") or _public_read(node, aliases)):
                 found.append(f"reads a module's attribute by name: getattr({watched(node.args[0])}, ...)")
-            if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES:
+            unsafe_load = func == "torch.load" and any(k.arg == "weights_only" and isinstance(k.value, ast.Constant)
+                                                        and k.value.value is False for k in node.keywords)
+            if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES or unsafe_load:
                 found.append(f"runs code from bytes: {func}()")
             if func == "vars" and node.args and watched(node.args[0]):
                 found.append(f"patches a module: touches vars({watched(node.args[0])})")
@@ -352,6 +363,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"schedules code to run after its cell: {attr}")
             if isinstance(node, ast.Attribute) and attr in FUNCTION_INTERNALS:
                 found.append(f"reaches into a function's internals: {attr}")
+            if isinstance(node, ast.Attribute) and attr == "__dict__" and isinstance(node.value, ast.Name) \
+                    and node.value.id in aliases and not watched(node.value):
+                found.append(f"reads a module's namespace: {node.value.id}.__dict__")
             if isinstance(node, ast.Attribute) and attr == "__dict__" and watched(node.value):
                 found.append(f"patches a module: touches {watched(node.value)}.__dict__")
             if attr in ("__torch_function__", "__torch_dispatch__"):
@@ -364,9 +378,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 if root(held) in WATCHED and not _is_object(held):
                     # a module passed, returned, put in a list: `return io`, `[headlab.kernel]`, `f(torch)`
                     found.append(f"holds a module as a value: {held}")
-            if name in SETTERS and isinstance(node.ctx, ast.Load) and not (
+            if name in SETTERS | {"getattr"} and isinstance(node.ctx, ast.Load) and not (
                     isinstance(parent, ast.Call) and parent.func is node):
-                found.append(f"patches an object: passes {name} as a value")   # map(setattr, ...), partial(setattr)
+                # map(setattr, ...), partial(setattr), reduce(getattr, names, shell)
+                found.append(f"{'reaches' if name == 'getattr' else 'patches'} an object: passes {name} as a value")
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 ".heads_answers" in node.value or ".heads_grader" in node.value or "heads.answers" in node.value):
             found.append("touches the grader's channel: names .heads_answers, .heads_grader or the answers' type")

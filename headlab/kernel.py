@@ -66,8 +66,20 @@ def respond(grade_id: str, namespace: dict | None = None) -> None:
             checked[name] = answer
     shell = _shell()
     if shell is not None:   # in a kernel: the results are this cell's output, which the grader reads when it ends
-        shell.display_pub.publish(data={ANSWERS_MIME: {"grade_id": grade_id, "answers": out}}, metadata={})
+        _publish(shell.display_pub, {ANSWERS_MIME: {"grade_id": grade_id, "answers": out}})
     print("Your answers were run on the grader's inputs; the grade is decided outside this notebook.")
+
+
+def _publish(pub: Any, data: dict) -> None:
+    """Send `data` as display data, as ipykernel's publisher does, but past the hooks a notebook can register on it
+    (`display_pub.register_hook`: a red team's hook rewrote the answers on their way out)."""
+    session, socket = getattr(pub, "session", None), getattr(pub, "pub_socket", None)
+    if session is None or socket is None:   # not ipykernel's publisher: its own publish
+        pub.publish(data=data, metadata={})
+        return
+    pub._flush_streams()   # the cell's prints first, as publish does
+    msg = session.msg("display_data", {"data": data, "metadata": {}, "transient": {}}, parent=pub.parent_header)
+    session.send(socket, msg, ident=pub.topic)
 
 
 def _shell():

@@ -250,6 +250,7 @@ def test_secret_step_sizes_a_notebook_chose_are_refused():
     drawn = kernel._secret_step(nn.Linear(3, 2), lambda x: x, torch.zeros(1), [], [], None, [])["sizes"]
     assert secret_sizes_drawn({int(n): float(v) for n, v in drawn.tolist()})
     assert not secret_sizes_drawn({6: kernel.STEP_LR, 2: 0.4}) and not secret_sizes_drawn({6: 0.9})
+    assert not secret_sizes_drawn({6: 0.375, 2: 0.375})   # one size for all, which a memo can read off a weight
 
 
 def test_a_span_head_that_remembers_the_public_step_fails_the_secret_one():

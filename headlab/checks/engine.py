@@ -519,8 +519,9 @@ def _secret_step_right(secret: Any, x: torch.Tensor, want: str | Callable, seed:
 
 def secret_sizes_drawn(sizes: dict[int, float]) -> bool:
     """Whether the kernel's secret step sizes are what its draw gives (kernel._secret_step: in [0.25, 0.75), none the
-    public STEP_LR): sizes a notebook set itself (a red team's hook made them all 0.5) are not."""
-    return all(0.25 <= size < 0.75 and abs(size - STEP_LR) > 1e-9 for size in sizes.values())
+    public STEP_LR, no two alike): sizes a notebook set itself (a red team's hook made them all 0.5) are not."""
+    return all(0.25 <= size < 0.75 and abs(size - STEP_LR) > 1e-9 for size in sizes.values()) and \
+        len(set(sizes.values())) == len(sizes)   # 56 random bits each: equal sizes were chosen (red team 5)
 
 
 def _step(want: Callable, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int,

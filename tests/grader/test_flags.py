@@ -133,6 +133,14 @@ FORGERIES = {
     "display-pub-by-name": "getattr(get_ipython(), 'display_pub').register_hook(print)",
     "through-another-module": "import glob\nglob.os.urandom = lambda n: bytes(n)",
     "lesson-model-method": "def causal_mask(n):\n    return tiny_encoder().attention_pattern(torch.ones(1, n))[0, 0]",
+    # Red team 5 (held out; written here): the same reach with the name in a variable, through attrgetter or
+    # reduce, and os reached through another module's namespace or a binding
+    "name-in-a-variable": "n = 'display_pub'\ngetattr(get_ipython(), n).register_hook(print)",
+    "attrgetter": "import operator\noperator.attrgetter('display_pub')(get_ipython()).register_hook(print)",
+    "reduce-getattr": "import functools\nfunctools.reduce(getattr, ['display_pub'], get_ipython())",
+    "module-namespace": "import glob\n_m = vars(glob)['os']\n_m.urandom = len",
+    "bound-through-module": "import posixpath\nm = posixpath.os\nm.urandom = len",
+    "loop-through-module": "import glob\nfor m in [glob.os]:\n    m.urandom = len",
 }
 
 # What honest students write, none of which may hold a score (a held-out red team's false holds, written here):
@@ -147,6 +155,8 @@ HONEST = {
     "type-as-a-name": "type = 'bool'",
     "lesson-helper-in-answer": "def causal_mask(n):\n    _ = course_tokenizer()\n    return torch.ones(n, n, dtype=torch.bool).tril()",
     "seeded": "import random\nrandom.seed(0)",
+    "environment": "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = ''\nprint(os.getcwd())",
+    "save-and-load": "torch.save(torch.ones(2), 'x.pt')\nprint(torch.load('x.pt'))",
 }
 
 

@@ -37,7 +37,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.nbgraderformat import SCHEMA_VERSION
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
-from heads_files import problem, setting
+from heads_files import headlab, problem, setting
 
 CELL_HOOKS = "heads_cell_hooks"
 
@@ -151,7 +151,7 @@ class HeadsExecute(Execute):
             return super().output(outs, msg, display_id, cell_index)
         content = msg["content"]
         size, chars = output_size(content)
-        if msg_type == "display_data" and _answers_mime() in content.get("data", {}):
+        if msg_type == "display_data" and headlab("codec").ANSWERS_MIME in content.get("data", {}):
             self._answers[cell_index] = self._answers.get(cell_index, 0) + size
             return super().output(outs, msg, display_id, cell_index) \
                 if self._answers[cell_index] <= self.max_answers_bytes else None
@@ -198,13 +198,6 @@ class HeadsExecute(Execute):
             return None
         self._notebook_bytes += size
         return super()._update_display_id(display_id, msg)
-
-
-def _answers_mime() -> str:
-    """The type of respond's display data (headlab.codec), imported when a cell first sends output: headlab imports
-    torch, which nbgrader's other commands load this module without needing."""
-    import importlib
-    return importlib.import_module("headlab.codec").ANSWERS_MIME
 
 
 def output_size(content: dict) -> tuple[int, int]:

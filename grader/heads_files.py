@@ -21,6 +21,7 @@ get the solutions copied into their feedback. So:
 """
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import stat
@@ -35,6 +36,12 @@ KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK:
 def problem(log, student: str, lesson: str, text: str) -> None:
     """Log a line `grade.py` picks up and prints as `PROBLEM student/lesson: text`."""
     log.warning("HEADS-PROBLEM %s/%s: %s", student, lesson, text)
+
+
+def headlab(module: str):
+    """headlab.<module>, imported when a step uses it: headlab imports torch (2-3 s), which nbgrader's other
+    commands (generate_assignment, generate_feedback, export) load the grader's modules without needing."""
+    return importlib.import_module(f"headlab.{module}")
 
 
 def setting(default, help: str | None = None):

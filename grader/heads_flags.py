@@ -184,9 +184,14 @@ def holds_watched(expr: ast.AST, aliases: dict[str, str]) -> str | None:
             if isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and parent.func is node):
                 continue   # reached through or called: `torch.zeros`, `torch.zeros(3)`
             name = resolved(node, aliases)
-            if root(name) in WATCHED and not _is_object(name) or (name or "").split(".")[-1] in WATCHED - {root(name)}:
+            if root(name) in WATCHED and not _is_object(name) or _through_another_module(name):
                 return name   # json, headlab.kernel, or os reached through another module (glob.os, posixpath.os)
     return None
+
+
+def _through_another_module(name: str | None) -> bool:
+    """Whether a dotted name reaches a watched module through a module that is not watched: glob.os, posixpath.os."""
+    return bool(name) and root(name) not in WATCHED and any(part in WATCHED for part in name.split(".")[1:])
 
 
 def _is_object(name: str) -> bool:
@@ -274,7 +279,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
         if name is None and isinstance(expr, (ast.Subscript, ast.Attribute)):   # d["a"].x, with d = {"a": json}
             base = chain_root(expr)
             name = resolved(base, aliases) if isinstance(base, ast.Name) else None
-        if name and root(name) not in WATCHED and any(part in WATCHED for part in name.split(".")[1:]):
+        if _through_another_module(name):
             return name   # glob.os.urandom = ...: os reached through the module glob
         return name if root(name) in WATCHED else None
 

@@ -41,18 +41,12 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from heads_autograde import CELL_HOOKS
-from heads_files import setting
+from heads_files import headlab, setting
 
 if TYPE_CHECKING:
     from headlab.grading import Verdict
 
 HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
-
-
-def _headlab(module: str):
-    """headlab.<module>, imported when a step uses it: headlab imports torch (2-3 s), which nbgrader's
-    other commands (generate_assignment, generate_feedback, export) load this module without needing."""
-    return importlib.import_module(f"headlab.{module}")
 
 
 # The line that replaces a test cell. It names nothing the notebook's namespace can rebind: an `import` statement
@@ -107,7 +101,7 @@ class RunAnswersOnly(NbGraderPreprocessor):
         source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) \
             / f"{info['notebook']}.ipynb"
         book = self.recording(source)
-        codec, grading = _headlab("codec"), _headlab("grading")
+        codec, grading = headlab("codec"), headlab("grading")
         workdir = Path(resources["metadata"]["path"])
         for name in (codec.FOLDER, codec.ANSWERS):   # whatever the submission brought there
             _remove(workdir / name)
@@ -164,7 +158,7 @@ def record_solution(source: Path, timeout: int, seed: int) -> dict:
     `seed`; the recording."""
     from nbclient import NotebookClient
 
-    grading = _headlab("grading")
+    grading = headlab("grading")
     nb = nbformat.read(source, as_version=4)
     for grade_id, cell in _grade_cells(nb):
         cell.source = grading.recorded_source(grade_id, cell.source)
@@ -208,7 +202,7 @@ class AnswerCapture:
         grade_id = self.grade_id(cell)
         if grade_id not in self.view:
             return
-        codec = _headlab("codec")
+        codec = headlab("codec")
         self.clear()
         folder = self.workdir / codec.FOLDER
         folder.mkdir()
@@ -218,7 +212,7 @@ class AnswerCapture:
         grade_id = self.grade_id(cell)
         if grade_id not in self.view:
             return
-        mime = _headlab("codec").ANSWERS_MIME
+        mime = headlab("codec").ANSWERS_MIME
         given = [o for o in cell.get("outputs", []) if mime in o.get("data", {})]
         # The results leave the notebook: the feedback shows the cell's checks, not the data they were judged on
         cell.outputs = [o for o in cell.get("outputs", []) if mime not in o.get("data", {})]
@@ -232,7 +226,7 @@ class AnswerCapture:
         self.clear()
 
     def clear(self) -> None:
-        codec = _headlab("codec")
+        codec = headlab("codec")
         for name in (codec.FOLDER, codec.ANSWERS):
             _remove(self.workdir / name)
 
@@ -266,7 +260,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
         resources.pop(CELL_HOOKS, None)
         if state is None:
             return nb, resources
-        if _headlab("checks.engine").grader_side() is None:   # the hidden cases' mistakes would go unnamed
+        if headlab("checks.engine").grader_side() is None:   # the hidden cases' mistakes would go unnamed
             raise ImportError("heads_mistakes (what each mistake returns) is not importable in the grading process: "
                               "install the grader, `pip install -e ./grader`")
         verdicts = {}
@@ -295,7 +289,7 @@ class JudgeOutsideKernel(NbGraderPreprocessor):
     def judge(self, grade_id: str, entries: list, answers: list | Exception | None) -> Verdict:
         """The verdict on test cell `grade_id` from the `answers` its own run left (None: it left none;
         an exception: why they could not be read)."""
-        codec, grading = _headlab("codec"), _headlab("grading")
+        codec, grading = headlab("codec"), headlab("grading")
         if not entries:   # a test cell that runs no check would give everyone full marks
             self.log.error("Test cell %s ran no check on the solution: nothing to grade it by", grade_id)
             return grading.Verdict(False, error="GraderError", message=(

@@ -14,7 +14,7 @@ from . import heads
 from .core import CheckFailed, a_type, call_raw, fail, passed, positions, require_module_class
 from ..kernel import STEP_LR, weighted_backward
 from .engine import (Exercise, backward_through, close_gradient, grader_side, judge_gradients, same,
-                     secret_sizes_drawn, show)
+                     secret_sizes, secret_sizes_drawn, show)
 from .shared import table
 
 # --- best_span(start_logits, end_logits, allowed, max_len) → (B, 2) long ----------------------------
@@ -325,7 +325,7 @@ SPLIT_LAST = "Split the last axis instead: `start_logits, end_logits = logits.un
 def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
     """The facts of `cls(d)` (kernel.drive_head) in eval mode on H and on the probes 0, e_1, …, e_d, its outputs read
     as (start, end) pairs."""
-    probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
+    probes = _probes(d)
     B, n, _ = H.shape
     # torch's words when forward splits start from end on the batch axis: the probes are a batch of one
     ran = heads.run(cls, "SpanHead", "H", (d,), seed, [H, probes], stepped_on=1, **asked, crashes=[(
@@ -340,6 +340,11 @@ def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)
     return ran
+
+
+def _probes(d: int) -> torch.Tensor:
+    """(1, d + 1, d): the vectors 0, e_1, …, e_d, on which a linear head's logits read off its weights and biases."""
+    return torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
 
 
 def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
@@ -410,10 +415,8 @@ def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -
     secret = facts.get("secret")
     if grader_side() is None or not isinstance(secret, dict):
         return True
-    sizes = {int(n): float(lr) for n, lr in secret["sizes"].tolist()} \
-        if isinstance(secret.get("sizes"), torch.Tensor) else {}
-    d = H.shape[-1]
-    probes = torch.cat([torch.zeros(1, d), torch.eye(d)])[None]
+    sizes, d = secret_sizes(secret), H.shape[-1]
+    probes = _probes(d)
     leaves = [t.detach().clone().double().requires_grad_() for pair in scorers for t in pair]
     with torch.enable_grad():
         weighted_backward(_scores(H.double(), *leaves), seed)

@@ -508,13 +508,19 @@ def _secret_step_right(secret: Any, x: torch.Tensor, want: str | Callable, seed:
     grader = grader_side()
     if grader is None:
         return True
-    sizes = {int(n): float(lr) for n, lr in secret["sizes"].tolist()} \
-        if isinstance(secret, dict) and isinstance(secret.get("sizes"), torch.Tensor) else {}
+    sizes = secret_sizes(secret)
     right = grader.reference(want) if isinstance(want, str) else want
     # A weight whose size the head holds in no state entry is not a trainable weight of it; no size stands in for
     # it, or a head keeping its bias outside its state would foresee the step of that weight
     return all(w.numel() in sizes for w in weights) and secret_sizes_drawn(sizes) and \
         close_gradient(secret.get("stepped"), _step(right, x, weights, seed, sizes)[1])
+
+
+def secret_sizes(secret: Any) -> dict[int, float]:
+    """{numel: step size} of the kernel's secret step, as its facts give them ({} when they give none)."""
+    if not (isinstance(secret, dict) and isinstance(secret.get("sizes"), torch.Tensor)):
+        return {}
+    return {int(n): float(size) for n, size in secret["sizes"].tolist()}
 
 
 def secret_sizes_drawn(sizes: dict[int, float]) -> bool:

@@ -69,11 +69,33 @@ MODULE_PARTS = {"kernel", "checks", "codec", "grading", "nn", "functional", "pat
                 "ipkernel", "kernelbase", "autograd", "utils", "data", "modules", "linalg", "special", "fft",
                 "random", "init", "parameter", "decoder", "encoder", "parallel", "testing", "backends",
                 *(f"ch{i:02d}" for i in range(20)), "engine", "heads", "display"}
-# Modules a correct answer never needs, whose import is flagged: code run beside the cell's (threads, C calls,
-# other files run), and objects rebuilt from bytes.
-UNNEEDED_IMPORTS = {"ctypes", "runpy", "threading", "_thread", "signal", "marshal", "importlib", "code",
-                    "codeop", "cffi", "_ctypes", "faulthandler", "atexit", "asyncio", "concurrent.futures",
-                    "sched", "dill", "cloudpickle", "tornado"}
+# The modules students of this course import (the lessons', numerics, plotting, the standard library's everyday
+# tools): any other import is flagged. An allowlist, not a list of dangers: each held-out red team found one more
+# module to reach the kernel through (glob.os, posixpath, operator, functools; unittest.mock.patch by a string).
+COURSE_IMPORTS = {"__future__", "torch", "numpy", "matplotlib", "headlab", "IPython", "ipywidgets", "tqdm",
+                  "pandas", "seaborn", "sklearn", "scipy", "einops", "PIL", "plotly", "transformers",
+                  "sentence_transformers", "huggingface_hub", "tokenizers", "safetensors",
+                  "math", "cmath", "random", "statistics", "numbers", "decimal", "fractions", "collections",
+                  "itertools", "functools", "operator", "dataclasses", "typing", "typing_extensions", "enum", "abc",
+                  "copy", "string", "re", "textwrap", "time", "datetime", "json", "csv", "pathlib", "os", "sys", "io",
+                  "pprint", "warnings", "heapq", "bisect", "array", "contextlib", "hashlib", "inspect", "gc", "pickle",
+                  "base64", "timeit", "unicodedata", "difflib"}
+# Special attributes honest code reads or calls (`super().__init__()`, `type(m).__name__`, `torch.__version__`);
+# any other (`__globals__`, `__subclasses__`, `__self__`, `__wrapped__`, `__bases__`...) is a way around the flags.
+PLAIN_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__version__", "__call__",
+                 "__len__", "__repr__", "__str__", "__getitem__", "__iter__", "__next__", "__contains__", "__eq__",
+                 "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__add__", "__mul__", "__matmul__",
+                 "__enter__", "__exit__", "__main__", "__future__", "__file__", "__module__", "__annotations__",
+                 "__all__", "__slots__", "__post_init__", "__bool__", "__neg__", "__sub__", "__truediv__"}
+# Methods Python calls behind the code's back, on attribute access, deletion, subclassing, pickling or an
+# isinstance check: a class defining one runs code where the grader's reads happen. No answer defines them.
+HOOK_METHODS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__", "__del__", "__init_subclass__",
+                "__set_name__", "__get__", "__set__", "__delete__", "__class_getitem__", "__reduce__",
+                "__reduce_ex__", "__setstate__", "__instancecheck__", "__subclasscheck__", "__prepare__", "__new__",
+                "__array_function__", "__array_ufunc__"}
+# Strings that name the kernel's side of grading or the channel it answers on: no answer spells them
+CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykernel", "jupyter_client", "zmq",
+                 "display_pub", "displaypub", "iopub", ".heads_answers", ".heads_grader", "heads.answers")
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
                    "dill.loads", "cloudpickle.loads"}   # torch.load only with weights_only=False (below)
 SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
@@ -375,6 +397,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"patches a module: touches {watched(node.value)}.__dict__")
             if attr in ("__torch_function__", "__torch_dispatch__"):
                 found.append(f"patches torch: defines {attr}")
+            elif _special(attr) and attr not in FUNCTION_INTERNALS | {"__getattribute__", "__dict__"}:
+                found.append(f"reaches a special attribute: {attr}")
             parent = parents.get(id(node))
             if isinstance(node.ctx, ast.Load) and not isinstance(parent, ast.Attribute) and not (
                     isinstance(parent, ast.Call) and (parent.func is node or _public_read(parent, aliases))) and not (
@@ -387,20 +411,28 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     isinstance(parent, ast.Call) and parent.func is node):
                 # map(setattr, ...), partial(setattr), reduce(getattr, names, shell)
                 found.append(f"{'reaches' if name == 'getattr' else 'patches'} an object: passes {name} as a value")
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                ".heads_answers" in node.value or ".heads_grader" in node.value or "heads.answers" in node.value):
-            found.append("touches the grader's channel: names .heads_answers, .heads_grader or the answers' type")
-        if isinstance(node, ast.Constant) and node.value in FUNCTION_INTERNALS:   # getattr(f, "__globals__")
-            found.append(f"reaches into a function's internals: {node.value}")
-        if isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = [word for word in CHANNEL_WORDS if word in node.value]
+            if named:   # mock.patch("headlab.kernel.respond"), open(".heads_answers/...")
+                found.append(f"touches the grader's channel: names {named[0]}")
+            if node.value in FUNCTION_INTERNALS:   # getattr(f, "__globals__")
+                found.append(f"reaches into a function's internals: {node.value}")
+            elif _special(node.value):   # getattr(cls, "__subclasses__")
+                found.append(f"reaches a special attribute by name: {node.value}")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
+                "__torch_function__", "__torch_dispatch__"):
             found.append(f"patches torch: defines {node.name}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in HOOK_METHODS:
+            found.append(f"defines a method Python calls behind the code's back: {node.name}")
+        if isinstance(node, ast.ClassDef) and node.keywords:
+            found.append(f"builds a class with a metaclass or class arguments: {node.name}")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in ([a.name for a in node.names] if isinstance(node, ast.Import)
                          else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]):
                 if name in SPAWN_MODULES:
                     found.append(f"spawns processes: imports {name}")
-                if name in UNNEEDED_IMPORTS or root(name) in UNNEEDED_IMPORTS:
-                    found.append(f"imports a module no answer needs: {name}")
+                if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES:
+                    found.append(f"imports a module the course never uses: {name}")
                 if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
                     found.append(f"inspects frames or modules: imports {name}")
     # rebinding a name that held a watched module: check = ..., import numpy as torch
@@ -412,6 +444,12 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if not rebinds_same:
                 found.append(f"patches a module: rebinds {name} ({watched_names[name]})")
     return found
+
+
+def _special(name: str) -> bool:
+    """Whether `name` is a special (dunder) name that honest code has no use for (PLAIN_DUNDERS are its uses)."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__") and name.isidentifier() \
+        and name not in PLAIN_DUNDERS
 
 
 def _public_read(call: ast.Call, aliases: dict[str, str]) -> bool:

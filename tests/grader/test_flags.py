@@ -141,6 +141,16 @@ FORGERIES = {
     "module-namespace": "import glob\n_m = vars(glob)['os']\n_m.urandom = len",
     "bound-through-module": "import posixpath\nm = posixpath.os\nm.urandom = len",
     "loop-through-module": "import glob\nfor m in [glob.os]:\n    m.urandom = len",
+    # Stop 37's allowlists, each written against a way around the lists of dangers above (none of these was
+    # flagged before): a module the course never uses, a special attribute, a hook method, a channel's name
+    "mock-by-string": "from unittest import mock\nmock.patch('headlab.kernel.respond', print).start()",
+    "pkgutil-resolve": "import pkgutil\npkgutil.resolve_name('headlab.kernel:respond')",
+    "subclasses-walk": "for c in object.__subclasses__():\n    print(c.__init__)",
+    "wrapped-original": "f = torch.nn.functional.softmax.__wrapped__",
+    "hook-method": "class Spy:\n    def __init_subclass__(cls, **k):\n        print(cls)",
+    "finalizer": "class Later:\n    def __del__(self):\n        print('later')\nkeep = Later()",
+    "metaclass": "class Meta(type):\n    pass\nclass Head(metaclass=Meta):\n    pass",
+    "channel-in-a-string": "print('zmq')",
 }
 
 # What honest students write, none of which may hold a score (a held-out red team's false holds, written here):
@@ -157,6 +167,12 @@ HONEST = {
     "seeded": "import random\nrandom.seed(0)",
     "environment": "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = ''\nprint(os.getcwd())",
     "save-and-load": "torch.save(torch.ones(2), 'x.pt')\nprint(torch.load('x.pt'))",
+    # What the allowlists above must let through
+    "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
+                        "import numpy as np\nimport matplotlib.pyplot as plt\ngc.collect()",
+    "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                        "    def __repr__(self):\n        return type(self).__name__\n"
+                        "if __name__ == '__main__':\n    print(torch.__version__, Small())",
 }
 
 

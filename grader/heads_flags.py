@@ -79,7 +79,7 @@ COURSE_IMPORTS = {"__future__", "torch", "numpy", "matplotlib", "headlab", "IPyt
                   "itertools", "functools", "operator", "dataclasses", "typing", "typing_extensions", "enum", "abc",
                   "copy", "string", "re", "textwrap", "time", "datetime", "json", "csv", "pathlib", "os", "sys", "io",
                   "pprint", "warnings", "heapq", "bisect", "array", "contextlib", "hashlib", "inspect", "gc", "pickle",
-                  "base64", "timeit", "unicodedata", "difflib"}
+                  "base64", "timeit", "unicodedata", "difflib", "platform", "logging", "traceback", "struct"}
 # Special attributes honest code reads or calls (`super().__init__()`, `type(m).__name__`, `torch.__version__`);
 # any other (`__globals__`, `__subclasses__`, `__self__`, `__wrapped__`, `__bases__`...) is a way around the flags.
 PLAIN_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__version__", "__call__",
@@ -93,6 +93,12 @@ HOOK_METHODS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__",
                 "__set_name__", "__get__", "__set__", "__delete__", "__class_getitem__", "__reduce__",
                 "__reduce_ex__", "__setstate__", "__instancecheck__", "__subclasscheck__", "__prepare__", "__new__",
                 "__array_function__", "__array_ufunc__"}
+# Parts of torch that change what every later operation does (an operator's kernel re-registered, C++ compiled
+# and loaded, a forward hook on every module, code from a hub): no answer needs them, and through them code that
+# looks like an honest head could compute something else while the grader's probe runs.
+TORCH_EVERYWHERE = ("torch.library", "torch.utils.cpp_extension", "torch.hub", "torch.package", "torch.overrides",
+                    "torch.ops", "torch.utils.hooks", "sys.addaudithook", "sys.breakpointhook")
+GLOBAL_HOOK = re.compile(r"^register_module_\w+$")   # torch.nn.modules.module.register_module_forward_hook, ...
 # Strings that name the kernel's side of grading or the channel it answers on: no answer spells them
 CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykernel", "jupyter_client", "zmq",
                  "display_pub", "displaypub", "iopub", ".heads_answers", ".heads_grader", "heads.answers")
@@ -318,8 +324,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             for part in ast.walk(t):
                 if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
                     base = watched(part.value)
-                    if base == "os.environ" and isinstance(part, ast.Subscript):
-                        continue   # os.environ["CUDA_VISIBLE_DEVICES"] = "": a setting, not a patch
+                    if base == "os.environ" and isinstance(part, ast.Subscript) or (
+                            (base or "").startswith("torch.backends") and isinstance(getattr(node, "value", None),
+                                                                                     ast.Constant)):
+                        continue   # os.environ["CUDA_VISIBLE_DEVICES"] = "", cudnn.deterministic = True: settings
                     if base:
                         found.append(f"patches a module: assigns {base}.{getattr(part, 'attr', '[...]')}")
                     elif isinstance(part, ast.Attribute) and _through_expression(part):
@@ -377,6 +385,13 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"inspects frames: {attr}")
             if name.rstrip("()") in GRADER_CHANNEL or name.startswith(tuple(f"{m}." for m in GRADER_CHANNEL)):
                 found.append(f"reaches the grader's channel: {name.rstrip('()')}")
+            full = (resolved(node, aliases) or "").rstrip("()")
+            if not isinstance(parents.get(id(node)), ast.Attribute):   # a chain once, by its whole name
+                if root(full) in WATCHED and any(p.startswith("_") and not p.startswith("__")
+                                                 for p in full.split(".")[1:]):
+                    found.append(f"reaches a private part of a module: {full}")
+                if _everywhere(full or attr):
+                    found.append(f"changes what every later operation does: {full or attr}")
             if name == "sys.modules" or name.startswith("sys.modules."):
                 found.append("touches sys.modules")
             if isinstance(node, ast.Attribute) and (attr in IPYTHON_ATTRS or (
@@ -431,6 +446,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                          else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]):
                 if name in SPAWN_MODULES:
                     found.append(f"spawns processes: imports {name}")
+                if _everywhere(name):
+                    found.append(f"changes what every later operation does: imports {name}")
                 if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES:
                     found.append(f"imports a module the course never uses: {name}")
                 if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
@@ -444,6 +461,11 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if not rebinds_same:
                 found.append(f"patches a module: rebinds {name} ({watched_names[name]})")
     return found
+
+
+def _everywhere(name: str) -> bool:
+    """Whether a dotted name is one of torch's ways to change every later operation (TORCH_EVERYWHERE)."""
+    return name.startswith(TORCH_EVERYWHERE) or bool(GLOBAL_HOOK.match(name.split(".")[-1]))
 
 
 def _special(name: str) -> bool:

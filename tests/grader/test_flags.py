@@ -151,6 +151,10 @@ FORGERIES = {
     "finalizer": "class Later:\n    def __del__(self):\n        print('later')\nkeep = Later()",
     "metaclass": "class Meta(type):\n    pass\nclass Head(metaclass=Meta):\n    pass",
     "channel-in-a-string": "print('zmq')",
+    "operator-kernel": "lib = torch.library.Library('aten', 'IMPL')\nlib.impl('add.Tensor', lambda a, b: a, 'CPU')",
+    "global-forward-hook": "from torch.nn.modules.module import register_module_forward_hook as h\n"
+                           "h(lambda m, i, o: o * 0)",
+    "private-part": "torch._C._set_grad_enabled(False)",
 }
 
 # What honest students write, none of which may hold a score (a held-out red team's false holds, written here):
@@ -167,9 +171,10 @@ HONEST = {
     "seeded": "import random\nrandom.seed(0)",
     "environment": "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = ''\nprint(os.getcwd())",
     "save-and-load": "torch.save(torch.ones(2), 'x.pt')\nprint(torch.load('x.pt'))",
+    "reproducible": "torch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = False",
     # What the allowlists above must let through
     "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
-                        "import numpy as np\nimport matplotlib.pyplot as plt\ngc.collect()",
+                        "import numpy as np\nimport matplotlib.pyplot as plt\nimport logging, platform\ngc.collect()",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                         "    def __repr__(self):\n        return type(self).__name__\n"
                         "if __name__ == '__main__':\n    print(torch.__version__, Small())",

@@ -449,7 +449,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 if _everywhere(name):
                     found.append(f"changes what every later operation does: imports {name}")
                 if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES:
-                    found.append(f"imports a module the course never uses: {name}")
+                    found.append(f"imports a module the course never uses: {name or '.'}")
                 if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
                     found.append(f"inspects frames or modules: imports {name}")
     # rebinding a name that held a watched module: check = ..., import numpy as torch

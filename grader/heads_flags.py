@@ -62,7 +62,7 @@ LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
 # Builtins that the grader's line in a test cell (heads_outside.RESPOND) or the IPython machinery around it
 # could look up: a notebook that defines one at its top level (`def globals(): ...`, `def __import__(...)`)
 # shadows the builtin for every later cell. A red team handed the grader another answer that way.
-SHADOWED_BUILTINS = {"__import__", "globals", "locals", "get_ipython", "__build_class__", "exec", "eval", "compile"}
+SHADOWED_BUILTINS = {"__import__", "globals", "locals", "get_ipython", "__build_class__"}
 # The submodules a patch goes through (`headlab.kernel`, `torch.nn.functional`, `os.path`): a name whose last part
 # is one of these is a module, not an object of one (holds_watched).
 MODULE_PARTS = {"kernel", "checks", "codec", "grading", "nn", "functional", "path", "core", "interactiveshell",
@@ -116,6 +116,16 @@ SCHEDULERS = {"io_loop", "add_callback", "call_later", "add_timeout", "PeriodicC
 GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading"}
 # What reaches an attribute by a name the code computes ("__glo" + "bals__"), which no answer needs
 BY_COMPUTED_NAME = {"getattr", "setattr", "delattr", "hasattr", "builtins.getattr"}
+BY_NAME_GETTERS = {"operator.attrgetter", "operator.methodcaller"}
+# How a notebook gets the IPython shell, and the one use a student's cell makes of it: the calls IPython's own
+# syntax (`%matplotlib`, `!ls`, `%%time`) turns into. The shell used as an object reaches the kernel, its
+# session and the socket the answers leave on (a red team rewrote them in session.send).
+SHELL_GETTERS = {"get_ipython", "IPython.get_ipython", "IPython.core.getipython.get_ipython"}
+MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}
+IPYTHON_FOR_STUDENTS = ("IPython.display", "IPython.core.display", "IPython.get_ipython",
+                        "IPython.core.getipython.get_ipython")
+# Builtins that only look at what they are given: a module printed or listed is not a module handed on
+LOOKS_AT = {"print", "dir", "repr", "str", "help", "type", "id", "isinstance", "callable", "len", "hash"}
 CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module",
                     "importlib.reload", "builtins.exec", "builtins.eval"}
 
@@ -209,8 +219,9 @@ def holds_watched(expr: ast.AST, aliases: dict[str, str]) -> str | None:
     for node in ast.walk(expr):
         if isinstance(node, (ast.Name, ast.Attribute)):
             parent = parents.get(id(node))
-            if isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and parent.func is node):
-                continue   # reached through or called: `torch.zeros`, `torch.zeros(3)`
+            if isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and (
+                    parent.func is node or dotted(parent.func, aliases) in LOOKS_AT)):
+                continue   # reached through, called or looked at: `torch.zeros`, `torch.zeros(3)`, `dir(torch)`
             name = resolved(node, aliases)
             if root(name) in WATCHED and not _is_object(name) or _through_another_module(name):
                 return name   # json, headlab.kernel, or os reached through another module (glob.os, posixpath.os)
@@ -284,8 +295,10 @@ def module_level_stores(tree: ast.Module):
 
 
 # --- code flags -----------------------------------------------------------------------------------
-def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[str, str]) -> list[str]:
-    """What one parsed cell does that a correct answer never needs."""
+def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[str, str],
+               own_functions: frozenset[str] = frozenset()) -> list[str]:
+    """What one parsed cell does that a correct answer never needs. `own_functions`: the builtins' names the
+    student's cells define as functions of their own (`def eval(mask)`), whose calls are theirs."""
     found = []
     shells = {"get_ipython()", "IPython.get_ipython()", "IPython.core.getipython.get_ipython()"}
     own = imports(tree)
@@ -343,31 +356,17 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"patches a module: {func}({base}, ...)")
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({_shown(node.args[0])}, ...)")
-            if func in BY_COMPUTED_NAME and len(node.args) > 1 and isinstance(node.args[1], (
-                    ast.BinOp, ast.JoinedStr, ast.Call)):   # "__glo" + "bals__", f"...", "".join(...), chr(95) * 2
-                found.append(f"reaches an attribute by a name built at run time: {func}(..., {_shown(node.args[1])})")
-            if func in BY_COMPUTED_NAME and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant) and (
-                    is_shell(node.args[0]) or (isinstance(node.args[0], ast.Name) and node.args[0].id in aliases)):
-                found.append(f"reaches an attribute of IPython or a module by a name in a variable: {func}(...)")
-            if func in ("operator.attrgetter", "operator.methodcaller"):
-                found.append(f"reaches attributes by name: {func}()")
+            if func in BY_COMPUTED_NAME | BY_NAME_GETTERS:
+                found += _by_name_flags(func, node, tree, aliases, watched, is_shell)
             if func == "vars" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
                 found.append(f"reads a module's namespace: vars({node.args[0].id})")
-            if func in BY_COMPUTED_NAME and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
-                named = node.args[1].value   # getattr(x, "display_pub") is x.display_pub
-                if named in IPYTHON_ATTRS or named in FUNCTION_INTERNALS or named in SCHEDULERS or (
-                        named in SHELL_ONLY_ATTRS and is_shell(node.args[0])):
-                    found.append(f"reaches IPython's or a function's internals by name: {func}(..., {named!r})")
-            if func == "getattr" and len(node.args) > 1 and watched(node.args[0]) and not (
-                    watched(node.args[0]).endswith("()") or _public_read(node, aliases)):
-                found.append(f"reads a module's attribute by name: getattr({watched(node.args[0])}, ...)")
             unsafe_load = func == "torch.load" and any(k.arg == "weights_only" and isinstance(k.value, ast.Constant)
                                                         and k.value.value is False for k in node.keywords)
             if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES or unsafe_load:
                 found.append(f"runs code from bytes: {func}()")
             if func == "vars" and node.args and watched(node.args[0]):
                 found.append(f"patches a module: touches vars({watched(node.args[0])})")
-            if func in CODE_FROM_STRING:
+            if func in CODE_FROM_STRING and func not in own_functions:
                 found.append(f"runs code from a string: {func}()")
             if func and SPAWN_CALLS.match(func.rstrip("()")):
                 found.append(f"spawns processes: {func}()")
@@ -392,6 +391,14 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"reaches a private part of a module: {full}")
                 if _everywhere(full or attr):
                     found.append(f"changes what every later operation does: {full or attr}")
+            if isinstance(node, ast.Name) and node.id in ("exit", "quit") and isinstance(parents.get(id(node)),
+                                                                            ast.Attribute):
+                found.append(f"reaches the IPython shell: {node.id}.{parents[id(node)].attr}")   # exit._ip is the shell
+            if full in SHELL_GETTERS and not _runs_a_magic(node, parents):
+                found.append(f"reaches the IPython shell: {full}() used as an object")
+            elif root(full) == "IPython" and "." in full and not full.startswith(IPYTHON_FOR_STUDENTS) and \
+                    not isinstance(parents.get(id(node)), ast.Attribute):
+                found.append(f"reaches IPython's machinery: {full}")
             if name == "sys.modules" or name.startswith("sys.modules."):
                 found.append("touches sys.modules")
             if isinstance(node, ast.Attribute) and (attr in IPYTHON_ATTRS or (
@@ -416,7 +423,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"reaches a special attribute: {attr}")
             parent = parents.get(id(node))
             if isinstance(node.ctx, ast.Load) and not isinstance(parent, ast.Attribute) and not (
-                    isinstance(parent, ast.Call) and (parent.func is node or _public_read(parent, aliases))) and not (
+                    isinstance(parent, ast.Call) and (parent.func is node or _read_harmlessly(parent, node, aliases))) and not (
                     isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets)):
                 held = resolved(node, aliases)
                 if root(held) in WATCHED and not _is_object(held):
@@ -474,12 +481,87 @@ def _special(name: str) -> bool:
         and name not in PLAIN_DUNDERS
 
 
-def _public_read(call: ast.Call, aliases: dict[str, str]) -> bool:
-    """Whether `call` reads a public attribute of torch by a constant name (`getattr(torch, "bool")`, a dtype by
-    name), which honest code does; a private one, or one of another watched module, is not that."""
-    return dotted(call.func, aliases) in ("getattr", "hasattr") and len(call.args) > 1 \
-        and root(resolved(call.args[0], aliases)) == "torch" and isinstance(call.args[1], ast.Constant) \
-        and not str(call.args[1].value).startswith("_")
+def _by_name_flags(func: str, call: ast.Call, tree: ast.Module, aliases: dict[str, str], watched, is_shell) -> list[str]:
+    """Flags of `getattr(x, name)`, `setattr(x, name, v)`, `attrgetter(name)`, read as `x.name` for every name the
+    code can give (`_names_of`). A name the grader cannot know is flagged when it could reach a module, IPython or
+    a special or private attribute; on the student's own object (`setattr(masks, f"n{n}", m)`) it is not."""
+    getter = func in BY_NAME_GETTERS   # attrgetter("a.b"): no object yet, so any
+    target = None if getter else (call.args[0] if call.args else None)
+    name_args = call.args if func == "operator.attrgetter" else call.args[:1] if getter else call.args[1:2]
+    if not name_args:
+        return []
+    risky = target is None or is_shell(target) or watched(target) or not isinstance(target, ast.Name) \
+        or target.id in aliases
+    flags, names = [], set()
+    for arg in name_args:
+        known = _names_of(arg, tree)
+        if known is None and (risky or not _plain_prefix(arg)):
+            flags.append(f"reaches an attribute by a name the code computes: {func}(..., {_shown(arg)})")
+        names |= {part for name in known or () for part in name.split(".")}
+    for name in sorted(names):
+        if name in IPYTHON_ATTRS | FUNCTION_INTERNALS | SCHEDULERS or _special(name) or (
+                name in SHELL_ONLY_ATTRS and (target is None or is_shell(target))):
+            flags.append(f"reaches IPython's or a function's internals by name: {func}(..., {name!r})")
+        elif target is not None and watched(target) and not watched(target).endswith("()") and (
+                root(watched(target)) != "torch" or name.startswith("_")):
+            flags.append(f"reads a module's attribute by name: {func}({watched(target)}, {name!r})")
+    return flags
+
+
+def _names_of(expr: ast.AST, tree: ast.Module, depth: int = 3, seen: frozenset[str] = frozenset()) -> set[str] | None:
+    """Every string `expr` can hold, when the cell says so: a constant, a name bound only to constants or looped over
+    a literal list of them, or a function's parameter given only such values by the cell's calls. None if unknown."""
+    if isinstance(expr, ast.Constant):
+        return {expr.value} if isinstance(expr.value, str) else None
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):   # what a loop over it gives: for k in KINDS
+        found = [_names_of(e, tree, depth, seen) for e in expr.elts]
+        return None if any(f is None for f in found) else set().union(*found)
+    if not isinstance(expr, ast.Name) or depth == 0:
+        return None
+    if expr.id in seen:   # a name given back to itself (f(kind) inside `for kind in ...`) adds no value
+        return set()
+    values = []
+    for node in ast.walk(tree):
+        for target, value in bindings(node):
+            if isinstance(target, ast.Name) and target.id == expr.id:
+                values.append(value)
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            params = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+            if expr.id in params:
+                i, fn = params.index(expr.id), getattr(node, "name", None)
+                calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                         and c.func.id == fn]
+                values += [c.args[i] if i < len(c.args) else None for c in calls] or [None]
+    if not values:
+        return None
+    found = [_names_of(v, tree, depth - 1, seen | {expr.id}) if v is not None else None for v in values]
+    return None if any(f is None for f in found) else set().union(*found)
+
+
+def _plain_prefix(expr: ast.AST) -> bool:
+    """Whether a name built at run time starts with a letter the code spells (f"n{n}", "w" + str(i)): it can be
+    neither special (`__...`) nor private (`_...`)."""
+    first = expr.values[0] if isinstance(expr, ast.JoinedStr) and expr.values else \
+        expr.left if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add) else None
+    while isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add):
+        first = first.left
+    return isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value[:1].isalpha()
+
+
+def _runs_a_magic(getter: ast.AST, parents: dict) -> bool:
+    """Whether `get_ipython` is used only as `get_ipython().run_line_magic(...)` and the like (MAGIC_CALLS)."""
+    call = parents.get(id(getter))
+    method = parents.get(id(call))
+    return isinstance(call, ast.Call) and call.func is getter and isinstance(method, ast.Attribute) \
+        and method.attr in MAGIC_CALLS and isinstance(parents.get(id(method)), ast.Call) \
+        and parents[id(method)].func is method
+
+
+def _read_harmlessly(call: ast.Call, module: ast.AST, aliases: dict[str, str]) -> bool:
+    """Whether a module passed to `call` is only looked at (`print(torch)`, `dir(F)`) or is the object of a
+    getattr-like call, which `_by_name_flags` judges by the names it can read."""
+    func = dotted(call.func, aliases)
+    return func in LOOKS_AT or (func in BY_COMPUTED_NAME and call.args[:1] == [module])
 
 
 def _shown(node: ast.AST) -> str:
@@ -517,6 +599,7 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
                      if root(target) in WATCHED and name in used_as_module}
     watched_names.update({name: name for name in WATCHED})
     cells = [(cell, parse(_text(cell["source"]))) for cell in student_cells(submitted, release)]
+    own = _own_functions([tree for _, tree in cells if tree is not None])
     for _, tree in cells:  # a module named in one cell and patched in another
         if tree is not None:
             aliases = module_aliases(tree, {**aliases, **imports(tree)})
@@ -528,7 +611,8 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
                 # A release cell the student edited (a `-U` added to the setup's %pip): only what the edit added
                 original = parse(_text(released[cell["id"]]["source"])) if cell.get("id") in released else None
                 before = cell_flags(original, aliases, watched_names) if original is not None else []
-                flags += [f"{cell_id(cell)}: {f}" for f in cell_flags(tree, aliases, watched_names) if f not in before]
+                flags += [f"{cell_id(cell)}: {f}"
+                          for f in cell_flags(tree, aliases, watched_names, own) if f not in before]
             except RecursionError:   # no answer nests a thousand levels deep
                 flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
     try:
@@ -536,6 +620,18 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
     except RecursionError:
         pass   # flagged above, cell by cell
     return list(dict.fromkeys(flags))
+
+
+def _own_functions(trees: list[ast.Module]) -> frozenset[str]:
+    """The names of CODE_FROM_STRING that the student's cells define with `def` at their top level and never
+    unbind or reach the namespace to unbind (`del`, `globals()`, `vars()`, `locals()`): calls to those are calls
+    to the student's function (`def eval(mask): ...`, an honest name), not to the builtin."""
+    nodes = [n for t in trees for n in ast.walk(t)]
+    if any(isinstance(n, ast.Delete) or (isinstance(n, ast.Name) and n.id in ("globals", "vars", "locals"))
+           for n in nodes):
+        return frozenset()
+    return frozenset(n.name for t in trees for n in t.body
+                     if isinstance(n, ast.FunctionDef) and n.name in CODE_FROM_STRING)
 
 
 def free_names(node: ast.AST) -> set[str]:

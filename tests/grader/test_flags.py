@@ -155,6 +155,12 @@ FORGERIES = {
     "global-forward-hook": "from torch.nn.modules.module import register_module_forward_hook as h\n"
                            "h(lambda m, i, o: o * 0)",
     "private-part": "torch._C._set_grad_enabled(False)",
+    # The IPython shell used as an object (through a function, a list, exit's own reference, its class)
+    "shell-from-a-function": "def _sh():\n    return get_ipython()\n_s = _sh().kernel.session\n_s.send = print",
+    "shell-in-a-list": "_S = type([get_ipython()][0].kernel.session)\n_S.send = print",
+    "shell-through-exit": "_k = exit._ip.kernel",
+    "shell-class": "from IPython.core.interactiveshell import InteractiveShell\n_k = InteractiveShell.instance()",
+    "loader-module": "import pydoc\n_h = pydoc.locate('headlab')",
 }
 
 # What honest students write, none of which may hold a score (a held-out red team's false holds, written here):
@@ -173,6 +179,16 @@ HONEST = {
     "save-and-load": "torch.save(torch.ones(2), 'x.pt')\nprint(torch.load('x.pt'))",
     "reproducible": "torch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = False",
     # What the allowlists above must let through
+    "attrgetter-own": "from collections import namedtuple\nfrom operator import attrgetter\nRun = namedtuple('Run', 'n s')\n"
+                      "print(sorted([Run(2, 1), Run(1, 2)], key=attrgetter('n')))",
+    "look-at-a-module": "import torch.nn.functional as F\nprint(torch, [n for n in dir(F) if 'pad' in n])",
+    "own-eval": "def eval(mask):\n    return mask.float().mean().item()\nprint(eval(causal_mask(4)))",
+    "getattr-through-a-function": "def make(kind, n):\n    return getattr(torch, kind)(torch.ones(n, n))\n"
+                                  "for kind in ('tril', 'triu'):\n    print(make(kind, 3))",
+    "setattr-own-object": "class Box:\n    pass\nbox = Box()\nfor n in (2, 3):\n    setattr(box, f'n{n}', causal_mask(n))",
+    "magics": "%matplotlib inline\n%timeit causal_mask(4)\nfrom IPython.display import display, Markdown\n"
+              "display(Markdown('ok'))",
+    "tf32": "torch.backends.cuda.matmul.allow_tf32 = True",
     "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
                         "import numpy as np\nimport matplotlib.pyplot as plt\nimport logging, platform\ngc.collect()",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"

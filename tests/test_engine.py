@@ -105,6 +105,16 @@ def test_a_mistake_that_fits_one_case_by_coincidence_is_not_named(monkeypatch):
     assert failure(ex, lambda a, b: max(a, b)).mistake == "wrong-values"   # fits case 0, refuted by case 1
 
 
+def test_an_input_holding_nan_is_changed_only_when_written():
+    """The inputs are compared with what they were by `same` (NaN equals NaN): torch.equal, which it replaced,
+    took an untouched input holding NaN for one the answer had written into."""
+    x = torch.tensor([1.0, float("nan")])
+    ex = Exercise("keep", [((x,), x.clone())], read=lambda case: (tuple(t.clone() for t in case[0]), case[1]),
+                  shape=lambda x: tuple(x.shape))
+    ex(lambda x: x.clone())
+    assert failure(ex, lambda x: x.mul_(2).clone()).mistake == "changed-input"
+
+
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda ex: ex.name)
 def test_an_unknown_wrong_value_shows_what_was_expected(ex):
     def off(out, inputs):   # one entry changed: a slip no table names

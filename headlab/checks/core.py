@@ -132,9 +132,7 @@ def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
     """Raise what `call` says about the learner's `err`: a stub, or a crash with the inputs that caused it. A check's
     failure and the grader's own error go up as they are."""
     if isinstance(err, NotImplementedError) and not _TORCH_LACKS.search(str(err)):
-        raise NotWritten(
-            f"{name} is not written yet: replace `raise NotImplementedError()` with your code."
-        ) from None
+        raise NotWritten(f"{name} is not written yet: replace `raise NotImplementedError()` with your code.") from None
     if isinstance(err, (CheckFailed, GraderError)):
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])

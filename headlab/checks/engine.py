@@ -155,8 +155,7 @@ class Exercise:
         the output would read the changed inputs). For a check that makes more than one call per case."""
         before = [_copy(x) for x in inputs]
         out = self._call(fn, inputs)
-        if any(x != b if isinstance(b, list) else  # anything but a tensor or a list is its own "copy"
-               isinstance(b, torch.Tensor) and not (x.shape == b.shape and torch.equal(x, b))
+        if any(isinstance(b, (list, torch.Tensor)) and not same(x, b, 0.0)   # anything else is its own "copy"
                for x, b in zip(inputs, before)):
             fail(self.unchanged.format(name=self.name), "changed-input", IN_PLACE_FIX)
         return out
@@ -181,11 +180,10 @@ class Exercise:
         """Pass silently if `out` is right; otherwise fail with the message that fits it best."""
         if _recording is not None:   # dev/record_mistakes.py: every mistake's output on what this check judges
             _record(self, inputs, expected)
-        if self.returns is list:
-            return self._judge_list(out, expected, inputs)
+        where = self.where(*inputs)
         if self.returns is not torch.Tensor:
-            return self._judge_number(out, expected, inputs)
-        where, want = self.where(*inputs), tuple(self.shape(*inputs))
+            return (self._judge_list if self.returns is list else self._judge_number)(out, expected, inputs, where)
+        want = tuple(self.shape(*inputs))
         tensor = isinstance(out, torch.Tensor)
         if tensor and tuple(out.shape) == want and self._right_dtype(out) and same(out, expected, self.atol):
             return
@@ -206,9 +204,9 @@ class Exercise:
         self._wrong_values(out, expected, inputs, f"{self.name} returned {show(out)}{where}; expected {show(expected)}."
                            + first_difference(out, expected, self.atol), unclear)
 
-    def _judge_number(self, out: Any, expected: Any, inputs: tuple) -> None:
+    def _judge_number(self, out: Any, expected: Any, inputs: tuple, where: str) -> None:
         """A Python int or float: its type first, then its value (and the mistakes') as a 0-d float64."""
-        kind, where = self.returns.__name__, self.where(*inputs)
+        kind = self.returns.__name__
         ok = (int,) if self.returns is int else (int, float)
         if isinstance(out, bool) or not isinstance(out, ok):
             right, tensor = self._agrees(out, expected), isinstance(out, torch.Tensor)
@@ -222,9 +220,8 @@ class Exercise:
         unclear = self._converted()._name_mistake(self._as_tensor(out), inputs, where, self._as_tensor(expected))
         self._wrong_values(out, expected, inputs, f"{self.name} returned {out}{where}; expected {expected}.", unclear)
 
-    def _judge_list(self, out: Any, expected: Any, inputs: tuple) -> None:
+    def _judge_list(self, out: Any, expected: Any, inputs: tuple, where: str) -> None:
         """A list of ints: its form first, then its values (and the mistakes') as a long tensor."""
-        where = self.where(*inputs)
         if isinstance(out, torch.Tensor):
             fail(f"{self.name} returned a tensor{where}; return a plain list of ints (build it with append, or "
                  "call .tolist()).", "returned-a-tensor", "Return the list itself: convert the tensor with `.tolist()` "
@@ -400,14 +397,13 @@ def show(x: Any) -> str:
 def first_difference(out: Any, expected: Any, atol: float = 1e-4) -> str:
     """Where two tensors of one shape, too large for `show`, first differ: the words a message needs when
     it could otherwise only say "a tensor of shape (4, 5), not a tensor of shape (4, 5)"."""
+    # no words needed: not two tensors of one shape, shown in full, complex (the learner's), or no difference
     if not (isinstance(out, torch.Tensor) and isinstance(expected, torch.Tensor)) or out.shape != expected.shape \
-            or expected.numel() <= 12 or out.is_complex() or expected.is_complex():
+            or expected.numel() <= 12 or out.is_complex() or expected.is_complex() \
+            or same(out, expected, atol, kind=False):
         return ""
     a, b = out.detach().double(), expected.detach().double()
-    apart = ~torch.isclose(a, b, atol=atol, rtol=0, equal_nan=True)
-    if not bool(apart.any()):
-        return ""
-    at = tuple(apart.nonzero()[0].tolist())
+    at = tuple((~torch.isclose(a, b, atol=atol, rtol=0, equal_nan=True)).nonzero()[0].tolist())
     return f" They first differ at index {list(at)}: yours {a[at].item():.6g}, expected {b[at].item():.6g}."
 
 
@@ -452,8 +448,7 @@ def gradient_of(want: Callable[..., torch.Tensor], *inputs: Any) -> tuple[torch.
 
 def close_gradient(got: Any, right: torch.Tensor) -> bool:
     """Whether `got`, a gradient the learner's process measured, is `right`, the right answer's."""
-    return isinstance(got, torch.Tensor) and got.shape == right.shape and bool(torch.allclose(
-        got.detach().double(), right.detach().double(), rtol=1e-3, atol=1e-5 * (1 + float(right.abs().max()))))
+    return same(got, right, 1e-5 * (1 + float(right.abs().max())), rtol=1e-3, kind=False)
 
 
 def judge_gradients(facts: dict, name: str, given: str, x: torch.Tensor, want: str | Callable, seed: int,

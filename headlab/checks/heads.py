@@ -41,9 +41,8 @@ def built(facts: dict, name: str, spec: dict, given: str, crashes: Sequence[tupl
     when its message holds the words of one of `crashes` (words, hint, key: torch's words for a mistake the
     exercise invites), that mistake with its hint); then an embedding or an input (`given`, its name) that the head
     changed."""
-    raised = facts.get("raised")
-    if raised is not None:
-        _explain(raised, name, spec, crashes)
+    if facts.get("raised") is not None:
+        _explain(facts["raised"], name, spec, crashes)
     if facts["embedding_changed"]:
         fail(f"{name} changed the values of the embedding it was given; it must reuse them as they are.",
              "changed-embedding")

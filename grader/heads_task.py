@@ -35,6 +35,10 @@ from pathlib import Path
 
 GRADER = Path(__file__).resolve().parent
 HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
+# grader/'s own modules and its package (heads_mistakes: what each mistake returns). Not every .py below grader/:
+# the course's folders (submitted/, autograded/...) sit there too, and a notebook that writes a .py file (a
+# red team's honest %%writefile) changed the version mid-run, so every later hand-in was refused.
+GRADER_CODE = ("*.py", "heads_mistakes/**/*.py")
 
 _templates: dict[tuple, Path] = {}   # (course, lesson, version) -> a scratch course with the lesson released
 _lock = threading.Lock()
@@ -66,8 +70,8 @@ def grader_version(config, lesson: str) -> str:
 
     key = hashlib.sha256()
     root = Path(CourseDirectory(config=config).root or ".")
-    # grader/'s modules and packages (heads_mistakes: what each mistake returns) and headlab's
-    files = [root / "nbgrader_config.py", *sorted(GRADER.rglob("*.py")), *sorted(HEADLAB.rglob("*.py"))]
+    files = [root / "nbgrader_config.py", *sorted(p for pattern in GRADER_CODE for p in GRADER.glob(pattern)),
+             *sorted(HEADLAB.rglob("*.py"))]
     source = source_folder(config, lesson)
     files += sorted(p for p in source.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
     for path in files:

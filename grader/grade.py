@@ -440,8 +440,9 @@ def check_scheduler(address: str) -> None:
 
 def run_tasks(client, work):
     """Results of `work` (task specs) as they finish, a few tasks per worker thread in flight; a task
-    that could not finish (its workers kept dying, a worker lacks the grader) is a "failed" result
-    with the reason."""
+    that could not finish (its workers kept dying, a worker lacks the grader, the grader's own error) is a
+    "refused" result with the reason: left out of the gradebook for a later run, never scored 0 (a red team's
+    honest hand-in got 0, with no flag, when the task raised)."""
     from distributed import as_completed
     from heads_task import on_worker
 
@@ -464,7 +465,7 @@ def run_tasks(client, work):
         try:
             yield future.result()
         except Exception as err:   # KilledWorker, a worker without the course at this path, ...
-            yield {"status": "failed", "student": student, "lesson": lesson,
+            yield {"status": "refused", "student": student, "lesson": lesson,
                    "error": f"the grading task did not finish: {type(err).__name__}: {err}"}
         finally:
             future.release()

@@ -28,3 +28,19 @@ def test_the_version_reads_the_graders_code_not_the_course_folders_beside_it(tmp
     assert changed != version, "the mistakes package decides grades"
     (grader / "heads_x.py").write_text("A = 2\n")
     assert heads_task.grader_version(config, "L") != changed, "the grader's modules decide grades"
+
+
+def test_a_task_that_raises_leaves_the_hand_in_for_a_later_run(tmp_path):
+    """A grading task that raises (here: its course folder is gone) is "refused", which `autograde` leaves out of
+    the gradebook and reports as NOT GRADED; a red team's honest hand-in was scored 0, unflagged, when it was
+    "failed" (nbgrader's verdict on a notebook, which scores 0)."""
+    from distributed import Client
+
+    from grade import run_tasks
+
+    spec = {"course": str(tmp_path / "gone"), "lesson": "L", "student": "bob", "version": "v", "files": {},
+            "sandbox": None, "duedate": None, "timeout": 60}
+    with Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+        (result,) = list(run_tasks(client, iter([spec])))
+    assert result["status"] == "refused", result
+    assert result["student"] == "bob" and "did not finish" in result["error"], result

@@ -55,7 +55,7 @@ HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
 # notebook and handed respond a namespace holding another answer). Rebinding `__builtins__`, `headlab` or a
 # builtin module's attributes is flagged (heads_flags).
 RESPOND = ("# Graded outside this notebook: your answers run on the grader's inputs, and the grader compares.\n"
-           "import headlab.kernel\nheadlab.kernel.respond({grade_id!r})\n")
+           "import headlab.kernel\nheadlab.kernel.respond({grade_id!r}, folder={folder!r})\n")
 _STATE = "heads_outside"
 
 
@@ -108,7 +108,8 @@ class RunAnswersOnly(NbGraderPreprocessor):
         sources = {}
         for grade_id, cell in _grade_cells(nb):
             sources[grade_id] = cell.source
-            cell.source = RESPOND.format(grade_id=grade_id)
+            # the folder by its full path: a notebook that changed directory (os.chdir, %cd) still finds it
+            cell.source = RESPOND.format(grade_id=grade_id, folder=str(workdir.resolve() / codec.FOLDER))
         capture = AnswerCapture(workdir, grading.kernel_view(book), self.max_answer_bytes)
         resources[_STATE] = {"book": book, "sources": sources, "capture": capture}
         resources[CELL_HOOKS] = capture

@@ -44,16 +44,16 @@ def describe(answer: Any) -> dict:
 _MISSING = object()
 
 
-def respond(grade_id: str, namespace: dict | None = None) -> None:
+def respond(grade_id: str, namespace: dict | None = None, folder: str = FOLDER) -> None:
     """Run this test cell's answers on the grader's inputs and leave the results for the grader. The answers are
     looked up in `namespace`, by default the globals of the frame that called: the test cell's, which a notebook
-    cannot replace by rebinding `globals` as it could a `globals()` call's result."""
+    cannot replace by rebinding `globals` as it could a `globals()` call's result. `folder`: where the grader put
+    the inputs, by its full path (the kernel's directory is the notebook's to change)."""
     from .checks.core import checked   # not at import: headlab.checks imports this module
 
     namespace = sys._getframe(1).f_globals if namespace is None else namespace
 
-    folder = Path(FOLDER)
-    book = json.loads((folder / "calls.json").read_text())
+    book = json.loads((Path(folder) / "calls.json").read_text())
     out = []
     for entry in book.get(grade_id, []):
         name = entry["answer"]

@@ -112,6 +112,13 @@ def build(root):
         nbformat.v4.new_output("stream", name="stdout", text="x" * (3 * 2**19))]  # 1.5 MiB, in 2 MiB
     add("too-much-output", nb, 0)
 
+    # Red team 6: an honest change of directory lost every later test cell, whose inputs the kernel looked for
+    # relative to its directory
+    nb = fill(rel, answers())
+    nb.cells.insert(3, nbformat.v4.new_code_cell("import os\nos.makedirs('figures', exist_ok=True)\n"
+                                                 "os.chdir('figures')"))
+    add("changed-directory", nb, 4)
+
     add("extra-files", fill(rel, answers()), 4)
     submit(root, "extra-files", "x,y\n1,2\n", name="data.csv")
     submit(root, "extra-files", fill(rel, {}), name="Untitled.ipynb")
@@ -139,7 +146,7 @@ CASES = ["ok-solution", "ok-untouched", "loop-in-function", "kernel-exit", "kern
          "memory-hog", "output-flood", "deleted-test-cell", "duplicated-cells", "edited-test-cell",
          "malformed-json", "colab-saved", "missing-notebook", "schema-too-old", "schema-too-new",
          "deep-attribute-chain", "too-many-bytes", "too-many-cells", "too-much-output", "extra-files",
-         "lone-surrogate"]
+         "lone-surrogate", "changed-directory"]
 
 
 @pytest.mark.parametrize("student", CASES)
@@ -157,7 +164,7 @@ def test_the_class_is_graded_normally(graded):
     root, cases, got, log, _ = graded
     assert sorted(got) == sorted(CASES)
     for student in ("ok-solution", "deleted-test-cell", "duplicated-cells", "colab-saved", "schema-too-old",
-                    "schema-too-new", "deep-attribute-chain", "extra-files"):
+                    "schema-too-new", "deep-attribute-chain", "extra-files", "changed-directory"):
         assert got[student]["score"] == 4, (student, got[student])
 
 

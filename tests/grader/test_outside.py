@@ -139,5 +139,23 @@ def test_the_test_cells_line_finds_the_notebooks_own_answer_whatever_names_it_sh
                                                         '"calls": []}]}')
     notebook = {"causal_mask": _wrong_causal_mask, "_right": lambda n: n}
     exec(SHADOWS[attack], notebook)
-    exec(compile(RESPOND.format(grade_id="test_causal_mask"), "<test cell>", "exec"), notebook)
+    exec(compile(RESPOND.format(grade_id="test_causal_mask", folder=str(tmp_path / codec.FOLDER)), "<test cell>",
+                 "exec"), notebook)
+    assert checked["causal_mask"] is _wrong_causal_mask
+
+
+def test_the_test_cells_line_finds_the_inputs_after_the_notebook_changed_directory(tmp_path, monkeypatch):
+    """Red team 6: an honest `os.chdir("figures")` (or `%cd`) lost every later test cell, whose inputs the kernel
+    looked for relative to its directory."""
+    from headlab.checks.core import checked
+    from heads_outside import RESPOND
+
+    (tmp_path / codec.FOLDER).mkdir()
+    (tmp_path / codec.FOLDER / "calls.json").write_text('{"test_causal_mask": [{"answer": "causal_mask", '
+                                                        '"calls": []}]}')
+    (tmp_path / "figures").mkdir()
+    monkeypatch.chdir(tmp_path / "figures")
+    notebook = {"causal_mask": _wrong_causal_mask}
+    exec(compile(RESPOND.format(grade_id="test_causal_mask", folder=str(tmp_path / codec.FOLDER)), "<test cell>",
+                 "exec"), notebook)
     assert checked["causal_mask"] is _wrong_causal_mask

@@ -42,7 +42,8 @@ SPAWN_CALLS = re.compile(r"^(os\.(system|popen|fork|forkpty|exec\w*|spawn\w*|pos
                          r"asyncio\.create_subprocess_\w+)$")
 SHELL_METHODS = {"system", "system_raw", "system_piped", "getoutput"}
 SHELL_MAGICS = {"bash", "sh", "script", "system", "sx", "sc", "perl", "ruby", "python", "python2",
-                "python3", "pypy", "pip", "conda"}
+                "python3", "pypy", "pip", "conda",
+                "cat", "cp", "ldir", "lf", "lk", "ll", "ls", "lx", "mkdir", "mv", "rm", "rmdir"}   # IPython's aliases
 FRAME_CALLS = {"sys._getframe", "sys.settrace", "sys.setprofile", "threading.settrace",
                "inspect.currentframe", "inspect.stack", "inspect.trace", "inspect.getouterframes",
                "inspect.getinnerframes", "traceback.walk_stack", "traceback.walk_tb",
@@ -117,6 +118,16 @@ GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading"}
 # What reaches an attribute by a name the code computes ("__glo" + "bals__"), which no answer needs
 BY_COMPUTED_NAME = {"getattr", "setattr", "delattr", "hasattr", "builtins.getattr"}
 BY_NAME_GETTERS = {"operator.attrgetter", "operator.methodcaller"}
+# Magics that run Python code given to them (read as part of the cell: `parse`), and the magics honest notebooks use;
+# any other (`%run`, `%load_ext`, `%config`...) runs code the grader cannot read or changes IPython, and is flagged.
+CODE_MAGICS = {"time", "timeit", "capture", "prun"}
+COURSE_MAGICS = CODE_MAGICS | {"matplotlib", "pip", "conda", "writefile", "file", "html", "markdown", "latex",
+                               "javascript", "js", "svg", "pwd", "cd", "env", "who", "whos", "who_ls",
+                               "precision", "history", "lsmagic", "magic", "pinfo", "pinfo2", "psearch", "page",
+                               "autoreload", "pdb", "debug", "xmode", "reset_selective"}
+# Module names a notebook never rebinds (`import numpy as torch`, `headlab = ...`), besides those the release binds;
+# other watched names are free for a variable (`io`, `random`, `json`): the grader's line reads none of them.
+REBOUND = {"torch", "headlab", "IPython", "builtins", "__builtins__", "sys", "os"}
 # How a notebook gets the IPython shell, and the one use a student's cell makes of it: the calls IPython's own
 # syntax (`%matplotlib`, `!ls`, `%%time`) turns into. The shell used as an object reaches the kernel, its
 # session and the socket the answers leave on (a red team rewrote them in session.send).
@@ -133,14 +144,42 @@ CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_m
 # --- parsing --------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4096)  # the release's cells recur in every submission
 def parse(source: str) -> ast.Module | None:
-    """The cell as the kernel would run it (IPython syntax translated), or None if it is not Python.
-    The tree is shared between callers: read it, never change it."""
+    """The cell as the kernel would run it (IPython syntax translated), or None if it is not Python; the code a
+    magic runs (`%%time`, `%%capture`, `%timeit stmt`: a string in the translated cell) is read as part of the
+    cell. The tree is shared between callers: read it, never change it."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
-        return ast.parse(TransformerManager().transform_cell(source))
+        tree = ast.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError, RecursionError):
         return None
+    inner = [parse(code) for code in magic_code(tree)]
+    if any(t is None for t in inner):   # the code a magic runs that is not Python: read as nothing, flagged
+        tree.body.append(ast.Expr(ast.Call(ast.Name("heads_unreadable_magic", ast.Load()), [], [])))
+    tree.body += [stmt for t in inner if t is not None for stmt in t.body]
+    return tree
+
+
+def magic_calls(tree: ast.AST):
+    """(call, magic's name, its arguments) for each `get_ipython().run_line_magic(...)` or `run_cell_magic(...)`
+    in `tree`: what IPython makes of `%name line` and `%%name line\nbody`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "run_line_magic", "run_cell_magic") and node.args and isinstance(node.args[0], ast.Constant):
+            yield node, node.args[0].value, [a.value for a in node.args[1:] if isinstance(a, ast.Constant)]
+
+
+def magic_code(tree: ast.AST) -> list[str]:
+    """The Python a magic runs: the body of `%%time`, `%%timeit`, `%%capture`, `%%prun` (and `%%timeit`'s setup
+    line), and the statement of `%time`, `%timeit`, `%prun`; options (`-n 1`) left out."""
+    code = []
+    for _, name, args in magic_calls(tree):
+        if name in CODE_MAGICS:
+            line, body = (args + ["", ""])[:2]
+            code += [body] if body else []
+            if name != "capture":   # %%capture's line names a variable, not code
+                code.append(re.sub(r"^(\s*-[a-zA-Z](\s*\d+)?)+\s", "", " " + line).strip())
+    return [c for c in code if c]
 
 
 def imports(tree: ast.AST) -> dict[str, str]:
@@ -179,7 +218,7 @@ def module_aliases(tree: ast.AST, aliases: dict[str, str]) -> dict[str, str]:
             for target, value in bindings(node):
                 held = holds_watched(value, aliases)
                 if held:
-                    aliases.update({name: held for name in names_in(target)})
+                    aliases.update({name: held for name in names_in(target, attributes=True)})
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
                     if isinstance(item, ast.Assign) and holds_watched(item.value, aliases):
@@ -206,9 +245,17 @@ def bindings(node: ast.AST):
         yield from ((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
 
 
-def names_in(target: ast.AST) -> list[str]:
+def names_in(target: ast.AST, attributes: bool = False) -> list[str]:
+    """The names a binding's target binds. With `attributes`, an attribute target is its dotted name (`self.act`
+    of `self.act = getattr(F, name)`, which made every `self.x = ...` of a red team's honest head a patch),
+    and a tuple's items are read one by one; a subscript binds its container (`d["a"] = json`: d holds it)."""
     if isinstance(target, ast.arg):
         return [target.arg]
+    if attributes and isinstance(target, ast.Attribute) and dotted(target, {}):
+        return [dotted(target, {})]
+    if attributes and isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+        items = target.elts if not isinstance(target, ast.Starred) else [target.value]
+        return [n for item in items for n in names_in(item, attributes)]
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
@@ -220,12 +267,19 @@ def holds_watched(expr: ast.AST, aliases: dict[str, str]) -> str | None:
         if isinstance(node, (ast.Name, ast.Attribute)):
             parent = parents.get(id(node))
             if isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and (
-                    parent.func is node or dotted(parent.func, aliases) in LOOKS_AT)):
-                continue   # reached through, called or looked at: `torch.zeros`, `torch.zeros(3)`, `dir(torch)`
+                    parent.func is node or dotted(parent.func, aliases) in LOOKS_AT or _names_an_object(parent))):
+                continue   # reached through, called, looked at or named: `torch.zeros(3)`, `dir(F)`, getattr(F, "relu")
             name = resolved(node, aliases)
             if root(name) in WATCHED and not _is_object(name) or _through_another_module(name):
                 return name   # json, headlab.kernel, or os reached through another module (glob.os, posixpath.os)
     return None
+
+
+def _names_an_object(call: ast.Call) -> bool:
+    """Whether `call` is getattr(module, "name") for a name that is not a module's (MODULE_PARTS): it gives an
+    object of the module (`getattr(F, "relu")`), as `F.relu` would."""
+    return isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) > 1 \
+        and isinstance(call.args[1], ast.Constant) and call.args[1].value not in MODULE_PARTS
 
 
 def _through_another_module(name: str | None) -> bool:
@@ -296,9 +350,10 @@ def module_level_stores(tree: ast.Module):
 
 # --- code flags -----------------------------------------------------------------------------------
 def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[str, str],
-               own_functions: frozenset[str] = frozenset()) -> list[str]:
+               own_functions: frozenset[str] = frozenset(), notebook: ast.Module | None = None) -> list[str]:
     """What one parsed cell does that a correct answer never needs. `own_functions`: the builtins' names the
-    student's cells define as functions of their own (`def eval(mask)`), whose calls are theirs."""
+    student's cells define as functions of their own (`def eval(mask)`), whose calls are theirs; `notebook`: all
+    the student's cells as one module, where the names a getattr can read are looked up."""
     found = []
     shells = {"get_ipython()", "IPython.get_ipython()", "IPython.core.getipython.get_ipython()"}
     own = imports(tree)
@@ -357,7 +412,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({_shown(node.args[0])}, ...)")
             if func in BY_COMPUTED_NAME | BY_NAME_GETTERS:
-                found += _by_name_flags(func, node, tree, aliases, watched, is_shell)
+                found += _by_name_flags(func, node, notebook or tree, aliases, watched, is_shell)
             if func == "vars" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
                 found.append(f"reads a module's namespace: vars({node.args[0].id})")
             unsafe_load = func == "torch.load" and any(k.arg == "weights_only" and isinstance(k.value, ast.Constant)
@@ -377,6 +432,11 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 if node.func.attr in SHELL_METHODS or (
                         node.func.attr in ("run_line_magic", "run_cell_magic") and magic in SHELL_MAGICS):
                     found.append(f"spawns processes: a shell command ({node.func.attr} {magic})".strip())
+                elif node.func.attr in ("run_line_magic", "run_cell_magic") and magic not in COURSE_MAGICS and \
+                        _shown(node) != "get_ipython().run_line_magic('load_ext', 'autoreload')":
+                    found.append(f"runs a magic the course does not use: %{magic}")
+            if isinstance(node.func, ast.Name) and node.func.id == "heads_unreadable_magic":
+                found.append("runs code in a magic that is not Python the grader can read")
         if isinstance(node, (ast.Attribute, ast.Name)):
             name = dotted(node, aliases) or ""
             attr = node.attr if isinstance(node, ast.Attribute) else node.id
@@ -422,7 +482,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             elif _special(attr) and attr not in FUNCTION_INTERNALS | {"__getattribute__", "__dict__"}:
                 found.append(f"reaches a special attribute: {attr}")
             parent = parents.get(id(node))
-            if isinstance(node.ctx, ast.Load) and not isinstance(parent, ast.Attribute) and not (
+            if isinstance(node.ctx, ast.Load) and not isinstance(parent, (ast.Attribute, ast.arguments)) and not (
                     isinstance(parent, ast.Call) and (parent.func is node or _read_harmlessly(parent, node, aliases))) and not (
                     isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets)):
                 held = resolved(node, aliases)
@@ -509,8 +569,9 @@ def _by_name_flags(func: str, call: ast.Call, tree: ast.Module, aliases: dict[st
 
 
 def _names_of(expr: ast.AST, tree: ast.Module, depth: int = 3, seen: frozenset[str] = frozenset()) -> set[str] | None:
-    """Every string `expr` can hold, when the cell says so: a constant, a name bound only to constants or looped over
-    a literal list of them, or a function's parameter given only such values by the cell's calls. None if unknown."""
+    """Every string `expr` can hold, when the student's code says so: a constant, a name bound only to constants or
+    looped over a literal list of them, or a parameter given only such values by its default and by the calls of its
+    function (or class). None if unknown. `tree`: all the student's cells."""
     if isinstance(expr, ast.Constant):
         return {expr.value} if isinstance(expr.value, str) else None
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):   # what a loop over it gives: for k in KINDS
@@ -521,17 +582,21 @@ def _names_of(expr: ast.AST, tree: ast.Module, depth: int = 3, seen: frozenset[s
     if expr.id in seen:   # a name given back to itself (f(kind) inside `for kind in ...`) adds no value
         return set()
     values = []
+    constructors = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                    for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"}
     for node in ast.walk(tree):
-        for target, value in bindings(node):
-            if isinstance(target, ast.Name) and target.id == expr.id:
+        for target, value in bindings(node):   # assignments, loops, and a parameter's default
+            if names_in(target) == [expr.id]:
                 values.append(value)
-        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            params = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
-            if expr.id in params:
-                i, fn = params.index(expr.id), getattr(node, "name", None)
-                calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                         and c.func.id == fn]
-                values += [c.args[i] if i < len(c.args) else None for c in calls] or [None]
+        if isinstance(node, ast.FunctionDef) and expr.id in (params := [a.arg for a in node.args.args]):
+            # the values its calls give it: f(x), or H(x) for H's __init__(self, x)
+            fn, i = (constructors[id(node)], params.index(expr.id) - 1) if id(node) in constructors \
+                else (node.name, params.index(expr.id))
+            for call in ast.walk(tree):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == fn:
+                    values += [k.value for k in call.keywords if k.arg in (expr.id, None)]
+                    values += [call.args[i]] if 0 <= i < len(call.args) else []
+                    values += [None] if any(isinstance(a, ast.Starred) for a in call.args) else []
     if not values:
         return None
     found = [_names_of(v, tree, depth - 1, seen | {expr.id}) if v is not None else None for v in values]
@@ -597,9 +662,10 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
     # (`course_tokenizer`): a student may well define a function of that name.
     watched_names = {name: target for name, target in aliases.items()
                      if root(target) in WATCHED and name in used_as_module}
-    watched_names.update({name: name for name in WATCHED})
+    watched_names.update({name: name for name in REBOUND})
     cells = [(cell, parse(_text(cell["source"]))) for cell in student_cells(submitted, release)]
     own = _own_functions([tree for _, tree in cells if tree is not None])
+    notebook = ast.Module(body=[stmt for _, tree in cells if tree is not None for stmt in tree.body], type_ignores=[])
     for _, tree in cells:  # a module named in one cell and patched in another
         if tree is not None:
             aliases = module_aliases(tree, {**aliases, **imports(tree)})
@@ -612,7 +678,7 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
                 original = parse(_text(released[cell["id"]]["source"])) if cell.get("id") in released else None
                 before = cell_flags(original, aliases, watched_names) if original is not None else []
                 flags += [f"{cell_id(cell)}: {f}"
-                          for f in cell_flags(tree, aliases, watched_names, own) if f not in before]
+                          for f in cell_flags(tree, aliases, watched_names, own, notebook) if f not in before]
             except RecursionError:   # no answer nests a thousand levels deep
                 flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
     try:

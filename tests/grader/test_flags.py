@@ -161,6 +161,12 @@ FORGERIES = {
     "shell-through-exit": "_k = exit._ip.kernel",
     "shell-class": "from IPython.core.interactiveshell import InteractiveShell\n_k = InteractiveShell.instance()",
     "loader-module": "import pydoc\n_h = pydoc.locate('headlab')",
+    # Code inside a magic, a string once IPython translates the cell, and a magic that runs a file
+    "inside-time": "%%time\nimport headlab.kernel as _k\n_k.respond = print",
+    "inside-capture": "%%capture out\nimport sys\nsys.modules['headlab.kernel'] = None",
+    "inside-timeit-line": "%timeit -n 1 -r 1 get_ipython().kernel",
+    "run-a-file": "%run -i notes.txt",
+    "unreadable-magic-code": "%time x = (",
 }
 
 # What honest students write, none of which may hold a score (a held-out red team's false holds, written here):
@@ -189,6 +195,13 @@ HONEST = {
     "magics": "%matplotlib inline\n%timeit causal_mask(4)\nfrom IPython.display import display, Markdown\n"
               "display(Markdown('ok'))",
     "tf32": "torch.backends.cuda.matmul.allow_tf32 = True",
+    "magics-of-a-tidy-notebook": "%load_ext autoreload\n%autoreload 2\n%mkdir -p figures\n%cd figures",
+    "activation-by-name": "import torch.nn.functional as F\nclass H(torch.nn.Module):\n"
+                          "    def __init__(self, activation='relu'):\n        super().__init__()\n"
+                          "        self.act = getattr(F, activation)\n        self.lin = torch.nn.Linear(2, 2)\n"
+                          "    def forward(self, x):\n        return self.act(self.lin(x))\nH('gelu')",
+    "module-as-a-default": "import torch.nn.functional as F\ndef f(x, fn=F):\n    return fn.relu(x)",
+    "variables-named-like-modules": "io = 3\nrandom = [1, 2]\njson = {'a': 1}",
     "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
                         "import numpy as np\nimport matplotlib.pyplot as plt\nimport logging, platform\ngc.collect()",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"

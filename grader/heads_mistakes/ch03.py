@@ -21,6 +21,7 @@ register("SequenceClassifier", [
     wrong("no-bias", lambda x, W, b: _logits(x, W, 0 * b)),
     wrong("sigmoid-output", lambda x, W, b: _logits(x, W, b).sigmoid()),
     wrong("relu-on-logits", lambda x, W, b: _logits(x, W, b).relu()),
+    wrong("tanh-on-logits", lambda x, W, b: _logits(x, W, b).tanh()),
 ])
 
 register("head_param_count", [

@@ -52,6 +52,8 @@ _eval = Exercise(
          "returns probabilities in (0, 1), not raw scores. Return the Linear layer's output as it is."),
         ("relu-on-logits", "{name} applied a ReLU to the logits"
          "{where}: negative scores became 0. A head returns raw logits, negative ones too."),
+        ("tanh-on-logits", "{name} applied a tanh to the logits{where}: every score is squashed into (−1, 1). The "
+         "tanh belongs to lesson 02's pooler, before the head; the head returns its Linear layer's output as it is."),
     ]),
 )
 

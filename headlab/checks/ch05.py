@@ -3,7 +3,6 @@ the checks search for spans only under the mistakes' wrong rules."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -93,19 +92,14 @@ BAND_FIX = "Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."
 MASK_FIX = "`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."
 
 
-@dataclass
-class _BestSpan(Exercise):
-    """best_span's exercise. The check runs it `row_by_row`: each case's rows are also run alone, and a row's answer
-    may not depend on the other rows. Without, it is the engine's, case by case (as tests/test_engine.py replays it)."""
-
-    row_by_row: bool = False
+class _RowByRow(Exercise):
+    """best_span's exercise as its check runs it: each case's rows are also run alone, and a row's answer may not
+    depend on the other rows. BEST_SPAN itself is the engine's, case by case (as tests/test_engine.py replays it)."""
 
     def _attempt(self, fn: Callable, inputs: tuple) -> Any:
-        """Row by row: (output, rows, each row's output alone). The rows are compared only where the output has the
-        right shape, but called whatever it is, so that the calls the grader replays do not depend on the learner's
-        outputs; a crash is kept, not raised, until every row has been called too."""
-        if not self.row_by_row:
-            return super()._attempt(fn, inputs)
+        """(output, rows, each row's output alone). The rows are compared only where the output has the right shape,
+        but called whatever it is, so that the calls the grader replays do not depend on the learner's outputs; a
+        crash is kept, not raised, until every row has been called too."""
         B = len(inputs[0])
         rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
         out, *alone = [Exercise._attempt(self, fn, given) for given in [inputs, *rows]]
@@ -115,8 +109,6 @@ class _BestSpan(Exercise):
         return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
 
     def _judge_confirmed(self, out: Any, expected: Any, inputs: tuple, others: list[tuple]) -> None:
-        if not self.row_by_row:
-            return super()._judge_confirmed(out, expected, inputs, others)
         (out, rows, alone), others = out, [(*given, run[0]) for *given, run in others]
         for b, got in enumerate(alone):
             if isinstance(got, torch.Tensor) and got.shape == (1, 2) and got[0].tolist() != out[b].tolist():
@@ -133,7 +125,7 @@ def best_span(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
     with `allowed` as 0/1 integers."""
     cases = BEST_SPAN_CASES if cases is None else cases
-    replace(BEST_SPAN, row_by_row=True, then=lambda fn: _integer_mask(fn, cases))(fn, cases)
+    _RowByRow(**{**vars(BEST_SPAN), "then": lambda fn: _integer_mask(fn, cases)})(fn, cases)
 
 
 def _integer_mask(fn: Callable, cases: Sequence) -> None:
@@ -153,7 +145,7 @@ def _integer_mask(fn: Callable, cases: Sequence) -> None:
                  "(~1 == -2): turn the mask into bool first.", "integer-mask", "E.g. `allowed = allowed.bool()`.")
 
 
-BEST_SPAN = _BestSpan(
+BEST_SPAN = Exercise(
     "best_span", BEST_SPAN_CASES,
     read=lambda case: ((*(torch.as_tensor(x, dtype=torch.float32) for x in case[1:3]), torch.as_tensor(
         case[3], dtype=torch.bool), case[4]), torch.as_tensor(case[5], dtype=torch.long)),
@@ -400,8 +392,9 @@ def _scorers(probed) -> list:
     return [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in probed]
 
 
-def _scores(X: torch.Tensor, w_start, b_start, w_end, b_end) -> tuple:
-    return X @ w_start + b_start, X @ w_end + b_end
+def _linear(X: torch.Tensor, scorers) -> tuple:
+    """A linear head's (start_logits, end_logits) on X, from its scorers [(w, b) of the start, (w, b) of the end]."""
+    return tuple(X @ w + b for w, b in scorers)
 
 
 def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -> bool:
@@ -417,13 +410,13 @@ def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -
         return True
     sizes, d = secret_sizes(secret), H.shape[-1]
     probes = _probes(d)
-    leaves = [t.detach().clone().double().requires_grad_() for pair in scorers for t in pair]
+    leaves = [[t.detach().clone().double().requires_grad_() for t in pair] for pair in scorers]
     with torch.enable_grad():
-        weighted_backward(_scores(H.double(), *leaves), seed)
+        weighted_backward(_linear(H.double(), leaves), seed)
 
     def explains(got: Any, size: dict[int, float]) -> bool:
         with torch.no_grad():
-            right = _scores(probes.double(), *(w - size[w.numel()] * w.grad for w in leaves))
+            right = _linear(probes.double(), [[t - size[t.numel()] * t.grad for t in pair] for pair in leaves])
         return isinstance(got, (tuple, list)) and len(got) == 2 and all(map(close_gradient, got, right))
 
     no_bias = all(float(b.abs()) == 0 for _, b in scorers)   # right: a softmax over positions ignores it
@@ -433,14 +426,20 @@ def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -
         explains(secret.get("stepped"), {d: sizes[w], 1: sizes.get(b, 0.0)}) for w, b in public)
 
 
-def _sigmoid_of_linear(H: torch.Tensor, on_H: tuple, probed: tuple) -> bool:
-    """Whether the logits on H, all in [0, 1], are sigmoid(H·w + b), each w and b read from the logits on the probes
-    0, e_1, …, e_d (in (0, 1): small inputs) through the sigmoid's inverse. A large H·w rounds to 1 in float32."""
-    if not all(bool(((t >= 0) & (t <= 1)).all()) for t in on_H) or not all(
-            bool(((t > 0) & (t < 1)).all()) for t in probed):
+# The squashing functions a head may put on its scores: (key, name, function, its inverse, the low end of its range).
+# A tanh on the scores (the pooler's of lesson 02, tests/grading: SpanHead-tanh-on-the-logits) was only "not a
+# linear map" before.
+SQUASHES = [("sigmoid-output", "sigmoid", torch.sigmoid, torch.logit, 0),
+            ("tanh-on-logits", "tanh", torch.tanh, torch.atanh, -1)]
+
+
+def _squashed_linear(H: torch.Tensor, on_H: tuple, probed: tuple, f: Callable, inverse: Callable, low: int) -> bool:
+    """Whether the logits on H, all in [low, 1], are f(H·w + b), each w and b read from the logits on the probes
+    0, e_1, …, e_d (in (low, 1): small inputs) through f's inverse. A large H·w rounds to 1 in float32."""
+    if not all(bool(((t >= low) & (t <= 1)).all()) for t in on_H) or not all(
+            bool(((t > low) & (t < 1)).all()) for t in probed):
         return False
-    scorers = _scorers([p.double().logit() for p in probed])
-    return all(same(t, torch.sigmoid(H @ w + b), 1e-3) for t, (w, b) in zip(on_H, scorers))
+    return all(same(t, f(x), 1e-3) for t, x in zip(on_H, _linear(H, _scorers([inverse(p.double()) for p in probed]))))
 
 
 def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
@@ -466,12 +465,13 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
                      "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head",
                      "Return the linear layer's two outputs as they are; remove the softmax from forward.")
     on_H, scorers = loaded["outs"][0][0], _scorers(loaded["outs"][1][0])
-    if _sigmoid_of_linear(H, on_H, loaded["outs"][1][0]):
-        fail("SpanHead's start_logits and end_logits all lie between 0 and 1: with the grader's weights loaded they "
-             "are sigmoid(H·w + b), a sigmoid on each score. A span head returns raw logits, any real numbers: "
-             "best_span and the loss take the softmax over the positions, and a sigmoid squashes every score into "
-             "(0, 1), so that no position can stand out from the others by more than 1.", "sigmoid-output",
-             "Return the linear layer's outputs as they are, without the sigmoid.")
+    for key, name, f, inverse, low in SQUASHES:
+        if _squashed_linear(H, on_H, loaded["outs"][1][0], f, inverse, low):
+            fail(f"SpanHead's start_logits and end_logits all lie between {low} and 1: with the grader's weights "
+                 f"loaded they are {name}(H·w + b), a {name} on each score. A span head returns raw logits, any real "
+                 f"numbers: best_span and the loss take the softmax over the positions, and a {name} squashes every "
+                 f"score into ({low}, 1), so that no position can stand out from the others by more than {1 - low}.",
+                 key, f"Return the linear layer's outputs as they are, without the {name}.")
     if _close(on_H, (start, end)) and _close(zeroed["outs"][0][0], (start, end)):
         fail("SpanHead's logits stay the same whatever values the check loads into its state_dict (its parameters "
              "and buffers): its scorers are plain tensors, which neither load nor train. Create them as parameters "
@@ -492,7 +492,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
              "`start_logits, end_logits = self.qa_outputs(H).unbind(-1)`.")
     # Probe 0 gives each scorer's bias b, probe e_k its k-th weight plus b: whatever the layout of its
     # parameters, a linear head then gives H·w + b on H.
-    linear = [H @ w + b for w, b in scorers]
+    linear = _linear(H, scorers)
     # Not a linear map: a log_softmax over the positions shifts each probe row by a constant, which the scorers
     # absorb, so it shows as the log_softmax of the linear map. A ReLU shows as no negative logit and exact zeros
     # (which raw scores under the grader's weights do not hit).
@@ -537,7 +537,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
              "weight or gradient in forward or in a hook.")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
-    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed,
+    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: _linear(X, scorers), seed,
                     None)
 
 

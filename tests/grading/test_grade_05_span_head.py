@@ -55,7 +55,7 @@ WRONG = [
                "self.qa_outputs = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, 2))", "not-linear"),
     # the solution with its logits computed otherwise
     *Wrong.edits("SpanHead", LOGITS, [
-        ("tanh-on-the-logits", f"torch.tanh({LOGITS})", "not-linear"),
+        ("tanh-on-the-logits", f"torch.tanh({LOGITS})", "tanh-on-logits"),
         ("detached-logits", f"{LOGITS}.detach()", "not-connected"),
         # Found by a simulated student (issue 27): a sigmoid was "not linear", a layer made in forward
         # "dropout at eval".

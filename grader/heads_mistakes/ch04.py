@@ -69,4 +69,5 @@ register("bio_to_spans", [
     wrong("type-change-continues-entity", lambda tags, spans: _merged(spans, lambda a, sp: tags[sp[1]][:2] == "I-")),
     wrong("begin-continues-same-type", lambda tags, spans: _merged(spans, lambda a, sp: a[0] == sp[0])),
     wrong("last-entity-not-closed", lambda tags, spans: [sp for sp in spans if sp[2] != len(tags)]),
+    wrong("fields-out-of-order", lambda tags, spans: [(s, e, t) for t, s, e in spans]),
 ])

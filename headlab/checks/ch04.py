@@ -231,7 +231,7 @@ def bio_to_spans(fn: Callable, cases: Sequence | None = None) -> None:
         said = f"For tags {tags} the entities are {expected}; you returned {got}."
         for mistake, output in wrong:
             if output is not None and got == [tuple(s) for s in output]:
-                fail(f"{said} {mistake.message(tags, expected)}", mistake.key)
+                fail(f"{said} {mistake.message(tags, expected)}", mistake.key, mistake.fix)
         if sorted(got, key=repr) == sorted(expected, key=repr):
             fail(f"{said} Same entities, different order: list them in order of their start.", "wrong-order",
                  "Sort them by their start before returning: `sorted(spans, key=lambda span: span[1])`.")
@@ -266,6 +266,11 @@ SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engi
     Mistake("last-entity-not-closed",
             lambda tags, spans: "The entity that reaches the end of the sentence was never closed: after the last "
                                 "tag, close the open entity too."),
+    # spaCy's order (`doc.ents`, its training data): only "you returned X" before
+    Mistake("fields-out-of-order",
+            lambda tags, spans: "Your entities hold the right type, start and end, but as (start, end, type), "
+                                "spaCy's order; the contract's order is (type, start, end), e.g. ('PER', 0, 2).",
+            "Append `(kind, start, end)`: the type first, then the start, then the end."),
 ])
 
 __all__ = ["TokenClassifier", "token_loss", "bio_to_spans", "CheckFailed"]

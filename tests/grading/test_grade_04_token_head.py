@@ -62,6 +62,9 @@ WRONG = [
     Wrong.edit("bio_to_spans-pairs-without-end", "bio_to_spans", "spans.append((kind, start, i))",
                "spans.append((kind, start))", "not-a-list-of-triples"),
     Wrong.edit("bio_to_spans-last-entity-first", "bio_to_spans", "return spans", "return spans[::-1]", "wrong-order"),
+    # spaCy's order, (start, end, label)
+    Wrong.edit("bio_to_spans-start-end-type", "bio_to_spans", "spans.append((kind, start, i))",
+               "spans.append((start, i, kind))", "fields-out-of-order"),
     # (F.cross_entropy's default ignore_index is already -100: a loss picked out by hand keeps it as a class)
     Wrong.edit("token_loss-minus-100-gathered", "token_loss",
                "return F.cross_entropy(logits.reshape(-1, L), labels.reshape(-1), ignore_index=-100)",

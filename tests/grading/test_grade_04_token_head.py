@@ -45,7 +45,9 @@ WRONG = [
                 return self.classifier(F.dropout(H, p=self.p, training=True))
         """, mistake="dropout-at-eval"),
     *Wrong.edits("TokenClassifier", "nn.Dropout(dropout)", [
-        ("dropout-argument-ignored", "nn.Dropout(0.1)", "dropout-argument-ignored"),
+        # one key with lesson 03's for one mistake (issue 25: no synonyms); it was "dropout-argument-ignored" here
+        ("dropout-argument-ignored", "nn.Dropout(0.1)", "fixed-dropout-rate"),
+        ("dropout-without-its-argument", "nn.Dropout()", "wrong-dropout-rate"),
         ("in-place-dropout", "nn.Dropout(dropout, inplace=True)", "changed-input"),
         ("dropout1d-drops-whole-tokens", "nn.Dropout1d(dropout)", "drops-whole-vectors"),
     ]),

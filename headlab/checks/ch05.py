@@ -214,6 +214,10 @@ BEST_SPAN = Exercise(
            "log-probabilities always is). A dropped pair must lose to every span.",
            "Cut the scores with −inf: `scores.masked_fill(~band, float('-inf'))`, where `band = "
            "torch.ones(n, n, dtype=torch.bool).triu().tril(max_len - 1)`.")] * 2,
+        # argmax over the flattened (B, n·n) table of span scores: only "returned shape (B,)" before
+        ("flat-index", "one number per row, i·n + j, the argmax of the flattened table of span scores, not the pair "
+         "(i, j) it stands for. Turn it back into a pair: i = k // n, j = k % n, with n the number of positions.",
+         "`i, j = k // n, k % n`, then `torch.stack([i, j], dim=-1)`."),
     ]))
 
 
@@ -292,6 +296,12 @@ span_loss = Exercise(
            f"target puts {1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
            "target is the answer position alone, probability 1.", "Drop `label_smoothing=...` from F.cross_entropy.")
           for eps in SMOOTHING],
+        # the start and the end as n yes/no questions (a sigmoid per position): only "expected ..." before
+        ("binary-cross-entropy", "that is a binary cross-entropy (`F.binary_cross_entropy_with_logits` against "
+         "one-hot targets): it treats every position as a yes/no question of its own. The start is one choice among "
+         "the n positions of its row: its loss is −log P(start), with P a softmax over the row.",
+         "Replace it with `F.cross_entropy(start_logits, start)`, and the same for the ends: it takes the raw (B, n) "
+         "logits and the (B,) positions."),
     ]),
 )
 

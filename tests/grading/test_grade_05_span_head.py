@@ -260,6 +260,9 @@ WRONG = [
                "log_p_start = start_logits.log_softmax(dim=-1)", "start-not-restricted"),
     Wrong.edit("best_span-pairs-stacked-on-dim-0", "best_span", "torch.stack([flat // n, flat % n], dim=-1)",
                "torch.stack([flat // n, flat % n])", "pairs-on-first-axis"),
+    # the argmax of the flattened score table, returned as it is
+    Wrong.edit("best_span-flat-index-returned", "best_span", "torch.stack([flat // n, flat % n], dim=-1)", "flat",
+               "flat-index"),
     Wrong("best_span-softmax-over-batch-after-inf-masking", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             allowed = allowed.bool()
@@ -288,6 +291,13 @@ WRONG = [
         """, mistake="one-loss-per-example"),
     Wrong.edit("span_loss-detached", "span_loss", "F.cross_entropy(end_logits, end)) / 2",
                "F.cross_entropy(end_logits, end)).detach() / 2", "no-gradient"),
+    # each position a yes/no question, as a sigmoid per position would answer it
+    Wrong("span_loss-binary-cross-entropy-on-one-hot", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            n = start_logits.shape[1]
+            bce_start = F.binary_cross_entropy_with_logits(start_logits, F.one_hot(start, n).float())
+            return (bce_start + F.binary_cross_entropy_with_logits(end_logits, F.one_hot(end, n).float())) / 2
+        """, mistake="binary-cross-entropy"),
     Wrong("span_loss-softmax-over-batch", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             rows = torch.arange(start_logits.shape[0])

@@ -131,6 +131,12 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
     if "-100 is out of bounds" in str(err):
         return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
+    # only one of the two flattened: the generic "print both shapes" (raised-ValueError) before
+    if "Expected input batch_size" in str(err):
+        return (f"Only one of logits and labels was flattened: F.cross_entropy pairs row k of its input with target "
+                f"k, so the logits must be (B·n, L) = ({B * n}, {L}) and the labels (B·n,) = ({B * n},), both.",
+                "flattened-one-not-the-other", "`F.cross_entropy(logits.reshape(-1, logits.shape[-1]), "
+                "labels.reshape(-1), ignore_index=-100)`.")
 
 
 def _loss_message(why: str) -> Callable[..., str]:

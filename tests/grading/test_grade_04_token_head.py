@@ -72,6 +72,8 @@ WRONG = [
                "return F.cross_entropy(logits.reshape(-1, L), labels.reshape(-1), ignore_index=-100)",
                "return -logits.log_softmax(-1).gather(-1, labels[..., None]).mean()", "minus-100-used-as-class"),
     # --- token_loss ---------------------------------------------------------------------------------
+    *Wrong.edits("token_loss", "labels.reshape(-1)", [   # the labels left (B, n) under flattened logits
+        ("labels-not-flattened", "labels", "flattened-one-not-the-other")]),
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):
             labels = labels.clone()

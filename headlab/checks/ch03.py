@@ -126,6 +126,11 @@ untrained_loss = Exercise(
     # (K, ln K) by hand. K = 2 comes last: there 1/K = 1 − 1/K, and a constant ln 2 is right.
     cases=[(5, 1.6094379124341003), (10, 2.302585092994046), (2, 0.6931471805599453)],
     where=lambda K: f" for K={K}",
+    # `torch.log(K)` on the int K: torch's words alone (raised-TypeError) before
+    hints=[(TypeError, lambda err, K: (
+        "A torch function takes a tensor, and K is a Python int; the answer is a Python float too: the math module "
+        "computes it from K as it is.", "torch-function-on-a-number", "`math.log(K)`.")
+        if "must be Tensor, not" in str(err) else None)],
     explain=lambda out, want, K: (f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.",
                                   _LN_K),
     mistakes=table([

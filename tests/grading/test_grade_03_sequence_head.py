@@ -78,6 +78,7 @@ WRONG = [
         ("log-base-2", "math.log2(K)", "log-base-2"),
         ("log-base-10", "math.log10(K)", "log-base-10"),
         ("probability-not-loss", "1 / K", "probability-not-loss"),
+        ("torch-log-of-the-int", "torch.log(K)", "torch-function-on-a-number"),
         ("wrong-sign", "math.log(1 / K)", "wrong-sign"),
         ("ln-2-for-every-K", "math.log(2)", "ln-2-for-every-k"),
         ("error-rate-not-loss", "1 - 1 / K", "error-rate-not-loss"),

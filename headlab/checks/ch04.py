@@ -98,6 +98,16 @@ _logits = Exercise(
         ("log-softmax-inside-head",
          "log-probabilities{where} (log_softmax inside the head). A head returns raw logits; the loss normalises them "
          "itself."),
+        # Lessons 03 and 05 name these; here they got only "the Linear layer gives ..." or "expected (B, n, L)" before
+        ("sigmoid-output", "sigmoid(logits){where}: each label's score squashed into (0, 1) on its own. A head returns "
+         "raw logits; the loss takes the softmax over the labels itself."),
+        ("relu-on-logits", "logits through a ReLU{where}: negative scores became 0. A head returns raw logits, negative "
+         "ones too."),
+        ("tanh-on-logits", "logits through a tanh{where}: every score squashed into (−1, 1). A head returns its Linear "
+         "layer's output as it is."),
+        ("scores-one-position", "one row of scores per sentence{where}: the Linear layer scored one vector per example "
+         "(`H[:, 0]`, the [CLS] position, or a pooled one). A token head scores every position: (B, n, num_labels) = "
+         "{want}.", "Apply the Linear layer to the whole H, (B, n, d), not to `H[:, 0]`."),
     ], says="TokenClassifier returned "),
 )
 
@@ -190,6 +200,16 @@ token_loss = Exercise(
          "it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, not flattened."),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities.",
          "Use F.cross_entropy, which applies log-softmax itself."),
+        # span_loss's words for the same losses; here they got only "the mean cross-entropy ... is" before
+        ("binary-cross-entropy", "that is a binary cross-entropy against one-hot targets (`F.binary_cross_entropy_with_"
+         "logits`): it treats each label as a yes/no question of its own. A token has one label among the L: its loss "
+         "is −log P(label), with P a softmax over the labels.", "Use F.cross_entropy with ignore_index=-100."),
+        ("mse-not-cross-entropy", "that is a mean squared error of the logits against one-hot targets, not a "
+         "cross-entropy: a token's label is one choice among the L labels, and its loss is −log P(label), with P a "
+         "softmax over them.", "Use F.cross_entropy with ignore_index=-100."),
+        ("label-smoothing", "that is a cross-entropy with label smoothing 0.1 (`label_smoothing=0.1`): its target "
+         "spreads 0.1 over all L labels. The token loss's target is the label alone, probability 1.",
+         "Drop `label_smoothing=...` from F.cross_entropy."),
     ], says=_loss_message),
 )
 
@@ -244,6 +264,10 @@ def _at(tags: list[str], spans: list[tuple], prefix: str, glued: bool, then: str
 SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engine holds its table
     Mistake("keeps-the-prefix",
             lambda tags, spans: "The type is the tag without its B-/I- prefix: 'PER', not 'B-PER'."),
+    # `tag[1:]`: only "you returned X" before
+    Mistake("keeps-the-prefix",
+            lambda tags, spans: "The type is the tag without its B-/I- prefix, both characters of it: 'PER', not "
+                                "'-PER' (`tag[2:]`, not `tag[1:]`)."),
     Mistake("inclusive-ends",
             lambda tags, spans: "Your ends are inclusive (the index of the last word); the end is exclusive, one "
                                 "past the last word, so that `tags[start:end]` is the entity."),
@@ -261,6 +285,10 @@ SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engi
     Mistake("last-entity-not-closed",
             lambda tags, spans: "The entity that reaches the end of the sentence was never closed: after the last "
                                 "tag, close the open entity too."),
+    # every tagged word an entity of its own, the B-/I- prefixes read as nothing: only "you returned X" before
+    Mistake("each-tag-its-own-entity",
+            lambda tags, spans: "You made one entity of every tagged word: an I- tag continues the open entity of its "
+                                "type, so B-PER I-PER is one PER entity two words long."),
     # spaCy's order (`doc.ents`, its training data): only "you returned X" before
     Mistake("fields-out-of-order",
             lambda tags, spans: "Your entities hold the right type, start and end, but as (start, end, type), "

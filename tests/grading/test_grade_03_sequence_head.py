@@ -13,6 +13,7 @@ WRONG = [
          "log-softmax-inside-head"),
         ("relu-on-logits", RETURN + ".relu()", "relu-on-logits"),
         ("sigmoid-output", RETURN + ".sigmoid()", "sigmoid-output"),
+        ("returns-label-ids", RETURN + ".argmax(dim=-1)", "returns-label-ids"),
     ]),
     Wrong.edit("SequenceClassifier-dropout-on-at-eval", HEAD, "self.dropout(pooled)",
                "F.dropout(pooled, self.dropout.p, training=True)", "dropout-at-eval"),
@@ -72,6 +73,7 @@ WRONG = [
         ("one-bias-per-feature", "K * d + d", "one-bias-per-feature"),
         ("one-row-and-column-too-many", "(d + 1) * (K + 1)", "one-row-and-column-too-many"),
         ("adds-the-sizes", "d + K", "adds-the-sizes"),
+        ("counts-the-pooler", "d * d + d + K * d + K", "counts-the-pooler"),
         ("returns-a-float", "float(K * (d + 1))", "not-an-int"),
     ]),
     *Wrong.edits("untrained_loss", "math.log(K)", [

@@ -9,6 +9,10 @@ WRONG = [
     *Wrong.edits("TokenClassifier", HEAD, [
         ("softmax-inside-head", f"{HEAD}.softmax(dim=-1)", "softmax-inside-head"),
         ("log-softmax-inside-head", f"F.log_softmax({HEAD}, dim=-1)", "log-softmax-inside-head"),
+        ("sigmoid-on-the-logits", f"torch.sigmoid({HEAD})", "sigmoid-output"),
+        ("relu-on-the-logits", f"torch.relu({HEAD})", "relu-on-logits"),
+        ("tanh-on-the-logits", f"torch.tanh({HEAD})", "tanh-on-logits"),
+        ("scores-the-first-position-only", "self.classifier(self.dropout(H[:, 0]))", "scores-one-position"),
         # "cross_entropy wants the classes on dim 1", done in the wrong place
         ("output-B-L-n", f"{HEAD}.transpose(1, 2)", "labels-axis-second"),
         # "classify along the sequence"
@@ -64,6 +68,21 @@ WRONG = [
     Wrong.edit("bio_to_spans-pairs-without-end", "bio_to_spans", "spans.append((kind, start, i))",
                "spans.append((kind, start))", "not-a-list-of-triples"),
     Wrong.edit("bio_to_spans-last-entity-first", "bio_to_spans", "return spans", "return spans[::-1]", "wrong-order"),
+    Wrong("bio_to_spans-type-keeps-the-hyphen", "bio_to_spans", """
+        def bio_to_spans(tags):
+            spans, kind, start = [], None, 0
+            for i, tag in enumerate([*tags, "O"]):
+                if tag.startswith("I-") and tag[1:] == kind:   # the type sliced one character short
+                    continue
+                if kind is not None:
+                    spans.append((kind, start, i))
+                kind, start = (None, i) if tag == "O" else (tag[1:], i)
+            return spans
+        """, mistake="keeps-the-prefix"),
+    Wrong("bio_to_spans-each-tag-its-own-entity", "bio_to_spans", """
+        def bio_to_spans(tags):
+            return [(tag[2:], i, i + 1) for i, tag in enumerate(tags) if tag != "O"]
+        """, mistake="each-tag-its-own-entity"),
     # spaCy's order, (start, end, label)
     Wrong.edit("bio_to_spans-start-end-type", "bio_to_spans", "spans.append((kind, start, i))",
                "spans.append((start, i, kind))", "fields-out-of-order"),
@@ -74,6 +93,8 @@ WRONG = [
     # --- token_loss ---------------------------------------------------------------------------------
     *Wrong.edits("token_loss", "labels.reshape(-1)", [   # the labels left (B, n) under flattened logits
         ("labels-not-flattened", "labels", "flattened-one-not-the-other")]),
+    *Wrong.edits("token_loss", f"F.cross_entropy({LOSS}, ignore_index=-100)", [
+        ("label-smoothing", f"F.cross_entropy({LOSS}, ignore_index=-100, label_smoothing=0.1)", "label-smoothing")]),
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):
             labels = labels.clone()

@@ -155,6 +155,12 @@ BEST_SPAN = Exercise(
     dtype_message="{name} returned dtype {got}{where}; positions are indices, so return a long tensor (e.g. .long()).",
     unchanged="best_span changed a tensor it was given (an in-place masked_fill_ or similar); work on new "
               "tensors: masked_fill without the underscore returns a copy.",
+    # a loop whose band runs past the row's end: torch's words and the generic "print the shape" hint before
+    hints=[(IndexError, lambda err, start, end, allowed, max_len: (
+        f"A span's end runs up to i + max_len − 1, past the last position, n − 1 = {start.shape[1] - 1}, for the "
+        "starts near the end of the row: stop the band at the end of the row.", "band-past-the-end",
+        "`for j in range(i, min(i + max_len, n)):`") if f"for dimension 1 with size {start.shape[1]}" in str(err)
+        else None)],
     # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
     # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
     mistakes=table(says=_spans, rows=[
@@ -258,6 +264,12 @@ span_loss = Exercise(
     meaning=" (one number for the batch, a 0-dim tensor that still carries the graph so that `loss.backward()` "
             "can train the head: do not call .item())",
     unchanged="span_loss changed a tensor it was given; compute the loss without modifying the inputs.",
+    # one-hot (integer) targets, as Keras's categorical cross-entropy wants them: torch's words alone before
+    hints=[(RuntimeError, lambda err, *inputs: (
+        "F.cross_entropy takes the target positions themselves, (B,) integers: a (B, n) target is read as "
+        "probabilities over the positions, which must be floats, and one-hot targets are not needed at all.",
+        "one-hot-targets", "`F.cross_entropy(start_logits, start)`: pass `start` as it is, without F.one_hot.")
+        if "target with class probabilities" in str(err) else None)],
     then=lambda fn: backward_through(fn, "span_loss",
                                      *(torch.tensor(x, requires_grad=True) for x in SPAN_LOSS_CASES[0][:2]),
                                      *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),

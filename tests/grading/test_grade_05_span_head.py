@@ -275,7 +275,16 @@ WRONG = [
             flat = scores.flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="nan-from-softmax-over-batch"),
+    # the loops' band not capped at the row's end
+    Wrong("best_span-loop-band-past-the-end", "best_span", LOGIT_SUM_LOOPS.replace("min(i + max_len, n)", "i + max_len"),
+          mistake="band-past-the-end"),
     # --- span_loss ---------------------------------------------------------------------------------
+    Wrong("span_loss-one-hot-targets", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            n = start_logits.shape[1]
+            ce_start = F.cross_entropy(start_logits, F.one_hot(start, n))
+            return (ce_start + F.cross_entropy(end_logits, F.one_hot(end, n))) / 2
+        """, mistake="one-hot-targets"),
     Wrong("span_loss-start-only", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return F.cross_entropy(start_logits, start)

@@ -26,9 +26,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         H, W = torch.randn(B, n, d, generator=g), torch.randn(L, d, generator=g) / math.sqrt(d)
         b = torch.randn(L, generator=g)   # nonzero, so "only the bias" is visible
         # H, then each position H[:, i:i+1] alone, twice each in eval mode; then a step from H
-        positions = [H[:, i:i + 1] for i in range(n)]
-        ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *positions], [W, b], passes=2,
-                        step=True, crashes=_crashes(H))
+        ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *(H[:, i:i + 1] for i in range(n))],
+                        [W, b], passes=2, step=True, crashes=_crashes(H))
         right = reference("TokenClassifier", H, W, b)
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
         heads.random_at_eval(same(out, right, math.inf) and not same(again, out, 0), cls, ran, "TokenClassifier", "H",
@@ -50,7 +49,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
             fail(f"TokenClassifier({d}, {L}, dropout=1.0) in train mode returned NaN or infinite logits: a dropout "
                  "written by hand divides by 1 − p, which is 0 at p = 1. At p = 1 every feature is dropped, so the "
                  "Linear layer sees zeros and only the bias is left; `nn.Dropout(dropout)` does exactly that.",
-                 "nan-at-full-dropout", "Replace the hand-written dropout with `nn.Dropout(dropout)`, built in __init__.")
+                 "nan-at-full-dropout",
+                 "Replace the hand-written dropout with `nn.Dropout(dropout)`, built in __init__.")
     for k, (d, L, p) in enumerate(TRAIN_CASES):   # dropout's rate, scale and grain, from 50 × 40 positions
         g = torch.Generator().manual_seed(seed + 500 + k)
         H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
@@ -101,8 +101,8 @@ _logits = Exercise(
         # Lessons 03 and 05 name these; here they got only "the Linear layer gives ..." or "expected (B, n, L)" before
         ("sigmoid-output", "sigmoid(logits){where}: each label's score squashed into (0, 1) on its own. A head returns "
          "raw logits; the loss takes the softmax over the labels itself."),
-        ("relu-on-logits", "logits through a ReLU{where}: negative scores became 0. A head returns raw logits, negative "
-         "ones too."),
+        ("relu-on-logits", "logits through a ReLU{where}: negative scores became 0. A head returns raw logits, "
+         "negative ones too."),
         ("tanh-on-logits", "logits through a tanh{where}: every score squashed into (−1, 1). A head returns its Linear "
          "layer's output as it is."),
         ("scores-one-position", "one row of scores per sentence{where}: the Linear layer scored one vector per example "

@@ -326,8 +326,7 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
     require_module_class(cls, "SpanHead", "span_head")
     sizes, g = HEAD_SIZES if sizes is None else sizes, torch.Generator().manual_seed(seed)
     for d, B, n in sizes:
-        H = torch.randn(B, n, d, generator=g)
-        _judge_head(cls, H, d, seed)
+        _judge_head(cls, torch.randn(B, n, d, generator=g), d, seed)
     passed("SpanHead", len(sizes))
 
 
@@ -375,11 +374,10 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
              "Split the (B, n, 2) scores on the last axis and return the two halves: "
              "`start_logits, end_logits = logits.unbind(-1)`.")
     for name, t in zip(("start_logits", "end_logits"), out):
-        shape = tuple(t.shape)
-        if shape != (B, n):
-            key, why, fix = _shapes(B, n).get(shape, ("wrong-shape", ".", ""))
-            fail(f"SpanHead's {name} has shape {shape} for H of shape ({B}, {n}, {d}); expected (B, n) = ({B}, {n})"
-                 + why, key, fix)
+        if tuple(t.shape) != (B, n):
+            key, why, fix = _shapes(B, n).get(tuple(t.shape), ("wrong-shape", ".", ""))
+            fail(f"SpanHead's {name} has shape {tuple(t.shape)} for H of shape ({B}, {n}, {d}); expected (B, n) = "
+                 f"({B}, {n})" + why, key, fix)
     return out[0], out[1]
 
 
@@ -431,14 +429,13 @@ def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -
     if grader_side() is None or not isinstance(secret, dict):
         return True
     sizes, d = secret_sizes(secret), H.shape[-1]
-    probes = _probes(d)
     leaves = [[t.detach().clone().double().requires_grad_() for t in pair] for pair in scorers]
     with torch.enable_grad():
         weighted_backward(_linear(H.double(), leaves), seed)
 
     def explains(got: Any, size: dict[int, float]) -> bool:
         with torch.no_grad():
-            right = _linear(probes.double(), [[t - size[t.numel()] * t.grad for t in pair] for pair in leaves])
+            right = _linear(_probes(d).double(), [[t - size[t.numel()] * t.grad for t in pair] for pair in leaves])
         return isinstance(got, (tuple, list)) and len(got) == 2 and all(map(close_gradient, got, right))
 
     no_bias = all(float(b.abs()) == 0 for _, b in scorers)   # right: a softmax over positions ignores it
@@ -458,10 +455,9 @@ SQUASHES = [("sigmoid-output", "sigmoid", torch.sigmoid, torch.logit, 0),
 def _squashed_linear(H: torch.Tensor, on_H: tuple, probed: tuple, f: Callable, inverse: Callable, low: int) -> bool:
     """Whether the logits on H, all in [low, 1], are f(H·w + b), each w and b read from the logits on the probes
     0, e_1, …, e_d (in (low, 1): small inputs) through f's inverse. A large H·w rounds to 1 in float32."""
-    if not all(bool(((t >= low) & (t <= 1)).all()) for t in on_H) or not all(
-            bool(((t > low) & (t < 1)).all()) for t in probed):
-        return False
-    return all(same(t, f(x), 1e-3) for t, x in zip(on_H, _linear(H, _scorers([inverse(p.double()) for p in probed]))))
+    return all(bool(((t >= low) & (t <= 1)).all()) for t in on_H) and all(
+        bool(((t > low) & (t < 1)).all()) for t in probed) and all(
+        same(t, f(x), 1e-3) for t, x in zip(on_H, _linear(H, _scorers([inverse(p.double()) for p in probed]))))
 
 
 def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:

@@ -276,8 +276,8 @@ WRONG = [
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="nan-from-softmax-over-batch"),
     # the loops' band not capped at the row's end
-    Wrong("best_span-loop-band-past-the-end", "best_span", LOGIT_SUM_LOOPS.replace("min(i + max_len, n)", "i + max_len"),
-          mistake="band-past-the-end"),
+    Wrong("best_span-loop-band-past-the-end", "best_span",
+          LOGIT_SUM_LOOPS.replace("min(i + max_len, n)", "i + max_len"), mistake="band-past-the-end"),
     # --- span_loss ---------------------------------------------------------------------------------
     Wrong("span_loss-one-hot-targets", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):

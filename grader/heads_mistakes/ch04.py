@@ -50,6 +50,7 @@ register("token_loss", [
     wrong("minus-100-as-class-0", lambda lo, la: _ce_sum(lo, la.clamp(min=0)) / la.numel()),
     wrong("divides-by-all-positions", lambda lo, la: _ce_sum(lo, la) / la.numel()),
     wrong("sum-not-mean", _ce_sum),
+    wrong("divides-by-batch-size", lambda lo, la: _ce_sum(lo, la) / len(la)),
     wrong("mean-per-sentence",
           lambda lo, la: torch.stack([_ce_sum(*r) / _kept(r[1]) for r in zip(lo, la) if max(r[1]) >= 0]).mean()),
     wrong("labels-shifted-left", lambda lo, la: _ce_sum(lo[:, 1:], la[:, :-1]) / _kept(la[:, :-1])),

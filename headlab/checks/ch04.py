@@ -181,6 +181,10 @@ token_loss = Exercise(
          "you divided by all B·n = {all} positions, padding and specials included; divide by the {kept} labelled "
          "positions (label ≠ -100)."),
         ("sum-not-mean", "you returned the sum over labelled positions; the loss is their mean."),
+        # `reduction="sum"` then `/ batch_size`, as per-sentence losses are averaged: only "expected ..." before
+        ("divides-by-batch-size", "you divided the sum over the labelled positions by the number of sentences (the "
+         "batch size); the loss is the mean over the {kept} labelled positions: divide by their count.",
+         "Drop `reduction=\"sum\"` and the division: F.cross_entropy with ignore_index=-100 takes that mean."),
         ("mean-per-sentence",
          "you averaged within each sentence and then over sentences; the loss is the mean over all labelled "
          "positions of the batch, so a long sentence weighs more."),

@@ -94,7 +94,9 @@ WRONG = [
     *Wrong.edits("token_loss", "labels.reshape(-1)", [   # the labels left (B, n) under flattened logits
         ("labels-not-flattened", "labels", "flattened-one-not-the-other")]),
     *Wrong.edits("token_loss", f"F.cross_entropy({LOSS}, ignore_index=-100)", [
-        ("label-smoothing", f"F.cross_entropy({LOSS}, ignore_index=-100, label_smoothing=0.1)", "label-smoothing")]),
+        ("label-smoothing", f"F.cross_entropy({LOSS}, ignore_index=-100, label_smoothing=0.1)", "label-smoothing"),
+        ("summed-then-divided-by-the-batch-size",
+         f"F.cross_entropy({LOSS}, ignore_index=-100, reduction=\"sum\") / logits.shape[0]", "divides-by-batch-size")]),
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):
             labels = labels.clone()

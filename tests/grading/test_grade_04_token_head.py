@@ -9,9 +9,8 @@ WRONG = [
     *Wrong.edits("TokenClassifier", HEAD, [
         ("softmax-inside-head", f"{HEAD}.softmax(dim=-1)", "softmax-inside-head"),
         ("log-softmax-inside-head", f"F.log_softmax({HEAD}, dim=-1)", "log-softmax-inside-head"),
-        ("sigmoid-on-the-logits", f"torch.sigmoid({HEAD})", "sigmoid-output"),
-        ("relu-on-the-logits", f"torch.relu({HEAD})", "relu-on-logits"),
-        ("tanh-on-the-logits", f"torch.tanh({HEAD})", "tanh-on-logits"),
+        *[(f"{f}-on-the-logits", f"torch.{f}({HEAD})", key)   # lessons 03 and 05 name the same three
+          for f, key in [("sigmoid", "sigmoid-output"), ("relu", "relu-on-logits"), ("tanh", "tanh-on-logits")]],
         ("scores-the-first-position-only", "self.classifier(self.dropout(H[:, 0]))", "scores-one-position"),
         # "cross_entropy wants the classes on dim 1", done in the wrong place
         ("output-B-L-n", f"{HEAD}.transpose(1, 2)", "labels-axis-second"),

@@ -261,8 +261,8 @@ WRONG = [
     Wrong.edit("best_span-pairs-stacked-on-dim-0", "best_span", "torch.stack([flat // n, flat % n], dim=-1)",
                "torch.stack([flat // n, flat % n])", "pairs-on-first-axis"),
     # the argmax of the flattened score table, returned as it is
-    Wrong.edit("best_span-flat-index-returned", "best_span", "torch.stack([flat // n, flat % n], dim=-1)", "flat",
-               "flat-index"),
+    Wrong.edit("best_span-flat-index-returned", "best_span", "torch.stack([flat // n, flat % n], dim=-1)",
+               "flat", "flat-index"),
     Wrong("best_span-softmax-over-batch-after-inf-masking", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             allowed = allowed.bool()

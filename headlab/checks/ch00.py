@@ -109,6 +109,11 @@ causal_mask = Exercise(
         ("bidirectional",
          "causal_mask is True everywhere{where}: every query sees every key. That is an encoder's bidirectional "
          "pattern, not a causal one."),
+        # `tril(diagonal=1)`, triu's offset for the blocked keys: only "query 0 may not see key 1" before
+        ("sees-one-future-key",
+         "causal_mask lets query i see key i + 1 too{where}: the edge of the lower triangle sits one above the "
+         "diagonal. diagonal=1 is the offset of `triu` when it marks the blocked keys; the keys a query may see are "
+         "j ≤ i, tril's default edge.", "`torch.ones(n, n, dtype=torch.bool).tril()`, with diagonal left at 0."),
     ]),
 )
 

@@ -34,6 +34,10 @@ WRONG = [
             return torch.ones(n, n, dtype=torch.bool)
         """, mistake="bidirectional"),
     Wrong.edit("causal_mask-true-where-blocked", "causal_mask", "j <= i", "j > i", "inverted"),
+    Wrong("causal_mask-tril-one-above-the-diagonal", "causal_mask", """
+        def causal_mask(n):
+            return torch.ones(n, n, dtype=torch.bool).tril(diagonal=1)
+        """, mistake="sees-one-future-key"),
 ]
 
 ALTERNATIVES = [

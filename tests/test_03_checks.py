@@ -50,6 +50,7 @@ def _twice(s, x):
 @pytest.mark.parametrize("head, key", [
     (make_head(lambda s, x: torch.sigmoid(s.linear(s.dropout(x)))), "sigmoid-output"),
     (make_head(lambda s, x: F.relu(s.linear(s.dropout(x)))), "relu-on-logits"),
+    (make_head(lambda s, x: torch.tanh(s.linear(s.dropout(x)))), "tanh-on-logits"),
     (make_head(lambda s, x: s.linear(x) * 2), "wrong-values"),
     (make_head(inplace=True), "changed-input"),
     (make_head(lambda s, x: s.linear(x * (torch.rand_like(x) > s.p) if s.training else x)), "unscaled-dropout"),

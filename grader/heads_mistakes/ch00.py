@@ -22,4 +22,6 @@ register("causal_mask", [
     twist("without-diagonal", lambda E, n: E & ~torch.eye(n, dtype=torch.bool)),
     twist("inverted", lambda E, n: ~E),
     wrong("bidirectional", lambda n: torch.ones(n, n, dtype=torch.bool)),
+    # E with the key just after each query's own marked too (rolled past the end, the last row's is already marked)
+    twist("sees-one-future-key", lambda E, n: E | torch.eye(n, dtype=torch.bool).roll(1, dims=1)),
 ])

@@ -21,6 +21,8 @@ register("SequenceClassifier", [
     wrong("no-bias", lambda x, W, b: _logits(x, W, 0 * b)),
     wrong("sigmoid-output", lambda x, W, b: _logits(x, W, b).sigmoid()),
     wrong("relu-on-logits", lambda x, W, b: _logits(x, W, b).relu()),
+    wrong("returns-label-ids", lambda x, W, b: _logits(x, W, b).argmax(-1) if len(W) > 1 else None),
+    wrong("tanh-on-logits", lambda x, W, b: _logits(x, W, b).tanh()),
 ])
 
 register("head_param_count", [
@@ -33,6 +35,7 @@ register("head_param_count", [
     wrong("adds-the-sizes", lambda d, K: d + K),
     wrong("square-matrix", lambda d, K: d * d + K),
     wrong("square-matrix", lambda d, K: d * d + d),
+    wrong("counts-the-pooler", lambda d, K: d * d + d + K * d + K),
 ])
 
 register("untrained_loss", [

@@ -22,6 +22,10 @@ register("TokenClassifier", [
     _changed("returns-label-ids", lambda z: z.argmax(-1)),
     _changed("softmax-inside-head", lambda z: z.softmax(-1)),
     _changed("log-softmax-inside-head", lambda z: z.log_softmax(-1)),
+    _changed("sigmoid-output", torch.sigmoid),
+    _changed("relu-on-logits", torch.relu),
+    _changed("tanh-on-logits", torch.tanh),
+    wrong("scores-one-position", lambda H, W, b: H[:, 0] @ W.T + b),
 ])
 
 
@@ -36,10 +40,17 @@ def _kept(labels):
     return (labels != X).sum()
 
 
+def _one_hot(logits, labels):
+    """The logits of the labelled positions, (N, L), and their labels one-hot, (N, L) floats."""
+    kept = labels != X
+    return logits[kept], F.one_hot(labels[kept], logits.shape[-1]).to(logits.dtype)
+
+
 register("token_loss", [
     wrong("minus-100-as-class-0", lambda lo, la: _ce_sum(lo, la.clamp(min=0)) / la.numel()),
     wrong("divides-by-all-positions", lambda lo, la: _ce_sum(lo, la) / la.numel()),
     wrong("sum-not-mean", _ce_sum),
+    wrong("divides-by-batch-size", lambda lo, la: _ce_sum(lo, la) / len(la)),
     wrong("mean-per-sentence",
           lambda lo, la: torch.stack([_ce_sum(*r) / _kept(r[1]) for r in zip(lo, la) if max(r[1]) >= 0]).mean()),
     wrong("labels-shifted-left", lambda lo, la: _ce_sum(lo[:, 1:], la[:, :-1]) / _kept(la[:, :-1])),
@@ -47,6 +58,9 @@ register("token_loss", [
     wrong("softmax-first", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la)),
     wrong("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la)),
     wrong("nll-on-logits", lambda lo, la: F.nll_loss(lo.flatten(0, 1), la.flatten())),
+    wrong("binary-cross-entropy", lambda lo, la: F.binary_cross_entropy_with_logits(*_one_hot(lo, la))),
+    wrong("mse-not-cross-entropy", lambda lo, la: F.mse_loss(*_one_hot(lo, la))),
+    wrong("label-smoothing", lambda lo, la: F.cross_entropy(lo.flatten(0, 1), la.flatten(), label_smoothing=0.1)),
 ], right=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1)))
 
 
@@ -64,9 +78,12 @@ def _merged(spans: list[tuple], joins: Callable[[tuple, tuple], bool]) -> list[t
 
 register("bio_to_spans", [
     wrong("keeps-the-prefix", lambda tags, spans: [(tags[s], s, e) for _, s, e in spans]),
+    wrong("keeps-the-prefix", lambda tags, spans: [(tags[s][1:], s, e) for _, s, e in spans]),
     wrong("inclusive-ends", lambda tags, spans: [(t, s, e - 1) for t, s, e in spans]),
     wrong("drops-orphan-inside-tag", lambda tags, spans: [sp for sp in spans if tags[sp[1]][:2] != "I-"]),
     wrong("type-change-continues-entity", lambda tags, spans: _merged(spans, lambda a, sp: tags[sp[1]][:2] == "I-")),
     wrong("begin-continues-same-type", lambda tags, spans: _merged(spans, lambda a, sp: a[0] == sp[0])),
     wrong("last-entity-not-closed", lambda tags, spans: [sp for sp in spans if sp[2] != len(tags)]),
+    wrong("each-tag-its-own-entity", lambda tags, spans: [(t, k, k + 1) for t, s, e in spans for k in range(s, e)]),
+    wrong("fields-out-of-order", lambda tags, spans: [(s, e, t) for t, s, e in spans]),
 ])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 
 from headlab.checks.ch05 import SMOOTHING
 
@@ -152,6 +153,7 @@ register("best_span", [
     wrong("logits-multiplied", lambda *a: _multiplied(*a, masked_first=True)),
     twist("zeros-outside-band", _zeros_outside_band),
     twist("zeros-outside-band", lambda *a: _zeros_outside_band(*a, log_probs=True)),
+    twist("flat-index", lambda E, s, e, allowed, m: E[:, 0] * s.shape[1] + E[:, 1]),
 ])
 
 
@@ -177,6 +179,11 @@ def _smoothed(logits, target, eps: float):
     return (1 - eps) * _ce(logits, target) + eps * -logits.log_softmax(-1).mean(-1).mean()
 
 
+def _binary(x, target):
+    """`F.binary_cross_entropy_with_logits` of (B, n) logits against one-hot (B,) targets."""
+    return F.binary_cross_entropy_with_logits(x, torch.eye(x.shape[-1], dtype=x.dtype)[target])
+
+
 register("span_loss", [
     wrong("one-loss-per-example", lambda s, e, st, en: (_ce(s, st, "none") + _ce(e, en, "none")) / 2),
     wrong("start-only", lambda s, e, st, en: _ce(s, st)),
@@ -193,4 +200,5 @@ register("span_loss", [
         _squared, lambda x, t: _squared(x.softmax(-1), t), lambda x, t: ((x.argmax(-1) - t).double() ** 2).mean()]],
     *[wrong("label-smoothing", lambda s, e, st, en, eps=eps: (_smoothed(s, st, eps) + _smoothed(e, en, eps)) / 2)
       for eps in SMOOTHING],
+    wrong("binary-cross-entropy", lambda s, e, st, en: (_binary(s, st) + _binary(e, en)) / 2),
 ], right=lambda s, e, st, en: (_ce(s, st) + _ce(e, en)) / 2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from .core import CheckFailed, positions
-from .engine import Exercise, inputs_as
+from .engine import Exercise, clashing_sizes, inputs_as
 from .shared import table
 
 T, F = True, False
@@ -16,6 +16,16 @@ def _padding_row(out, expected, lengths, n) -> str:
     length = int(lengths[b])
     return (f"row {b} has length {length} (lengths={lengths.tolist()}, n={n}), so its real tokens are "
             f"positions {list(range(length))}; you marked {positions(out[b])}.")
+
+
+def _lengths_unaligned(err, lengths, n) -> tuple[str, str, str] | None:
+    """torch's words when `lengths` (B,) meets the positions (n,) as they are: the sizes that clashed are B and n.
+    Only the generic "print their .shape" hint (raised-RuntimeError) named it before."""
+    if sorted(clashing_sizes(err)) == sorted((len(lengths), n)):
+        return (f"lengths has shape (B,) = ({len(lengths)},): compared with the positions, (n,) = ({n},), it lines up "
+                "with their axis, not a row axis of its own. Give lengths a column axis, so that (B, 1) against (1, n) "
+                "broadcasts to (B, n).",
+                "lengths-not-unsqueezed", "`torch.arange(n)[None, :] < lengths[:, None]`.")
 
 
 padding_mask = Exercise(
@@ -35,6 +45,7 @@ padding_mask = Exercise(
     fields=lambda lengths, n: {"B": len(lengths), "n": n},
     dtype_message="{name} returned dtype {got}{where}; a mask is a bool tensor (True on real tokens).",
     unchanged="padding_mask changed the `lengths` tensor it was given; build a new tensor instead.",
+    hints=[(RuntimeError, _lengths_unaligned)],
     explain=_padding_row,
     mistakes=table([
         ("rows-and-columns-swapped",
@@ -98,6 +109,11 @@ causal_mask = Exercise(
         ("bidirectional",
          "causal_mask is True everywhere{where}: every query sees every key. That is an encoder's bidirectional "
          "pattern, not a causal one."),
+        # `tril(diagonal=1)`, triu's offset for the blocked keys: only "query 0 may not see key 1" before
+        ("sees-one-future-key",
+         "causal_mask lets query i see key i + 1 too{where}: the edge of the lower triangle sits one above the "
+         "diagonal. diagonal=1 is the offset of `triu` when it marks the blocked keys; the keys a query may see are "
+         "j ≤ i, tril's default edge.", "`torch.ones(n, n, dtype=torch.bool).tril()`, with diagonal left at 0."),
     ]),
 )
 

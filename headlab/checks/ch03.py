@@ -52,6 +52,11 @@ _eval = Exercise(
          "returns probabilities in (0, 1), not raw scores. Return the Linear layer's output as it is."),
         ("relu-on-logits", "{name} applied a ReLU to the logits"
          "{where}: negative scores became 0. A head returns raw logits, negative ones too."),
+        # lesson 04's words: only "returned shape (B,)" before
+        ("returns-label-ids", "{name} returned label ids (an argmax over the classes){where}. The head returns the raw "
+         "logits, (B, num_classes); predictions take the argmax later."),
+        ("tanh-on-logits", "{name} applied a tanh to the logits{where}: every score is squashed into (−1, 1). The "
+         "tanh belongs to lesson 02's pooler, before the head; the head returns its Linear layer's output as it is."),
     ]),
 )
 
@@ -111,6 +116,9 @@ head_param_count = Exercise(
         ("adds-the-sizes", "d + K{where}: the sizes are added, not multiplied. " + _SUM),
         ("square-matrix", "d·d + K{where}: a d × d matrix; the head's is K × d. " + _SUM),
         ("square-matrix", "d·d + d{where}: a d × d matrix; the head's is K × d. " + _SUM),
+        # BERT's pooler counted in: only "expected K·d + K" before
+        ("counts-the-pooler", "d·d + d + K·d + K{where}: that counts BERT's pooler too, lesson 02's d × d dense layer "
+         "and its d biases. The pooler belongs to the encoder's output; the head is the Linear layer alone. " + _SUM),
     ], says="{name} returned {out} = ", fix=_COUNT),
 )
 
@@ -124,6 +132,11 @@ untrained_loss = Exercise(
     # (K, ln K) by hand. K = 2 comes last: there 1/K = 1 − 1/K, and a constant ln 2 is right.
     cases=[(5, 1.6094379124341003), (10, 2.302585092994046), (2, 0.6931471805599453)],
     where=lambda K: f" for K={K}",
+    # `torch.log(K)` on the int K: torch's words alone (raised-TypeError) before
+    hints=[(TypeError, lambda err, K: (
+        "A torch function takes a tensor, and K is a Python int; the answer is a Python float too: the math module "
+        "computes it from K as it is.", "torch-function-on-a-number", "`math.log(K)`.")
+        if "must be Tensor, not" in str(err) else None)],
     explain=lambda out, want, K: (f"untrained_loss returned {out:.6f} for K={K}. {_LN} Here that is {want:.6f}.",
                                   _LN_K),
     mistakes=table([

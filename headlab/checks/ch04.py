@@ -26,9 +26,8 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         H, W = torch.randn(B, n, d, generator=g), torch.randn(L, d, generator=g) / math.sqrt(d)
         b = torch.randn(L, generator=g)   # nonzero, so "only the bias" is visible
         # H, then each position H[:, i:i+1] alone, twice each in eval mode; then a step from H
-        positions = [H[:, i:i + 1] for i in range(n)]
-        ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *positions], [W, b], passes=2,
-                        step=True, crashes=_crashes(H))
+        ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *(H[:, i:i + 1] for i in range(n))],
+                        [W, b], passes=2, step=True, crashes=_crashes(H))
         right = reference("TokenClassifier", H, W, b)
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
         heads.random_at_eval(same(out, right, math.inf) and not same(again, out, 0), cls, ran, "TokenClassifier", "H",
@@ -43,25 +42,15 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         _logits.judge(out, right, (H, W, b))
         judge_gradients(ran["gradients"], f"TokenClassifier({d}, {L})", "H", H, "TokenClassifier", seed + 300 + k,
                         [W, b])
-        (train,), bias = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 400 + k, [H], [W, b], {"dropout": 1.0},
-                                   True, crashes=_crashes(H))["outs"][0], b.expand(B, n, L)
-        said, shaped = f"TokenClassifier({d}, {L}, dropout=1.0) in train mode", same(train, bias, math.inf)
-        if same(train, 0 * bias, 1e-6):
-            fail(f"{said} returned all zeros: dropout comes after the Linear layer. The order is dropout → Linear, "
-                 "so a dropped input leaves only the bias.", "dropout-after-linear",
-                 "Swap the two in forward: `self.linear(self.dropout(H))`, not `self.dropout(self.linear(H))`.")
-        if isinstance(train, torch.Tensor) and train.shape == bias.shape and not bool(train.isfinite().all()):
-            fail(f"{said} returned NaN or infinite logits: a dropout written by hand divides by 1 − p, which is 0 at "
-                 "p = 1. At p = 1 every feature is dropped, so the Linear layer sees zeros and only the bias is left; "
-                 "`nn.Dropout(dropout)` does exactly that.", "nan-at-full-dropout",
+        # At p = 1 every feature is dropped; the train-mode cases below judge dropout's place, rate and scale
+        (train,) = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 400 + k, [H], [W, b], {"dropout": 1.0}, True,
+                             crashes=_crashes(H))["outs"][0]
+        if isinstance(train, torch.Tensor) and not bool(train.isfinite().all()):
+            fail(f"TokenClassifier({d}, {L}, dropout=1.0) in train mode returned NaN or infinite logits: a dropout "
+                 "written by hand divides by 1 − p, which is 0 at p = 1. At p = 1 every feature is dropped, so the "
+                 "Linear layer sees zeros and only the bias is left; `nn.Dropout(dropout)` does exactly that.",
+                 "nan-at-full-dropout",
                  "Replace the hand-written dropout with `nn.Dropout(dropout)`, built in __init__.")
-        if not same(train, bias, 1e-6):
-            fail(f"{said} should drop every feature of H, leaving logits equal to the bias {show(b)} at every "
-                 f"position; yours gave {show(train[0, 0] if shaped else train)}{' at [0, 0]' * shaped}. Pass the "
-                 "dropout argument on to `nn.Dropout(dropout)` and apply it to H before the Linear layer.",
-                 "dropout-argument-ignored" if shaped else "wrong-shape",
-                 "In __init__, `self.dropout = nn.Dropout(dropout)` with the constructor's argument; in forward, "
-                 "`self.linear(self.dropout(H))`." if shaped else "")
     for k, (d, L, p) in enumerate(TRAIN_CASES):   # dropout's rate, scale and grain, from 50 × 40 positions
         g = torch.Generator().manual_seed(seed + 500 + k)
         H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
@@ -109,6 +98,16 @@ _logits = Exercise(
         ("log-softmax-inside-head",
          "log-probabilities{where} (log_softmax inside the head). A head returns raw logits; the loss normalises them "
          "itself."),
+        # Lessons 03 and 05 name these; here they got only "the Linear layer gives ..." or "expected (B, n, L)" before
+        ("sigmoid-output", "sigmoid(logits){where}: each label's score squashed into (0, 1) on its own. A head returns "
+         "raw logits; the loss takes the softmax over the labels itself."),
+        ("relu-on-logits", "logits through a ReLU{where}: negative scores became 0. A head returns raw logits, "
+         "negative ones too."),
+        ("tanh-on-logits", "logits through a tanh{where}: every score squashed into (−1, 1). A head returns its Linear "
+         "layer's output as it is."),
+        ("scores-one-position", "one row of scores per sentence{where}: the Linear layer scored one vector per example "
+         "(`H[:, 0]`, the [CLS] position, or a pooled one). A token head scores every position: (B, n, num_labels) = "
+         "{want}.", "Apply the Linear layer to the whole H, (B, n, d), not to `H[:, 0]`."),
     ], says="TokenClassifier returned "),
 )
 
@@ -142,6 +141,12 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
     if "-100 is out of bounds" in str(err):
         return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
+    # only one of the two flattened: the generic "print both shapes" (raised-ValueError) before
+    if "Expected input batch_size" in str(err):
+        return (f"Only one of logits and labels was flattened: F.cross_entropy pairs row k of its input with target "
+                f"k, so the logits must be (B·n, L) = ({B * n}, {L}) and the labels (B·n,) = ({B * n},), both.",
+                "flattened-one-not-the-other", "`F.cross_entropy(logits.reshape(-1, logits.shape[-1]), "
+                "labels.reshape(-1), ignore_index=-100)`.")
 
 
 def _loss_message(why: str) -> Callable[..., str]:
@@ -176,6 +181,10 @@ token_loss = Exercise(
          "you divided by all B·n = {all} positions, padding and specials included; divide by the {kept} labelled "
          "positions (label ≠ -100)."),
         ("sum-not-mean", "you returned the sum over labelled positions; the loss is their mean."),
+        # `reduction="sum"` then `/ batch_size`, as per-sentence losses are averaged: only "expected ..." before
+        ("divides-by-batch-size", "you divided the sum over the labelled positions by the number of sentences (the "
+         "batch size); the loss is the mean over the {kept} labelled positions: divide by their count.",
+         "Drop `reduction=\"sum\"` and the division: F.cross_entropy with ignore_index=-100 takes that mean."),
         ("mean-per-sentence",
          "you averaged within each sentence and then over sentences; the loss is the mean over all labelled "
          "positions of the batch, so a long sentence weighs more."),
@@ -195,6 +204,16 @@ token_loss = Exercise(
          "it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, not flattened."),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities.",
          "Use F.cross_entropy, which applies log-softmax itself."),
+        # span_loss's words for the same losses; here they got only "the mean cross-entropy ... is" before
+        ("binary-cross-entropy", "that is a binary cross-entropy against one-hot targets (`F.binary_cross_entropy_with_"
+         "logits`): it treats each label as a yes/no question of its own. A token has one label among the L: its loss "
+         "is −log P(label), with P a softmax over the labels.", "Use F.cross_entropy with ignore_index=-100."),
+        ("mse-not-cross-entropy", "that is a mean squared error of the logits against one-hot targets, not a "
+         "cross-entropy: a token's label is one choice among the L labels, and its loss is −log P(label), with P a "
+         "softmax over them.", "Use F.cross_entropy with ignore_index=-100."),
+        ("label-smoothing", "that is a cross-entropy with label smoothing 0.1 (`label_smoothing=0.1`): its target "
+         "spreads 0.1 over all L labels. The token loss's target is the label alone, probability 1.",
+         "Drop `label_smoothing=...` from F.cross_entropy."),
     ], says=_loss_message),
 )
 
@@ -231,7 +250,7 @@ def bio_to_spans(fn: Callable, cases: Sequence | None = None) -> None:
         said = f"For tags {tags} the entities are {expected}; you returned {got}."
         for mistake, output in wrong:
             if output is not None and got == [tuple(s) for s in output]:
-                fail(f"{said} {mistake.message(tags, expected)}", mistake.key)
+                fail(f"{said} {mistake.message(tags, expected)}", mistake.key, mistake.fix)
         if sorted(got, key=repr) == sorted(expected, key=repr):
             fail(f"{said} Same entities, different order: list them in order of their start.", "wrong-order",
                  "Sort them by their start before returning: `sorted(spans, key=lambda span: span[1])`.")
@@ -249,6 +268,10 @@ def _at(tags: list[str], spans: list[tuple], prefix: str, glued: bool, then: str
 SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engine holds its table
     Mistake("keeps-the-prefix",
             lambda tags, spans: "The type is the tag without its B-/I- prefix: 'PER', not 'B-PER'."),
+    # `tag[1:]`: only "you returned X" before
+    Mistake("keeps-the-prefix",
+            lambda tags, spans: "The type is the tag without its B-/I- prefix, both characters of it: 'PER', not "
+                                "'-PER' (`tag[2:]`, not `tag[1:]`)."),
     Mistake("inclusive-ends",
             lambda tags, spans: "Your ends are inclusive (the index of the last word); the end is exclusive, one "
                                 "past the last word, so that `tags[start:end]` is the entity."),
@@ -266,6 +289,15 @@ SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engi
     Mistake("last-entity-not-closed",
             lambda tags, spans: "The entity that reaches the end of the sentence was never closed: after the last "
                                 "tag, close the open entity too."),
+    # every tagged word an entity of its own, the B-/I- prefixes read as nothing: only "you returned X" before
+    Mistake("each-tag-its-own-entity",
+            lambda tags, spans: "You made one entity of every tagged word: an I- tag continues the open entity of its "
+                                "type, so B-PER I-PER is one PER entity two words long."),
+    # spaCy's order (`doc.ents`, its training data): only "you returned X" before
+    Mistake("fields-out-of-order",
+            lambda tags, spans: "Your entities hold the right type, start and end, but as (start, end, type), "
+                                "spaCy's order; the contract's order is (type, start, end), e.g. ('PER', 0, 2).",
+            "Append `(kind, start, end)`: the type first, then the start, then the end."),
 ])
 
 __all__ = ["TokenClassifier", "token_loss", "bio_to_spans", "CheckFailed"]

@@ -3,7 +3,6 @@ the checks search for spans only under the mistakes' wrong rules."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -93,19 +92,14 @@ BAND_FIX = "Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."
 MASK_FIX = "`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."
 
 
-@dataclass
-class _BestSpan(Exercise):
-    """best_span's exercise. The check runs it `row_by_row`: each case's rows are also run alone, and a row's answer
-    may not depend on the other rows. Without, it is the engine's, case by case (as tests/test_engine.py replays it)."""
-
-    row_by_row: bool = False
+class _RowByRow(Exercise):
+    """best_span's exercise as its check runs it: each case's rows are also run alone, and a row's answer may not
+    depend on the other rows. BEST_SPAN itself is the engine's, case by case (as tests/test_engine.py replays it)."""
 
     def _attempt(self, fn: Callable, inputs: tuple) -> Any:
-        """Row by row: (output, rows, each row's output alone). The rows are compared only where the output has the
-        right shape, but called whatever it is, so that the calls the grader replays do not depend on the learner's
-        outputs; a crash is kept, not raised, until every row has been called too."""
-        if not self.row_by_row:
-            return super()._attempt(fn, inputs)
+        """(output, rows, each row's output alone). The rows are compared only where the output has the right shape,
+        but called whatever it is, so that the calls the grader replays do not depend on the learner's outputs; a
+        crash is kept, not raised, until every row has been called too."""
         B = len(inputs[0])
         rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
         out, *alone = [Exercise._attempt(self, fn, given) for given in [inputs, *rows]]
@@ -115,8 +109,6 @@ class _BestSpan(Exercise):
         return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
 
     def _judge_confirmed(self, out: Any, expected: Any, inputs: tuple, others: list[tuple]) -> None:
-        if not self.row_by_row:
-            return super()._judge_confirmed(out, expected, inputs, others)
         (out, rows, alone), others = out, [(*given, run[0]) for *given, run in others]
         for b, got in enumerate(alone):
             if isinstance(got, torch.Tensor) and got.shape == (1, 2) and got[0].tolist() != out[b].tolist():
@@ -133,7 +125,7 @@ def best_span(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
     with `allowed` as 0/1 integers."""
     cases = BEST_SPAN_CASES if cases is None else cases
-    replace(BEST_SPAN, row_by_row=True, then=lambda fn: _integer_mask(fn, cases))(fn, cases)
+    _RowByRow(**{**vars(BEST_SPAN), "then": lambda fn: _integer_mask(fn, cases)})(fn, cases)
 
 
 def _integer_mask(fn: Callable, cases: Sequence) -> None:
@@ -153,7 +145,7 @@ def _integer_mask(fn: Callable, cases: Sequence) -> None:
                  "(~1 == -2): turn the mask into bool first.", "integer-mask", "E.g. `allowed = allowed.bool()`.")
 
 
-BEST_SPAN = _BestSpan(
+BEST_SPAN = Exercise(
     "best_span", BEST_SPAN_CASES,
     read=lambda case: ((*(torch.as_tensor(x, dtype=torch.float32) for x in case[1:3]), torch.as_tensor(
         case[3], dtype=torch.bool), case[4]), torch.as_tensor(case[5], dtype=torch.long)),
@@ -163,6 +155,12 @@ BEST_SPAN = _BestSpan(
     dtype_message="{name} returned dtype {got}{where}; positions are indices, so return a long tensor (e.g. .long()).",
     unchanged="best_span changed a tensor it was given (an in-place masked_fill_ or similar); work on new "
               "tensors: masked_fill without the underscore returns a copy.",
+    # a loop whose band runs past the row's end: torch's words and the generic "print the shape" hint before
+    hints=[(IndexError, lambda err, start, end, allowed, max_len: (
+        f"A span's end runs up to i + max_len − 1, past the last position, n − 1 = {start.shape[1] - 1}, for the "
+        "starts near the end of the row: stop the band at the end of the row.", "band-past-the-end",
+        "`for j in range(i, min(i + max_len, n)):`") if f"for dimension 1 with size {start.shape[1]}" in str(err)
+        else None)],
     # Where two mistakes give the same spans (a band one too long agrees with two argmaxes on "max_len 2", and
     # with an exclusive end on the longer passage) the engine names neither; "long span best" tells them apart.
     mistakes=table(says=_spans, rows=[
@@ -222,6 +220,10 @@ BEST_SPAN = _BestSpan(
            "log-probabilities always is). A dropped pair must lose to every span.",
            "Cut the scores with −inf: `scores.masked_fill(~band, float('-inf'))`, where `band = "
            "torch.ones(n, n, dtype=torch.bool).triu().tril(max_len - 1)`.")] * 2,
+        # argmax over the flattened (B, n·n) table of span scores: only "returned shape (B,)" before
+        ("flat-index", "one number per row, i·n + j, the argmax of the flattened table of span scores, not the pair "
+         "(i, j) it stands for. Turn it back into a pair: i = k // n, j = k % n, with n the number of positions.",
+         "`i, j = k // n, k % n`, then `torch.stack([i, j], dim=-1)`."),
     ]))
 
 
@@ -262,6 +264,12 @@ span_loss = Exercise(
     meaning=" (one number for the batch, a 0-dim tensor that still carries the graph so that `loss.backward()` "
             "can train the head: do not call .item())",
     unchanged="span_loss changed a tensor it was given; compute the loss without modifying the inputs.",
+    # one-hot (integer) targets, as Keras's categorical cross-entropy wants them: torch's words alone before
+    hints=[(RuntimeError, lambda err, *inputs: (
+        "F.cross_entropy takes the target positions themselves, (B,) integers: a (B, n) target is read as "
+        "probabilities over the positions, which must be floats, and one-hot targets are not needed at all.",
+        "one-hot-targets", "`F.cross_entropy(start_logits, start)`: pass `start` as it is, without F.one_hot.")
+        if "target with class probabilities" in str(err) else None)],
     then=lambda fn: backward_through(fn, "span_loss",
                                      *(torch.tensor(x, requires_grad=True) for x in SPAN_LOSS_CASES[0][:2]),
                                      *map(torch.tensor, SPAN_LOSS_CASES[0][2:4])),
@@ -300,6 +308,12 @@ span_loss = Exercise(
            f"target puts {1 - eps:g} on the answer position and spreads {eps} over all n positions. The span loss's "
            "target is the answer position alone, probability 1.", "Drop `label_smoothing=...` from F.cross_entropy.")
           for eps in SMOOTHING],
+        # the start and the end as n yes/no questions (a sigmoid per position): only "expected ..." before
+        ("binary-cross-entropy", "that is a binary cross-entropy (`F.binary_cross_entropy_with_logits` against "
+         "one-hot targets): it treats every position as a yes/no question of its own. The start is one choice among "
+         "the n positions of its row: its loss is −log P(start), with P a softmax over the row.",
+         "Replace it with `F.cross_entropy(start_logits, start)`, and the same for the ends: it takes the raw (B, n) "
+         "logits and the (B,) positions."),
     ]),
 )
 
@@ -312,8 +326,7 @@ def span_head(cls, sizes: Sequence | None = None, seed: int = 0) -> None:
     require_module_class(cls, "SpanHead", "span_head")
     sizes, g = HEAD_SIZES if sizes is None else sizes, torch.Generator().manual_seed(seed)
     for d, B, n in sizes:
-        H = torch.randn(B, n, d, generator=g)
-        _judge_head(cls, H, d, seed)
+        _judge_head(cls, torch.randn(B, n, d, generator=g), d, seed)
     passed("SpanHead", len(sizes))
 
 
@@ -361,11 +374,10 @@ def _logits(out, shape) -> tuple[torch.Tensor, torch.Tensor]:
              "Split the (B, n, 2) scores on the last axis and return the two halves: "
              "`start_logits, end_logits = logits.unbind(-1)`.")
     for name, t in zip(("start_logits", "end_logits"), out):
-        shape = tuple(t.shape)
-        if shape != (B, n):
-            key, why, fix = _shapes(B, n).get(shape, ("wrong-shape", ".", ""))
-            fail(f"SpanHead's {name} has shape {shape} for H of shape ({B}, {n}, {d}); expected (B, n) = ({B}, {n})"
-                 + why, key, fix)
+        if tuple(t.shape) != (B, n):
+            key, why, fix = _shapes(B, n).get(tuple(t.shape), ("wrong-shape", ".", ""))
+            fail(f"SpanHead's {name} has shape {tuple(t.shape)} for H of shape ({B}, {n}, {d}); expected (B, n) = "
+                 f"({B}, {n})" + why, key, fix)
     return out[0], out[1]
 
 
@@ -400,8 +412,9 @@ def _scorers(probed) -> list:
     return [(p[0, 1:].float() - p[0, 0].float(), p[0, 0].float()) for p in probed]
 
 
-def _scores(X: torch.Tensor, w_start, b_start, w_end, b_end) -> tuple:
-    return X @ w_start + b_start, X @ w_end + b_end
+def _linear(X: torch.Tensor, scorers) -> tuple:
+    """A linear head's (start_logits, end_logits) on X, from its scorers [(w, b) of the start, (w, b) of the end]."""
+    return tuple(X @ w + b for w, b in scorers)
 
 
 def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -> bool:
@@ -416,14 +429,13 @@ def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -
     if grader_side() is None or not isinstance(secret, dict):
         return True
     sizes, d = secret_sizes(secret), H.shape[-1]
-    probes = _probes(d)
-    leaves = [t.detach().clone().double().requires_grad_() for pair in scorers for t in pair]
+    leaves = [[t.detach().clone().double().requires_grad_() for t in pair] for pair in scorers]
     with torch.enable_grad():
-        weighted_backward(_scores(H.double(), *leaves), seed)
+        weighted_backward(_linear(H.double(), leaves), seed)
 
     def explains(got: Any, size: dict[int, float]) -> bool:
         with torch.no_grad():
-            right = _scores(probes.double(), *(w - size[w.numel()] * w.grad for w in leaves))
+            right = _linear(_probes(d).double(), [[t - size[t.numel()] * t.grad for t in pair] for pair in leaves])
         return isinstance(got, (tuple, list)) and len(got) == 2 and all(map(close_gradient, got, right))
 
     no_bias = all(float(b.abs()) == 0 for _, b in scorers)   # right: a softmax over positions ignores it
@@ -433,14 +445,19 @@ def _secret_step_taken(facts: dict, H: torch.Tensor, scorers: list, seed: int) -
         explains(secret.get("stepped"), {d: sizes[w], 1: sizes.get(b, 0.0)}) for w, b in public)
 
 
-def _sigmoid_of_linear(H: torch.Tensor, on_H: tuple, probed: tuple) -> bool:
-    """Whether the logits on H, all in [0, 1], are sigmoid(H·w + b), each w and b read from the logits on the probes
-    0, e_1, …, e_d (in (0, 1): small inputs) through the sigmoid's inverse. A large H·w rounds to 1 in float32."""
-    if not all(bool(((t >= 0) & (t <= 1)).all()) for t in on_H) or not all(
-            bool(((t > 0) & (t < 1)).all()) for t in probed):
-        return False
-    scorers = _scorers([p.double().logit() for p in probed])
-    return all(same(t, torch.sigmoid(H @ w + b), 1e-3) for t, (w, b) in zip(on_H, scorers))
+# The squashing functions a head may put on its scores: (key, name, function, its inverse, the low end of its range).
+# A tanh on the scores (the pooler's of lesson 02, tests/grading: SpanHead-tanh-on-the-logits) was only "not a
+# linear map" before.
+SQUASHES = [("sigmoid-output", "sigmoid", torch.sigmoid, torch.logit, 0),
+            ("tanh-on-logits", "tanh", torch.tanh, torch.atanh, -1)]
+
+
+def _squashed_linear(H: torch.Tensor, on_H: tuple, probed: tuple, f: Callable, inverse: Callable, low: int) -> bool:
+    """Whether the logits on H, all in [low, 1], are f(H·w + b), each w and b read from the logits on the probes
+    0, e_1, …, e_d (in (low, 1): small inputs) through f's inverse. A large H·w rounds to 1 in float32."""
+    return all(bool(((t >= low) & (t <= 1)).all()) for t in on_H) and all(
+        bool(((t > low) & (t < 1)).all()) for t in probed) and all(
+        same(t, f(x), 1e-3) for t, x in zip(on_H, _linear(H, _scorers([inverse(p.double()) for p in probed]))))
 
 
 def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
@@ -466,12 +483,13 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
                      "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head",
                      "Return the linear layer's two outputs as they are; remove the softmax from forward.")
     on_H, scorers = loaded["outs"][0][0], _scorers(loaded["outs"][1][0])
-    if _sigmoid_of_linear(H, on_H, loaded["outs"][1][0]):
-        fail("SpanHead's start_logits and end_logits all lie between 0 and 1: with the grader's weights loaded they "
-             "are sigmoid(H·w + b), a sigmoid on each score. A span head returns raw logits, any real numbers: "
-             "best_span and the loss take the softmax over the positions, and a sigmoid squashes every score into "
-             "(0, 1), so that no position can stand out from the others by more than 1.", "sigmoid-output",
-             "Return the linear layer's outputs as they are, without the sigmoid.")
+    for key, name, f, inverse, low in SQUASHES:
+        if _squashed_linear(H, on_H, loaded["outs"][1][0], f, inverse, low):
+            fail(f"SpanHead's start_logits and end_logits all lie between {low} and 1: with the grader's weights "
+                 f"loaded they are {name}(H·w + b), a {name} on each score. A span head returns raw logits, any real "
+                 f"numbers: best_span and the loss take the softmax over the positions, and a {name} squashes every "
+                 f"score into ({low}, 1), so that no position can stand out from the others by more than {1 - low}.",
+                 key, f"Return the linear layer's outputs as they are, without the {name}.")
     if _close(on_H, (start, end)) and _close(zeroed["outs"][0][0], (start, end)):
         fail("SpanHead's logits stay the same whatever values the check loads into its state_dict (its parameters "
              "and buffers): its scorers are plain tensors, which neither load nor train. Create them as parameters "
@@ -492,7 +510,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
              "`start_logits, end_logits = self.qa_outputs(H).unbind(-1)`.")
     # Probe 0 gives each scorer's bias b, probe e_k its k-th weight plus b: whatever the layout of its
     # parameters, a linear head then gives H·w + b on H.
-    linear = [H @ w + b for w, b in scorers]
+    linear = _linear(H, scorers)
     # Not a linear map: a log_softmax over the positions shifts each probe row by a constant, which the scorers
     # absorb, so it shows as the log_softmax of the linear map. A ReLU shows as no negative logit and exact zeros
     # (which raw scores under the grader's weights do not hit).
@@ -537,7 +555,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
              "weight or gradient in forward or in a hook.")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
-    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: tuple(X @ w + b for w, b in scorers), seed,
+    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: _linear(X, scorers), seed,
                     None)
 
 

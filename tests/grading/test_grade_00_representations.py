@@ -15,6 +15,9 @@ WRONG = [
     # an off-by-one in the width: once told it padded to the longest length, when that was n − 1
     Wrong.edit("padding_mask-n-minus-one-columns", "padding_mask", "torch.arange(n,", "torch.arange(n - 1,",
                "wrong-shape"),
+    # a (B,) tensor against an (n,) one, with no [:, None]: torch's broadcasting error
+    Wrong.edit("padding_mask-lengths-without-their-axis", "padding_mask", MASK, "positions < lengths",
+               "lengths-not-unsqueezed"),
     Wrong.edit("padding_mask-rows-and-columns-swapped", "padding_mask", MASK, "positions[:, None] < lengths[None, :]",
                "rows-and-columns-swapped"),
     Wrong("causal_mask-sees-the-future", "causal_mask", """
@@ -31,6 +34,10 @@ WRONG = [
             return torch.ones(n, n, dtype=torch.bool)
         """, mistake="bidirectional"),
     Wrong.edit("causal_mask-true-where-blocked", "causal_mask", "j <= i", "j > i", "inverted"),
+    Wrong("causal_mask-tril-one-above-the-diagonal", "causal_mask", """
+        def causal_mask(n):
+            return torch.ones(n, n, dtype=torch.bool).tril(diagonal=1)
+        """, mistake="sees-one-future-key"),
 ]
 
 ALTERNATIVES = [

@@ -9,6 +9,9 @@ WRONG = [
     *Wrong.edits("TokenClassifier", HEAD, [
         ("softmax-inside-head", f"{HEAD}.softmax(dim=-1)", "softmax-inside-head"),
         ("log-softmax-inside-head", f"F.log_softmax({HEAD}, dim=-1)", "log-softmax-inside-head"),
+        *[(f"{f}-on-the-logits", f"torch.{f}({HEAD})", key)   # lessons 03 and 05 name the same three
+          for f, key in [("sigmoid", "sigmoid-output"), ("relu", "relu-on-logits"), ("tanh", "tanh-on-logits")]],
+        ("scores-the-first-position-only", "self.classifier(self.dropout(H[:, 0]))", "scores-one-position"),
         # "cross_entropy wants the classes on dim 1", done in the wrong place
         ("output-B-L-n", f"{HEAD}.transpose(1, 2)", "labels-axis-second"),
         # "classify along the sequence"
@@ -45,7 +48,9 @@ WRONG = [
                 return self.classifier(F.dropout(H, p=self.p, training=True))
         """, mistake="dropout-at-eval"),
     *Wrong.edits("TokenClassifier", "nn.Dropout(dropout)", [
-        ("dropout-argument-ignored", "nn.Dropout(0.1)", "dropout-argument-ignored"),
+        # one key with lesson 03's for one mistake (issue 25: no synonyms); it was "dropout-argument-ignored" here
+        ("dropout-argument-ignored", "nn.Dropout(0.1)", "fixed-dropout-rate"),
+        ("dropout-without-its-argument", "nn.Dropout()", "wrong-dropout-rate"),
         ("in-place-dropout", "nn.Dropout(dropout, inplace=True)", "changed-input"),
         ("dropout1d-drops-whole-tokens", "nn.Dropout1d(dropout)", "drops-whole-vectors"),
     ]),
@@ -62,11 +67,35 @@ WRONG = [
     Wrong.edit("bio_to_spans-pairs-without-end", "bio_to_spans", "spans.append((kind, start, i))",
                "spans.append((kind, start))", "not-a-list-of-triples"),
     Wrong.edit("bio_to_spans-last-entity-first", "bio_to_spans", "return spans", "return spans[::-1]", "wrong-order"),
+    Wrong("bio_to_spans-type-keeps-the-hyphen", "bio_to_spans", """
+        def bio_to_spans(tags):
+            spans, kind, start = [], None, 0
+            for i, tag in enumerate([*tags, "O"]):
+                if tag.startswith("I-") and tag[1:] == kind:   # the type sliced one character short
+                    continue
+                if kind is not None:
+                    spans.append((kind, start, i))
+                kind, start = (None, i) if tag == "O" else (tag[1:], i)
+            return spans
+        """, mistake="keeps-the-prefix"),
+    Wrong("bio_to_spans-each-tag-its-own-entity", "bio_to_spans", """
+        def bio_to_spans(tags):
+            return [(tag[2:], i, i + 1) for i, tag in enumerate(tags) if tag != "O"]
+        """, mistake="each-tag-its-own-entity"),
+    # spaCy's order, (start, end, label)
+    Wrong.edit("bio_to_spans-start-end-type", "bio_to_spans", "spans.append((kind, start, i))",
+               "spans.append((start, i, kind))", "fields-out-of-order"),
     # (F.cross_entropy's default ignore_index is already -100: a loss picked out by hand keeps it as a class)
     Wrong.edit("token_loss-minus-100-gathered", "token_loss",
                "return F.cross_entropy(logits.reshape(-1, L), labels.reshape(-1), ignore_index=-100)",
                "return -logits.log_softmax(-1).gather(-1, labels[..., None]).mean()", "minus-100-used-as-class"),
     # --- token_loss ---------------------------------------------------------------------------------
+    *Wrong.edits("token_loss", "labels.reshape(-1)", [   # the labels left (B, n) under flattened logits
+        ("labels-not-flattened", "labels", "flattened-one-not-the-other")]),
+    *Wrong.edits("token_loss", f"F.cross_entropy({LOSS}, ignore_index=-100)", [
+        ("label-smoothing", f"F.cross_entropy({LOSS}, ignore_index=-100, label_smoothing=0.1)", "label-smoothing"),
+        ("summed-then-divided-by-the-batch-size",
+         f"F.cross_entropy({LOSS}, ignore_index=-100, reduction=\"sum\") / logits.shape[0]", "divides-by-batch-size")]),
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """
         def token_loss(logits, labels):
             labels = labels.clone()

@@ -55,7 +55,7 @@ WRONG = [
                "self.qa_outputs = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, 2))", "not-linear"),
     # the solution with its logits computed otherwise
     *Wrong.edits("SpanHead", LOGITS, [
-        ("tanh-on-the-logits", f"torch.tanh({LOGITS})", "not-linear"),
+        ("tanh-on-the-logits", f"torch.tanh({LOGITS})", "tanh-on-logits"),
         ("detached-logits", f"{LOGITS}.detach()", "not-connected"),
         # Found by a simulated student (issue 27): a sigmoid was "not linear", a layer made in forward
         # "dropout at eval".
@@ -260,6 +260,9 @@ WRONG = [
                "log_p_start = start_logits.log_softmax(dim=-1)", "start-not-restricted"),
     Wrong.edit("best_span-pairs-stacked-on-dim-0", "best_span", "torch.stack([flat // n, flat % n], dim=-1)",
                "torch.stack([flat // n, flat % n])", "pairs-on-first-axis"),
+    # the argmax of the flattened score table, returned as it is
+    Wrong.edit("best_span-flat-index-returned", "best_span", "torch.stack([flat // n, flat % n], dim=-1)",
+               "flat", "flat-index"),
     Wrong("best_span-softmax-over-batch-after-inf-masking", "best_span", """
         def best_span(start_logits, end_logits, allowed, max_len):
             allowed = allowed.bool()
@@ -272,7 +275,16 @@ WRONG = [
             flat = scores.flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="nan-from-softmax-over-batch"),
+    # the loops' band not capped at the row's end
+    Wrong("best_span-loop-band-past-the-end", "best_span",
+          LOGIT_SUM_LOOPS.replace("min(i + max_len, n)", "i + max_len"), mistake="band-past-the-end"),
     # --- span_loss ---------------------------------------------------------------------------------
+    Wrong("span_loss-one-hot-targets", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            n = start_logits.shape[1]
+            ce_start = F.cross_entropy(start_logits, F.one_hot(start, n))
+            return (ce_start + F.cross_entropy(end_logits, F.one_hot(end, n))) / 2
+        """, mistake="one-hot-targets"),
     Wrong("span_loss-start-only", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return F.cross_entropy(start_logits, start)
@@ -288,6 +300,13 @@ WRONG = [
         """, mistake="one-loss-per-example"),
     Wrong.edit("span_loss-detached", "span_loss", "F.cross_entropy(end_logits, end)) / 2",
                "F.cross_entropy(end_logits, end)).detach() / 2", "no-gradient"),
+    # each position a yes/no question, as a sigmoid per position would answer it
+    Wrong("span_loss-binary-cross-entropy-on-one-hot", "span_loss", """
+        def span_loss(start_logits, end_logits, start, end):
+            n = start_logits.shape[1]
+            bce_start = F.binary_cross_entropy_with_logits(start_logits, F.one_hot(start, n).float())
+            return (bce_start + F.binary_cross_entropy_with_logits(end_logits, F.one_hot(end, n).float())) / 2
+        """, mistake="binary-cross-entropy"),
     Wrong("span_loss-softmax-over-batch", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             rows = torch.arange(start_logits.shape[0])

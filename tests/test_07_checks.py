@@ -219,3 +219,14 @@ def test_predict_or_reject_names_a_softmax_of_probabilities():
     err = caught.value
     assert err.mistake == "softmax-of-probabilities" and "which are probabilities already" in str(err), str(err)
     assert "\n" not in str(err) and err.fix and err.fix not in str(err)
+
+
+def test_predict_or_reject_names_a_tolerance_on_the_threshold():
+    """It got only "expected -1, you returned 0" (the seventh simulated student's wrong pass, issue 27)."""
+    def tolerant(probs, threshold, reject=-1):
+        top, prediction = probs.max(dim=-1)
+        return torch.where(top >= threshold - 1e-3, prediction, torch.full_like(prediction, reject))
+    with pytest.raises(CheckFailed) as caught:
+        ch07.predict_or_reject(tolerant)
+    err = caught.value
+    assert err.mistake == "threshold-tolerance" and "just below the threshold 0.5" in str(err), str(err)

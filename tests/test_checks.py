@@ -77,6 +77,19 @@ def test_a_loss_written_for_three_axes_is_told_logits_may_be_flat():
     assert failed.value.mistake == "raised-IndexError" and "Flatten logits to (-1, V)" in failed.value.fix
 
 
+def test_a_loss_averaged_per_sequence_is_named():
+    import torch.nn.functional as F
+    from headlab.checks import ch01
+
+    def per_sequence(logits, labels):   # a loop over the batch (flat positions as they are): each sequence's mean
+        if logits.dim() == 2:
+            return F.cross_entropy(logits, labels)
+        return torch.stack([F.cross_entropy(x, y) for x, y in zip(logits, labels)]).mean()
+    with pytest.raises(CheckFailed, match="mean of those means") as failed:
+        ch01.mlm_loss(per_sequence)
+    assert failed.value.mistake == "mean-of-row-means"
+
+
 def test_what_torch_max_returns_is_called_a_tuple_as_the_grader_calls_it():
     from headlab.checks.core import a_type
     assert a_type(torch.tensor([[1.0, 2.0]]).max(dim=1)) == "a tuple (values, indices)"   # not "a max"

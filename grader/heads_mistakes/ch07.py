@@ -25,6 +25,7 @@ register("predict_or_reject", [
     wrong("confidence-of-class-one", lambda p, t, r: torch.where(p[:, 1] >= t, p.argmax(-1), r)),
     wrong("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r)),
     wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
+    wrong("threshold-tolerance", lambda p, t, r: _decide(p, lambda top: top >= t - 1e-3, r)),
 ])
 
 

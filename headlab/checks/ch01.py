@@ -343,6 +343,9 @@ LOSS_CASES = [
     ([[[L3, 0, 0, 0], [0, 0, 0, 10.0], [0, 0, 0, 10.0]], [[0, 4.0, 0, 0], [L5, 0, 0, 0], [0, 0, 10.0, 0]]],
      [[0, -100, -100], [-100, 1, -100]], (L2 + L8) / 2),
     ([[[0.0, 0, 0, 0], [L3, 0, 0, 0], [0, 0, 0, -7.0]]], [[2, -100, -100]], math.log(4)),
+    # Two chosen positions in row 0, one in row 1: the mean over the three, not the mean of the rows' means
+    ([[[L3, 0, 0, 0], [L5, 0, 0, 0], [0, 0, 0, 10.0]], [[0, 0, 0, 10.0], [0, 0, 0, 10.0], [L3, 0, 0, 0]]],
+     [[0, 1, -100], [-100, -100, 0]], (2 * L2 + L8) / 3),
 ]
 
 
@@ -381,6 +384,10 @@ mlm_loss = Exercise(
         ("softmax-first", "you applied softmax before cross-entropy, which applies its own log-softmax: pass the raw "
          "logits"),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
+        ("mean-of-row-means", "you took each sequence's mean loss, then the mean of those means: a sequence with "
+         "one chosen position then weighs as much as one with many. mlm_loss is the mean over every chosen position "
+         "of the batch at once", "Flatten logits to (-1, V) and labels to (-1,), and take one cross-entropy over "
+         "all of them."),
     ]),
 )
 

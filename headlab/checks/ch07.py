@@ -95,6 +95,13 @@ predict_or_reject = Exercise(
          "softmax flattens each row towards uniform (0.5, 0.25, 0.25 becomes about 0.39, 0.31, 0.31), so "
          "confident rows fall below the threshold {t}. A softmax turns logits into probabilities, once.",
          "Use `probs` as given: `top, prediction = probs.max(dim=-1)`, with no `.softmax`."),
+        # Found by a simulated student: got only "expected -1, you returned 0" before.
+        ("threshold-tolerance",
+         "predict_or_reject kept a row whose top probability lies just below the threshold {t}{where}: rows {low} "
+         "are below it, with top probabilities {tops}. A tolerance on the comparison (`top >= threshold - 1e-3`, "
+         "`torch.isclose`) moves the threshold; a row is kept only when its top probability is ≥ the threshold "
+         "itself, and a comparison of two floats needs no tolerance for that.",
+         "Compare `top >= threshold` as it is, with no margin subtracted."),
     ]),
 )
 

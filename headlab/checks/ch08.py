@@ -163,6 +163,12 @@ _embedding = Exercise(
                  "sentence_embedding took the maximum over positions{where}; this model pools with the mean.", raw=False),
         # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
         ("assumes-right-padding", _first_positions, MASKED_MEAN),
+        # Found in tests/test_08_checks.py: got only "row 0 is [nan, nan]: a mean over no position" before.
+        ("specials-left-out",
+         "sentence_embedding left out [CLS] and [SEP], the first and last real token of each row{where}, so a row of "
+         "two real tokens had nothing left to average. Every position where the mask is 1 counts, [CLS] and [SEP] "
+         "included: this model was trained with mean pooling over all of them.",
+         "Average over every position where attention_mask is 1, without changing the mask."),
     ]),
 )
 

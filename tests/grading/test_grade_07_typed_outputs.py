@@ -166,7 +166,7 @@ WRONG = [
         def predict_or_reject(probs, threshold, reject=-1):
             top, pred = probs.max(dim=-1)
             return torch.where(top >= threshold - 1e-3, pred, torch.full_like(pred, reject))
-        """, mistake="wrong-values"),
+        """, mistake="threshold-tolerance"),
     Wrong.edit("ece-unweighted-sum", "expected_calibration_error", "ece += count / len(labels) * gap", "ece += gap",
                "unweighted-bins"),
     Wrong.edit("ece-class-one-as-two-classes", "expected_calibration_error", TOP,

@@ -62,6 +62,7 @@ def test_right_answers_pass(capsys):
     (lambda H, m: F.normalize(H.masked_fill(~m.bool()[:, :, None], -1e9).amax(1), dim=-1), "max-pooling"),
     (lambda H, m: F.normalize(masked(H, m) + 0.1, dim=-1), "wrong-values"),           # no table entry: shown
     (lambda H, m: embedding(H, without_specials(m)), "specials-left-out"),
+    (lambda H, m: masked(H, m) / masked(H, m).norm(), "norm-without-dim"),
     # A (B,) norm or count without keepdim: the cases' B ≠ d, so it raises, and the error's sizes name it.
     (lambda H, m: masked(H, m) / masked(H, m).norm(dim=-1), "divided-without-keepdim"),
     (lambda H, m: F.normalize((H * m[:, :, None]).sum(1) / m.sum(1), dim=-1), "divided-without-keepdim"),

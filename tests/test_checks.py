@@ -90,6 +90,26 @@ def test_a_loss_averaged_per_sequence_is_named():
     assert failed.value.mistake == "mean-of-row-means"
 
 
+@pytest.mark.parametrize("count", [round, int])   # rounded as original BERT's data script does, or down
+def test_a_fixed_number_of_chosen_positions_per_row_is_named(count):
+    from headlab.checks import ch01
+
+    def fixed_count(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+        inputs, labels = ids.clone(), torch.full_like(ids, -100)
+        for b in range(len(ids)):
+            words = (~special_mask[b]).nonzero().flatten()
+            chosen = words[torch.randperm(len(words), generator=generator)[:count(p * len(words))]]
+            labels[b, chosen] = ids[b, chosen]
+            u = torch.rand(len(chosen), generator=generator)
+            inputs[b, chosen[u < 0.8]] = mask_id
+            drawn = chosen[(u >= 0.8) & (u < 0.9)]
+            inputs[b, drawn] = torch.randint(ch01.NUM_SPECIAL, vocab_size, (len(drawn),), generator=generator)
+        return inputs, labels
+    with pytest.raises(CheckFailed, match="fixed count per row") as failed:
+        ch01.mask_tokens(fixed_count)
+    assert failed.value.mistake == "fixed-count-per-row"
+
+
 def test_what_torch_max_returns_is_called_a_tuple_as_the_grader_calls_it():
     from headlab.checks.core import a_type
     assert a_type(torch.tensor([[1.0, 2.0]]).max(dim=1)) == "a tuple (values, indices)"   # not "a max"

@@ -64,6 +64,7 @@ register("sentence_embedding", [
         [H[b, :int(k)].mean(0) for b, k in enumerate(m.bool().sum(1))]))),
     *_pooled("specials-left-out", lambda H, m: (H * _inner(m)[:, :, None]).sum(1) / _inner(m).sum(1, keepdim=True),
              raw=False),
+    twist("norm-without-dim", lambda E, H, m: E * _mean_norms(H, m) / (E * _mean_norms(H, m)).norm()),
 ])
 
 

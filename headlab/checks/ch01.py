@@ -175,6 +175,10 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
     kinds = drawn.unique().numel()
     # With at least 12 draws per word id, a uniform draw misses one given end of the range with chance ~e^-12.
     unseen = [x for x in (NUM_SPECIAL, vocab_size - 1) if not bool((drawn == x).any())]
+    # Each position is drawn on its own, so rows of as many words choose unequal numbers of them: the ~50 rows of
+    # each length all choosing one number has a chance far below 1e-20. A fixed count per row chooses one number.
+    words, picked = (~special).sum(1), chosen.sum(1)
+    fixed = 0 < target < 1 and all(picked[words == w].unique().numel() == 1 for w in words.unique())
     _first([
         ("comparison-reversed", abs(target - 0.5) > 0.1 and abs(fraction - (1 - target)) < 0.025,
          f"you chose {fraction:.1%} of the non-special positions {called}, about 1 − p: is your comparison "
@@ -189,6 +193,13 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          f"changed carry a label ({split} of the labelled ones): the chosen positions left unchanged (10 % of "
          "them) must get their label too, the original id. Build labels from every chosen position, before the "
          "80/10/10 split decides what the inputs hold there."),
+        # Before wrong-fraction: a count rounded down per row also chooses fewer than p of the positions.
+        ("fixed-count-per-row", fixed, f"every row chose as many positions as every other row of as many words "
+         f"{called} (each row of {int(words.max())} words chose {int(picked[words == words.max()][0])}): a fixed "
+         "count per row, such as round(p · length) positions picked with `randperm`. Each non-special position is "
+         "chosen on its own with probability p, so the number chosen varies from row to row.",
+         "Draw one number per position, `torch.rand(ids.shape, generator=generator)`, and choose the positions "
+         "where it is below p."),
         ("wrong-fraction", abs(fraction - target) > 0.025, f"you chose {fraction:.1%} of the non-special "
          f"positions {called}; each non-special position must be chosen with probability p = {target}."),
         ("all-become-mask", masked > 0.97, f"every chosen token became [MASK] ({split}). The recipe: of the "

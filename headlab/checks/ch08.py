@@ -169,6 +169,11 @@ _embedding = Exercise(
          "two real tokens had nothing left to average. Every position where the mask is 1 counts, [CLS] and [SEP] "
          "included: this model was trained with mean pooling over all of them.",
          "Average over every position where attention_mask is 1, without changing the mask."),
+        ("norm-without-dim",
+         "sentence_embedding divided every row of the mean z by one number, the norm of the whole batch{where}: "
+         "`z.norm()` with no dim is the norm of all B × d values together, so no row has length 1. Each sentence is "
+         "divided by its own L2 norm, taken over its d features.",
+         "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`."),
     ]),
 )
 

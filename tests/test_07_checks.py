@@ -27,6 +27,11 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
         rows.append((conf, int(pred == y)))
     bins: dict[int, list] = {}
     for conf, ok in rows:
+        if closed == "both":   # [k/n, (k+1)/n]: a confidence on an inner edge lies in two bins
+            for k in range(n_bins):
+                if Fraction(k, n_bins) <= conf <= Fraction(k + 1, n_bins):
+                    bins.setdefault(k, []).append((conf, ok))
+            continue
         k = next((k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)),
                  0 if zero_binned else None) \
             if closed == "right" else min(int(conf * n_bins), n_bins - 1)
@@ -52,13 +57,13 @@ def exact_global_gap(probs, labels):
 ECE_CASES = ch07.expected_calibration_error.cases
 
 
-@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins"])
+@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins", "3 bins"])
 def test_the_hand_written_ece_values_are_right(case):
     probs, labels, n_bins, expected = case
     assert exact_ece(probs, labels, n_bins) == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins"])
+@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins", "3 bins"])
 def test_the_ece_mistakes_give_what_each_mistake_gives(case):
     probs, labels, n_bins, expected = case
     inputs, _ = ch07.expected_calibration_error.read(case)
@@ -80,7 +85,9 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("global-accuracy-per-bin", exact_ece(probs, labels, n_bins, global_accuracy=True)),
             ("integer-division-weights", exact_ece(probs, labels, n_bins, integer_weights=True)),
             *[("max-over-whole-batch", exact_ece(probs, labels, n_bins, batch=(c, k)) / (len(labels) if per else 1))
-              for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]]]
+              for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]],
+            ("one-bin-too-few", exact_ece(probs, labels, n_bins - 1)),
+            ("edge-in-two-bins", exact_ece(probs, labels, n_bins, closed="both"))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key
@@ -167,6 +174,32 @@ def _ece(conf_of, pred_of=lambda probs: probs.argmax(-1), weight=lambda share: s
 ])
 def test_ece_names_the_confidence_of_class_one_and_max_without_values(wrong, key, words):
     """Each got the recipe or torch's TypeError (issue 27)."""
+    with pytest.raises(CheckFailed) as caught:
+        ch07.expected_calibration_error(wrong)
+    assert caught.value.mistake == key and words in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value) and caught.value.fix not in str(caught.value)
+
+
+def _edges_ece(edges_of, inside_of=lambda conf, lo, hi: (conf > lo) & (conf <= hi)):
+    """A right ECE but for its bins: between the edges `edges_of(n_bins)`, holding `inside_of(conf, lo, hi)`."""
+    def ece(probs, labels, n_bins=10):
+        conf, pred = probs.max(dim=-1)
+        correct, edges, total = (pred == labels).float(), edges_of(n_bins), 0.0
+        for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+            inside = inside_of(conf, lo, hi)
+            if inside.any():
+                total += inside.float().mean().item() * abs(correct[inside].mean().item() - conf[inside].mean().item())
+        return total
+    return ece
+
+
+@pytest.mark.parametrize("wrong, key, words", [
+    # passed the 10- and 4-bin cases, which give the same ECE with one bin less
+    (_edges_ece(lambda n: torch.linspace(0, 1, n)), "one-bin-too-few", "n_bins − 1 bins"),
+    (_edges_ece(lambda n: torch.linspace(0, 1, n + 1), lambda conf, lo, hi: (conf >= lo) & (conf <= hi)),
+     "edge-in-two-bins", "was counted in two bins"),
+])
+def test_ece_names_bins_from_the_wrong_edges(wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         ch07.expected_calibration_error(wrong)
     assert caught.value.mistake == key and words in str(caught.value), str(caught.value)

@@ -120,12 +120,17 @@ expected_calibration_error = Exercise(
     # A, 10 bins: confidences 0.5 ✓ 0.5625 ✗ 1.0 ✓ 0.9375 ✗ 0.75 ✓ 0.875 ✓ 0.75 ✗ 0.75 ✓ (0.5 and 1.0 on bin
     #   edges): ECE = 1/8·0.5 + 1/8·0.5625 + 3/8·1/12 + 1/8·0.125 + 2/8·0.46875 = 0.296875
     # B, 4 bins: confidences 1.0 ✓ 0.5 ✓ 0.75 ✓ 0.5 ✓ 0.6875 ✗ 0.6875 ✗: ECE = 2/6·0.5 + 3/6·0.375 = 0.35416…
+    # C, 3 bins: confidences 0.75 ✗ 0.625 ✓ 0.5 ✓ 0.875 ✗ 0.5625 ✓: ECE = 3/5·0.4375 + 2/5·0.8125 = 0.5875, where
+    #   2 bins (edges from `torch.linspace(0, 1, n_bins)`) give 0.2625; A and B give their ECE with one bin less too
     cases=[([[0.5, 0.25, 0.25], [0.1875, 0.5625, 0.25], [0.0, 0.0, 1.0], [0.0625, 0.9375, 0.0],
              [0.25, 0.0, 0.75], [0.875, 0.0625, 0.0625], [0.25, 0.75, 0.0], [0.125, 0.125, 0.75]],
             [0, 0, 2, 0, 2, 0, 0, 2], 10, 0.296875),
            ([[0.0, 1.0, 0.0], [0.5, 0.25, 0.25], [0.125, 0.125, 0.75], [0.25, 0.25, 0.5],
              [0.6875, 0.25, 0.0625], [0.0625, 0.6875, 0.25]],
-            [1, 0, 2, 2, 1, 0], 4, 0.3541666666666667)],
+            [1, 0, 2, 2, 1, 0], 4, 0.3541666666666667),
+           ([[0.75, 0.125, 0.0625, 0.0625], [0.125, 0.625, 0.25, 0.0], [0.25, 0.25, 0.5, 0.0],
+             [0.0625, 0.0625, 0.0, 0.875], [0.5625, 0.25, 0.125, 0.0625]],
+            [1, 1, 2, 0, 0], 3, 0.5875)],
     read=inputs_as(torch.float32, torch.long, None, None),
     returns=float,
     atol=1e-5,
@@ -206,6 +211,16 @@ expected_calibration_error = Exercise(
            "(N, C) tensor, which is not a class. Each row has its own confidence, its top probability, and its own "
            "prediction, the class of that probability.",
            "`confidence, prediction = probs.max(dim=-1)`: one of each per row.")] * 5,
+        # Found by probing the check: the first passed both cases A and B, the second got only the recipe.
+        ("one-bin-too-few",
+         "That is the ECE with n_bins − 1 bins: `torch.linspace(0, 1, n_bins)` gives n_bins edges, which bound "
+         "n_bins − 1 bins. n_bins bins need n_bins + 1 edges, from 0 to 1.",
+         "`torch.linspace(0, 1, n_bins + 1)` gives the edges of n_bins bins."),
+        ("edge-in-two-bins",
+         "A confidence exactly on a bin edge ({edges} here) was counted in two bins: your bins are [k/n, (k+1)/n], "
+         "closed on both sides, so an edge belongs both to the bin it ends and to the bin it starts. Bin k holds "
+         "confidences in (k/n, (k+1)/n]: each confidence counts in one bin only.",
+         "Use > on the lower edge and ≤ on the upper: `(confidence > lo) & (confidence <= hi)`."),
     ], says=SAID),
 )
 

@@ -263,3 +263,12 @@ def test_predict_or_reject_names_a_tolerance_on_the_threshold():
         ch07.predict_or_reject(tolerant)
     err = caught.value
     assert err.mistake == "threshold-tolerance" and "just below the threshold 0.5" in str(err), str(err)
+
+
+@pytest.mark.parametrize("select", [lambda z, ids: torch.index_select(z, 1, ids), lambda z, ids: z.index_select(1, ids)])
+def test_index_select_on_a_list_of_ids_is_named(select):
+    """It got torch's TypeError alone: the visible cases pass the ids as a list, and once as a tensor."""
+    with pytest.raises(CheckFailed, match="takes its index as a 1-D tensor") as caught:
+        ch07.restrict_to_labels(lambda next_token_logits, label_token_ids: select(next_token_logits,
+                                                                                  label_token_ids).softmax(-1))
+    assert caught.value.mistake == "index-not-a-tensor" and "torch.as_tensor" in caught.value.fix

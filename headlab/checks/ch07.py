@@ -220,7 +220,8 @@ expected_calibration_error = Exercise(
          "A confidence exactly on a bin edge ({edges} here) was counted in two bins: your bins are [k/n, (k+1)/n], "
          "closed on both sides, so an edge belongs both to the bin it ends and to the bin it starts. Bin k holds "
          "confidences in (k/n, (k+1)/n]: each confidence counts in one bin only.",
-         "Use > on the lower edge and ≤ on the upper: `(confidence > lo) & (confidence <= hi)`."),
+         "Use > on the lower edge and ≤ on the upper: a confidence c is in bin k when k / n_bins < c ≤ (k + 1) / "
+         "n_bins."),
     ], says=SAID),
 )
 
@@ -252,6 +253,15 @@ def _gather_index(err, z, ids):
         return (f"`torch.gather` along dim 1 needs its index as a tensor of the same number of dimensions as the "
                 f"logits, shape (B, C) = ({z.shape[0]}, {len(_ids(ids))}): one row of label ids per example; it got "
                 f"the {len(_ids(ids))} ids themselves, shape (C,).", "gather-index-shape", GATHER_FIX)
+
+
+def _index_select_list(err, z, ids):
+    """The hint when `torch.index_select` got the ids as a list, as a caller may pass them: it takes a tensor."""
+    if "index_select(): argument 'index'" in str(err):
+        return ("`torch.index_select` takes its index as a 1-D tensor, and label_token_ids came as a Python list: "
+                "a caller may pass the ids either way.", "index-not-a-tensor",
+                "Convert them first, `torch.as_tensor(label_token_ids)`, or index directly: "
+                "`next_token_logits[:, label_token_ids]` takes a list or a tensor.")
 
 
 def _indexes_rows(err, z, ids):
@@ -291,7 +301,7 @@ restrict_to_labels = Exercise(
     explain=lambda out, expected, z, ids: (
         f"restrict_to_labels returned {_round(out)} for label_token_ids={_ids(ids)}; expected {_round(expected)}."
         + " These are not probabilities: each row must be ≥ 0 and sum to 1." * (not _probabilities(out)), RECIPE),
-    hints=[(IndexError, _indexes_rows), ((RuntimeError, TypeError), _gather_index)],
+    hints=[(IndexError, _indexes_rows), ((RuntimeError, TypeError), _gather_index), (TypeError, _index_select_list)],
     mistakes=table([
         ("whole-vocabulary-distribution",
          "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "

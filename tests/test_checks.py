@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from headlab.checks import CheckFailed
 from headlab.checks import ch00
@@ -77,8 +78,22 @@ def test_a_loss_written_for_three_axes_is_told_logits_may_be_flat():
     assert failed.value.mistake == "raised-IndexError" and "Flatten logits to (-1, V)" in failed.value.fix
 
 
+@pytest.mark.parametrize("wrong", [
+    lambda x, y: F.cross_entropy(x, y, ignore_index=0),                  # the [PAD] id ignored instead of −100
+    lambda x, y: -x.log_softmax(-1).gather(-1, y[:, None]).mean(),       # every label gathered, −100 included
+])
+def test_a_loss_that_takes_minus_100_for_a_class_is_named(wrong):
+    """Both got torch's crash with "print the shape of what you index" (or, on (B, n, V), "move axes")."""
+    from headlab.checks import ch01
+
+    def flat(logits, labels):
+        return wrong(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    with pytest.raises(CheckFailed, match="used the label −100 as a class index") as failed:
+        ch01.mlm_loss(flat)
+    assert failed.value.mistake == "unchosen-counted"
+
+
 def test_a_loss_averaged_per_sequence_is_named():
-    import torch.nn.functional as F
     from headlab.checks import ch01
 
     def per_sequence(logits, labels):   # a loop over the batch (flat positions as they are): each sequence's mean

@@ -381,7 +381,12 @@ mlm_loss = Exercise(
     then=lambda fn: backward_through(
         fn, "mlm_loss", torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(),
         torch.tensor([[1, -100, 2], [-100, 0, -100]])),
-    hints=[((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
+    # First: torch's "Target -100 is out of bounds" was told to print shapes, and under (B, n, V) to move axes
+    hints=[((IndexError, RuntimeError), lambda err, logits, labels: ("Your loss used the label −100 as a class "
+            "index: −100 marks the positions that were not chosen, which the loss leaves out.", "unchosen-counted",
+            "F.cross_entropy leaves them out by default (ignore_index=-100); or keep only the positions where "
+            "`labels != -100`.") if "-100" in str(err) else None),
+           ((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
             "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
             "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "

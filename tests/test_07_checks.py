@@ -197,7 +197,7 @@ def _edges_ece(edges_of, inside_of=lambda conf, lo, hi: (conf > lo) & (conf <= h
     # passed the 10- and 4-bin cases, which give the same ECE with one bin less
     (_edges_ece(lambda n: torch.linspace(0, 1, n)), "one-bin-too-few", "n_bins − 1 bins"),
     (_edges_ece(lambda n: torch.linspace(0, 1, n + 1), lambda conf, lo, hi: (conf >= lo) & (conf <= hi)),
-     "edge-in-two-bins", "was counted in two bins"),
+     "edge-in-two-bins", "was counted in both"),
 ])
 def test_ece_names_bins_from_the_wrong_edges(wrong, key, words):
     with pytest.raises(CheckFailed) as caught:

@@ -194,10 +194,10 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          "them) must get their label too, the original id. Build labels from every chosen position, before the "
          "80/10/10 split decides what the inputs hold there."),
         # Before wrong-fraction: a count rounded down per row also chooses fewer than p of the positions.
-        ("fixed-count-per-row", fixed, f"every row chose as many positions as every other row of as many words "
-         f"{called} (each row of {int(words.max())} words chose {int(picked[words == words.max()][0])}): a fixed "
-         "count per row, such as round(p · length) positions picked with `randperm`. Each non-special position is "
-         "chosen on its own with probability p, so the number chosen varies from row to row.",
+        ("fixed-count-per-row", fixed, f"rows of as many words always chose as many positions {called}: each row "
+         f"of {int(words.max())} words chose {int(picked[words == words.max()][0])}. That is a fixed count per row, "
+         "such as round(p · length) positions picked with `randperm`; each non-special position is chosen on its own "
+         "with probability p, so the number chosen varies from row to row.",
          "Draw one number per position, `torch.rand(ids.shape, generator=generator)`, and choose the positions "
          "where it is below p."),
         ("wrong-fraction", abs(fraction - target) > 0.025, f"you chose {fraction:.1%} of the non-special "

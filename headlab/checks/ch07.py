@@ -217,9 +217,9 @@ expected_calibration_error = Exercise(
          "n_bins − 1 bins. n_bins bins need n_bins + 1 edges, from 0 to 1.",
          "`torch.linspace(0, 1, n_bins + 1)` gives the edges of n_bins bins."),
         ("edge-in-two-bins",
-         "A confidence exactly on a bin edge ({edges} here) was counted in two bins: your bins are [k/n, (k+1)/n], "
-         "closed on both sides, so an edge belongs both to the bin it ends and to the bin it starts. Bin k holds "
-         "confidences in (k/n, (k+1)/n]: each confidence counts in one bin only.",
+         "A confidence exactly on the edge between two bins was counted in both ({edges} lie on bin edges here): your "
+         "bins are [k/n, (k+1)/n], closed on both sides, so an inner edge belongs to the bin it ends and to the bin "
+         "it starts. Bin k holds confidences in (k/n, (k+1)/n]: each confidence counts in one bin only.",
          "Use > on the lower edge and ≤ on the upper: a confidence c is in bin k when k / n_bins < c ≤ (k + 1) / "
          "n_bins."),
     ], says=SAID),

@@ -235,6 +235,13 @@ def test_restrict_to_labels_names_rows_sigmoid_and_log_probabilities(wrong, key,
     assert "\n" not in str(err) and "positions count from 0" not in str(err) and err.fix and err.fix not in str(err)
 
 
+def test_a_softmax_summed_over_the_whole_batch_is_named():
+    """A softmax written by hand with `.sum()` and no dim got only the expected rows."""
+    with pytest.raises(CheckFailed, match="sum over the whole batch") as caught:
+        ch07.restrict_to_labels(lambda z, ids: z[:, ids].exp() / z[:, ids].exp().sum())
+    assert caught.value.mistake == "softmax-over-batch"
+
+
 def test_an_unnamed_wrong_distribution_keeps_the_recipe_for_a_repeat():
     with pytest.raises(CheckFailed) as caught:
         ch07.restrict_to_labels(lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids] ** 2)

@@ -131,4 +131,5 @@ register("restrict_to_labels", [
     wrong("exp-overflow", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum(-1, keepdim=True)),
     wrong("gather-index-shape", lambda z, ids: z[:1, _ids(ids)].softmax(-1) if len(z) > 1 else None),
     wrong("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)]),
+    wrong("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum()),
 ])

@@ -357,6 +357,12 @@ restrict_to_labels = Exercise(
          "selected the label columns, so the mass of every other token is missing. Select the C label "
          "logits first, then apply the softmax over those C values only.",
          "Move the `.softmax(dim=-1)` after the selection of the label columns."),
+        # A softmax written by hand, its sum with no dim: before only the expected rows ("not probabilities")
+        ("softmax-over-batch",
+         "the entries of the whole output sum to 1, not each row{where}: your softmax divides by one sum over the "
+         "whole batch (`.sum()` with no dim), so the B = {B} rows share one distribution. Normalise each row over its "
+         "C labels, the last axis (dim=-1).", "Divide by a sum over the last axis, `.sum(dim=-1, keepdim=True)`, or "
+         "use `.softmax(dim=-1)`."),
     ]),
 )
 

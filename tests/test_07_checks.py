@@ -27,6 +27,11 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
         rows.append((conf, int(pred == y)))
     bins: dict[int, list] = {}
     for conf, ok in rows:
+        if closed == "both":   # [k/n, (k+1)/n]: a confidence on an inner edge lies in two bins
+            for k in range(n_bins):
+                if Fraction(k, n_bins) <= conf <= Fraction(k + 1, n_bins):
+                    bins.setdefault(k, []).append((conf, ok))
+            continue
         k = next((k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)),
                  0 if zero_binned else None) \
             if closed == "right" else min(int(conf * n_bins), n_bins - 1)
@@ -52,13 +57,13 @@ def exact_global_gap(probs, labels):
 ECE_CASES = ch07.expected_calibration_error.cases
 
 
-@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins"])
+@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins", "3 bins"])
 def test_the_hand_written_ece_values_are_right(case):
     probs, labels, n_bins, expected = case
     assert exact_ece(probs, labels, n_bins) == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins"])
+@pytest.mark.parametrize("case", ECE_CASES, ids=["10 bins", "4 bins", "3 bins"])
 def test_the_ece_mistakes_give_what_each_mistake_gives(case):
     probs, labels, n_bins, expected = case
     inputs, _ = ch07.expected_calibration_error.read(case)
@@ -80,7 +85,9 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("global-accuracy-per-bin", exact_ece(probs, labels, n_bins, global_accuracy=True)),
             ("integer-division-weights", exact_ece(probs, labels, n_bins, integer_weights=True)),
             *[("max-over-whole-batch", exact_ece(probs, labels, n_bins, batch=(c, k)) / (len(labels) if per else 1))
-              for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]]]
+              for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]],
+            ("one-bin-too-few", exact_ece(probs, labels, n_bins - 1)),
+            ("edge-in-two-bins", exact_ece(probs, labels, n_bins, closed="both"))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key
@@ -173,6 +180,32 @@ def test_ece_names_the_confidence_of_class_one_and_max_without_values(wrong, key
     assert "\n" not in str(caught.value) and caught.value.fix not in str(caught.value)
 
 
+def _edges_ece(edges_of, inside_of=lambda conf, lo, hi: (conf > lo) & (conf <= hi)):
+    """A right ECE but for its bins: between the edges `edges_of(n_bins)`, holding `inside_of(conf, lo, hi)`."""
+    def ece(probs, labels, n_bins=10):
+        conf, pred = probs.max(dim=-1)
+        correct, edges, total = (pred == labels).float(), edges_of(n_bins), 0.0
+        for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+            inside = inside_of(conf, lo, hi)
+            if inside.any():
+                total += inside.float().mean().item() * abs(correct[inside].mean().item() - conf[inside].mean().item())
+        return total
+    return ece
+
+
+@pytest.mark.parametrize("wrong, key, words", [
+    # passed the 10- and 4-bin cases, which give the same ECE with one bin less
+    (_edges_ece(lambda n: torch.linspace(0, 1, n)), "one-bin-too-few", "n_bins − 1 bins"),
+    (_edges_ece(lambda n: torch.linspace(0, 1, n + 1), lambda conf, lo, hi: (conf >= lo) & (conf <= hi)),
+     "edge-in-two-bins", "was counted in both"),
+])
+def test_ece_names_bins_from_the_wrong_edges(wrong, key, words):
+    with pytest.raises(CheckFailed) as caught:
+        ch07.expected_calibration_error(wrong)
+    assert caught.value.mistake == key and words in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value) and caught.value.fix not in str(caught.value)
+
+
 @pytest.mark.parametrize("wrong, key, words", [
     (lambda next_token_logits, label_token_ids: next_token_logits[label_token_ids].softmax(-1), "indexes-rows",
      "It indexed the rows"),
@@ -202,6 +235,13 @@ def test_restrict_to_labels_names_rows_sigmoid_and_log_probabilities(wrong, key,
     assert "\n" not in str(err) and "positions count from 0" not in str(err) and err.fix and err.fix not in str(err)
 
 
+def test_a_softmax_summed_over_the_whole_batch_is_named():
+    """A softmax written by hand with `.sum()` and no dim got only the expected rows."""
+    with pytest.raises(CheckFailed, match="sum over the whole batch") as caught:
+        ch07.restrict_to_labels(lambda z, ids: z[:, ids].exp() / z[:, ids].exp().sum())
+    assert caught.value.mistake == "softmax-over-batch"
+
+
 def test_an_unnamed_wrong_distribution_keeps_the_recipe_for_a_repeat():
     with pytest.raises(CheckFailed) as caught:
         ch07.restrict_to_labels(lambda next_token_logits, label_token_ids: next_token_logits[:, label_token_ids] ** 2)
@@ -219,3 +259,23 @@ def test_predict_or_reject_names_a_softmax_of_probabilities():
     err = caught.value
     assert err.mistake == "softmax-of-probabilities" and "which are probabilities already" in str(err), str(err)
     assert "\n" not in str(err) and err.fix and err.fix not in str(err)
+
+
+def test_predict_or_reject_names_a_tolerance_on_the_threshold():
+    """It got only "expected -1, you returned 0" (the seventh simulated student's wrong pass, issue 27)."""
+    def tolerant(probs, threshold, reject=-1):
+        top, prediction = probs.max(dim=-1)
+        return torch.where(top >= threshold - 1e-3, prediction, torch.full_like(prediction, reject))
+    with pytest.raises(CheckFailed) as caught:
+        ch07.predict_or_reject(tolerant)
+    err = caught.value
+    assert err.mistake == "threshold-tolerance" and "just below the threshold 0.5" in str(err), str(err)
+
+
+@pytest.mark.parametrize("select", [lambda z, ids: torch.index_select(z, 1, ids), lambda z, ids: z.index_select(1, ids)])
+def test_index_select_on_a_list_of_ids_is_named(select):
+    """It got torch's TypeError alone: the visible cases pass the ids as a list, and once as a tensor."""
+    with pytest.raises(CheckFailed, match="takes its index as a 1-D tensor") as caught:
+        ch07.restrict_to_labels(lambda next_token_logits, label_token_ids: select(next_token_logits,
+                                                                                  label_token_ids).softmax(-1))
+    assert caught.value.mistake == "index-not-a-tensor" and "torch.as_tensor" in caught.value.fix

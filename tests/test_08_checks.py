@@ -17,6 +17,14 @@ def embedding(H, m):
     return F.normalize(masked(H, m), dim=-1)
 
 
+def without_specials(m):
+    """The mask without [CLS] and [SEP], each row's first and last real token, on either side of the padding."""
+    m, rows = m.bool().clone(), torch.arange(len(m))
+    m[rows, m.long().argmax(1)] = False
+    m[rows, m.shape[1] - 1 - m.long().flip(1).argmax(1)] = False
+    return m
+
+
 def first_piece(word_ids, word_labels):
     out, previous = [], None
     for w in word_ids:
@@ -53,6 +61,8 @@ def test_right_answers_pass(capsys):
     (lambda H, m: F.normalize(H[torch.arange(len(H)), m.bool().sum(1) - 1], dim=-1), "last-real-token"),
     (lambda H, m: F.normalize(H.masked_fill(~m.bool()[:, :, None], -1e9).amax(1), dim=-1), "max-pooling"),
     (lambda H, m: F.normalize(masked(H, m) + 0.1, dim=-1), "wrong-values"),           # no table entry: shown
+    (lambda H, m: embedding(H, without_specials(m)), "specials-left-out"),
+    (lambda H, m: masked(H, m) / masked(H, m).norm(), "norm-without-dim"),
     # A (B,) norm or count without keepdim: the cases' B ≠ d, so it raises, and the error's sizes name it.
     (lambda H, m: masked(H, m) / masked(H, m).norm(dim=-1), "divided-without-keepdim"),
     (lambda H, m: F.normalize((H * m[:, :, None]).sum(1) / m.sum(1), dim=-1), "divided-without-keepdim"),

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from headlab.checks import CheckFailed
 from headlab.checks import ch00
@@ -75,6 +76,53 @@ def test_a_loss_written_for_three_axes_is_told_logits_may_be_flat():
     with pytest.raises(CheckFailed, match=r"any leading shape .*do not move axes") as failed:
         ch01.mlm_loss(lambda logits, labels: F.cross_entropy(logits.transpose(1, 2), labels))
     assert failed.value.mistake == "raised-IndexError" and "Flatten logits to (-1, V)" in failed.value.fix
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda x, y: F.cross_entropy(x, y, ignore_index=0),                  # the [PAD] id ignored instead of −100
+    lambda x, y: -x.log_softmax(-1).gather(-1, y[:, None]).mean(),       # every label gathered, −100 included
+])
+def test_a_loss_that_takes_minus_100_for_a_class_is_named(wrong):
+    """Both got torch's crash with "print the shape of what you index" (or, on (B, n, V), "move axes")."""
+    from headlab.checks import ch01
+
+    def flat(logits, labels):
+        return wrong(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    with pytest.raises(CheckFailed, match="used the label −100 as a class index") as failed:
+        ch01.mlm_loss(flat)
+    assert failed.value.mistake == "unchosen-counted"
+
+
+def test_a_loss_averaged_per_sequence_is_named():
+    from headlab.checks import ch01
+
+    def per_sequence(logits, labels):   # a loop over the batch (flat positions as they are): each sequence's mean
+        if logits.dim() == 2:
+            return F.cross_entropy(logits, labels)
+        return torch.stack([F.cross_entropy(x, y) for x, y in zip(logits, labels)]).mean()
+    with pytest.raises(CheckFailed, match="mean of those means") as failed:
+        ch01.mlm_loss(per_sequence)
+    assert failed.value.mistake == "mean-of-row-means"
+
+
+@pytest.mark.parametrize("count", [round, int])   # rounded as original BERT's data script does, or down
+def test_a_fixed_number_of_chosen_positions_per_row_is_named(count):
+    from headlab.checks import ch01
+
+    def fixed_count(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+        inputs, labels = ids.clone(), torch.full_like(ids, -100)
+        for b in range(len(ids)):
+            words = (~special_mask[b]).nonzero().flatten()
+            chosen = words[torch.randperm(len(words), generator=generator)[:count(p * len(words))]]
+            labels[b, chosen] = ids[b, chosen]
+            u = torch.rand(len(chosen), generator=generator)
+            inputs[b, chosen[u < 0.8]] = mask_id
+            drawn = chosen[(u >= 0.8) & (u < 0.9)]
+            inputs[b, drawn] = torch.randint(ch01.NUM_SPECIAL, vocab_size, (len(drawn),), generator=generator)
+        return inputs, labels
+    with pytest.raises(CheckFailed, match="fixed count per row") as failed:
+        ch01.mask_tokens(fixed_count)
+    assert failed.value.mistake == "fixed-count-per-row"
 
 
 def test_what_torch_max_returns_is_called_a_tuple_as_the_grader_calls_it():

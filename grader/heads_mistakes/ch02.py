@@ -50,6 +50,17 @@ def _indexed(pool):
                  if m.dtype in (torch.long, torch.int) else None)
 
 
+def _first_lengths(pool):
+    """Each row pooled over its first ℓ positions, ℓ its real tokens: right where every row is right-padded, where
+    it is no mistake (None)."""
+    def output(H, m):
+        real = m.bool()
+        if torch.equal(real, torch.arange(real.shape[1]) < real.sum(1, keepdim=True)):
+            return None
+        return torch.stack([pool(H[b, :int(k)]) for b, k in enumerate(real.sum(1))])
+    return wrong("assumes-right-padding", output)
+
+
 register("mean_pool", [
     _squeezed(lambda H, m: (H * _w(H, m)).sum(1) / _w(H, m).sum(1)),
     _indexed(lambda rows: rows.mean(0)),
@@ -64,6 +75,7 @@ register("mean_pool", [
     wrong("inverted-mask", lambda H, m: (H * (1 - _w(H, m))).sum(1) / (1 - _w(H, m)).sum(1)),
     *[wrong("over-features", output) for output in (lambda H, m: H.mean(2), lambda H, m: (H * _w(H, m)).mean(2),
                                                     lambda H, m: (H * _w(H, m)).sum(2) / _w(H, m).sum(1))],
+    _first_lengths(lambda rows: rows.mean(0)),
 ])
 
 register("max_pool", [
@@ -76,4 +88,5 @@ register("max_pool", [
     wrong("inverted-mask", lambda H, m: H.masked_fill(m.bool()[:, :, None], -torch.inf).amax(1)),
     *[wrong("over-features", output) for output in (lambda H, m: _fill(H, m, -torch.inf).amax(2),
                                                     lambda H, m: H.amax(2), lambda H, m: _fill(H, m, 0.0).amax(2))],
+    _first_lengths(lambda rows: rows.amax(0)),
 ])

@@ -25,6 +25,7 @@ register("predict_or_reject", [
     wrong("confidence-of-class-one", lambda p, t, r: torch.where(p[:, 1] >= t, p.argmax(-1), r)),
     wrong("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r)),
     wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
+    wrong("threshold-tolerance", lambda p, t, r: _decide(p, lambda top: top >= t - 1e-3, r)),
 ])
 
 
@@ -66,6 +67,17 @@ def _global_gap(probs, labels) -> float:
     return abs(float((pred == labels).double().mean() - conf.mean()))
 
 
+def _both_closed(probs, labels, n_bins) -> float:
+    """Σ share · gap over bins [k/n, (k+1)/n], closed on both sides: a confidence on an inner edge counts in the two
+    bins it bounds (and its share in both)."""
+    conf, pred = probs.double().max(-1)
+    ok, total = (pred == labels).double(), 0.0
+    for k in range(n_bins):
+        inside = (conf >= k / n_bins) & (conf <= (k + 1) / n_bins)
+        total += float(inside.double().mean() * (ok[inside].mean() - conf[inside].mean()).abs()) if inside.any() else 0
+    return total
+
+
 # (confidence, prediction) taken over the whole batch, and N where one confidence, a 0-d mask, counts as one
 # prediction: one row of max-over-whole-batch each, in this order.
 WHOLE_BATCH_WAYS = [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]
@@ -93,6 +105,8 @@ register("expected_calibration_error", [
     wrong("integer-division-weights", lambda p, y, n: _weighted(p, y, n, weight=torch.floor, of=_SAME)),
     *[wrong("max-over-whole-batch", lambda p, y, n, c=c, k=k, per=per: float(torch.mul(*_bins(
         p, y, n, batch=(c, k))).nansum()) / (len(y) if per else 1)) for c, k, per in WHOLE_BATCH_WAYS],
+    wrong("one-bin-too-few", lambda p, y, n: float(torch.mul(*_bins(p, y, n - 1)).nansum())),
+    wrong("edge-in-two-bins", lambda p, y, n: _both_closed(p, y, n)),
 ])
 
 
@@ -117,4 +131,5 @@ register("restrict_to_labels", [
     wrong("exp-overflow", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum(-1, keepdim=True)),
     wrong("gather-index-shape", lambda z, ids: z[:1, _ids(ids)].softmax(-1) if len(z) > 1 else None),
     wrong("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)]),
+    wrong("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum()),
 ])

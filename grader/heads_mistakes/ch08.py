@@ -28,6 +28,13 @@ def _right_padded(mask) -> bool:
     return bool((m == (torch.arange(m.shape[1])[None, :] < m.sum(1, keepdim=True))).all())
 
 
+def _inner(mask):
+    """(B, n): the real tokens of each row but its first and last, [CLS] and [SEP] (right or left padding)."""
+    m, at = mask.bool(), torch.arange(mask.shape[1])[None, :]
+    return m & (at > torch.where(m, at, mask.shape[1]).amin(1, keepdim=True)) & (at < torch.where(m, at, -1).amax(
+        1, keepdim=True))
+
+
 def _pooled(key, pool, raw=True):
     """A pooling mistake as it comes normalised and (with `raw`) not normalised. Each applies only to a (B, n) mask:
     given another value for it, a raw pooling could be lesson 02's answer (cls_pool is `H[:, 0]`). Max pooling has no
@@ -55,6 +62,9 @@ register("sentence_embedding", [
     # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
     wrong("assumes-right-padding", lambda H, m: None if _right_padded(m) else _unit(torch.stack(
         [H[b, :int(k)].mean(0) for b, k in enumerate(m.bool().sum(1))]))),
+    *_pooled("specials-left-out", lambda H, m: (H * _inner(m)[:, :, None]).sum(1) / _inner(m).sum(1, keepdim=True),
+             raw=False),
+    twist("norm-without-dim", lambda E, H, m: E * _mean_norms(H, m) / (E * _mean_norms(H, m)).norm()),
 ])
 
 

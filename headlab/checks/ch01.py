@@ -175,6 +175,10 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
     kinds = drawn.unique().numel()
     # With at least 12 draws per word id, a uniform draw misses one given end of the range with chance ~e^-12.
     unseen = [x for x in (NUM_SPECIAL, vocab_size - 1) if not bool((drawn == x).any())]
+    # Each position is drawn on its own, so rows of as many words choose unequal numbers of them: the ~50 rows of
+    # each length all choosing one number has a chance far below 1e-20. A fixed count per row chooses one number.
+    words, picked = (~special).sum(1), chosen.sum(1)
+    fixed = 0 < target < 1 and all(picked[words == w].unique().numel() == 1 for w in words.unique())
     _first([
         ("comparison-reversed", abs(target - 0.5) > 0.1 and abs(fraction - (1 - target)) < 0.025,
          f"you chose {fraction:.1%} of the non-special positions {called}, about 1 − p: is your comparison "
@@ -189,6 +193,13 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          f"changed carry a label ({split} of the labelled ones): the chosen positions left unchanged (10 % of "
          "them) must get their label too, the original id. Build labels from every chosen position, before the "
          "80/10/10 split decides what the inputs hold there."),
+        # Before wrong-fraction: a count rounded down per row also chooses fewer than p of the positions.
+        ("fixed-count-per-row", fixed, f"rows of as many words always chose as many positions {called}: each row "
+         f"of {int(words.max())} words chose {int(picked[words == words.max()][0])}. That is a fixed count per row, "
+         "such as round(p · length) positions picked with `randperm`; each non-special position is chosen on its own "
+         "with probability p, so the number chosen varies from row to row.",
+         "Draw one number per position, `torch.rand(ids.shape, generator=generator)`, and choose the positions "
+         "where it is below p."),
         ("wrong-fraction", abs(fraction - target) > 0.025, f"you chose {fraction:.1%} of the non-special "
          f"positions {called}; each non-special position must be chosen with probability p = {target}."),
         ("all-become-mask", masked > 0.97, f"every chosen token became [MASK] ({split}). The recipe: of the "
@@ -343,6 +354,9 @@ LOSS_CASES = [
     ([[[L3, 0, 0, 0], [0, 0, 0, 10.0], [0, 0, 0, 10.0]], [[0, 4.0, 0, 0], [L5, 0, 0, 0], [0, 0, 10.0, 0]]],
      [[0, -100, -100], [-100, 1, -100]], (L2 + L8) / 2),
     ([[[0.0, 0, 0, 0], [L3, 0, 0, 0], [0, 0, 0, -7.0]]], [[2, -100, -100]], math.log(4)),
+    # Two chosen positions in row 0, one in row 1: the mean over the three, not the mean of the rows' means
+    ([[[L3, 0, 0, 0], [L5, 0, 0, 0], [0, 0, 0, 10.0]], [[0, 0, 0, 10.0], [0, 0, 0, 10.0], [L3, 0, 0, 0]]],
+     [[0, 1, -100], [-100, -100, 0]], (2 * L2 + L8) / 3),
 ]
 
 
@@ -367,7 +381,12 @@ mlm_loss = Exercise(
     then=lambda fn: backward_through(
         fn, "mlm_loss", torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(),
         torch.tensor([[1, -100, 2], [-100, 0, -100]])),
-    hints=[((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
+    # First: torch's "Target -100 is out of bounds" was told to print shapes, and under (B, n, V) to move axes
+    hints=[((IndexError, RuntimeError), lambda err, logits, labels: ("Your loss used the label −100 as a class "
+            "index: −100 marks the positions that were not chosen, which the loss leaves out.", "unchosen-counted",
+            "F.cross_entropy leaves them out by default (ignore_index=-100); or keep only the positions where "
+            "`labels != -100`.") if "-100" in str(err) else None),
+           ((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
             "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
             "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
@@ -381,6 +400,10 @@ mlm_loss = Exercise(
         ("softmax-first", "you applied softmax before cross-entropy, which applies its own log-softmax: pass the raw "
          "logits"),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
+        ("mean-of-row-means", "you took each sequence's mean loss, then the mean of those means: a sequence with "
+         "one chosen position then weighs as much as one with many. mlm_loss is the mean over every chosen position "
+         "of the batch at once", "Flatten logits to (-1, V) and labels to (-1,), and take one cross-entropy over "
+         "all of them."),
     ]),
 )
 

@@ -337,7 +337,12 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
     ("inverted-mask", "mean_pool averaged the padding and left out the real tokens{where}: the mask is True (or 1) on "
      "real tokens.", "Weight by the mask itself, not by its inverse."),
     *[("over-features", "mean_pool averaged over the feature axis{where}: average over the positions (dim=1) to get "
-       "one d-vector per sequence.", "Sum and count over dim=1, not dim=2.")] * 3])
+       "one d-vector per sequence.", "Sum and count over dim=1, not dim=2.")] * 3,
+    # Before only a row's values (tests/grading/test_grade_02_pooling.py); lesson 08's sentence_embedding names it too
+    ("assumes-right-padding", "mean_pool averaged the first ℓ positions of each row, ℓ its number of real "
+     "tokens{where}: the real ones only when the padding comes last. Here a row is left-padded, its real tokens last: "
+     "select them with the mask itself, not by their count.", "Multiply H by `mask[:, :, None]` before summing, and "
+     "divide by `mask.sum(dim=1, keepdim=True)`.")])
 max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     ("pools-whole-batch", "max_pool returned one vector for the whole batch{where}: indexing H with the (B, n) mask "
      "gathers the real tokens of every row into one (tokens, d) tensor, so their max mixes the sequences. Pool each "
@@ -352,6 +357,10 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     ("inverted-mask", "max_pool filled the real tokens and kept the padding{where}: the mask is True (or 1) on real "
      "tokens, so fill where it is False (or 0).", "Fill where `~mask.bool()` is True, the padding."),
     *[("over-features", "max_pool took the maximum over the features (dim=2){where}; take it over the positions "
-       "(dim=1), so that each of the d features keeps its own maximum.", "Use `.amax(dim=1)`.")] * 3])
+       "(dim=1), so that each of the d features keeps its own maximum.", "Use `.amax(dim=1)`.")] * 3,
+    ("assumes-right-padding", "max_pool took the max over the first ℓ positions of each row, ℓ its number of real "
+     "tokens{where}: the real ones only when the padding comes last. Here a row is left-padded, its real tokens last: "
+     "select them with the mask itself, not by their count.", "Fill the positions where the mask is False with "
+     "`-torch.inf`, then take the max over dim=1.")])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

@@ -95,6 +95,13 @@ predict_or_reject = Exercise(
          "softmax flattens each row towards uniform (0.5, 0.25, 0.25 becomes about 0.39, 0.31, 0.31), so "
          "confident rows fall below the threshold {t}. A softmax turns logits into probabilities, once.",
          "Use `probs` as given: `top, prediction = probs.max(dim=-1)`, with no `.softmax`."),
+        # Found by a simulated student: got only "expected -1, you returned 0" before.
+        ("threshold-tolerance",
+         "predict_or_reject kept a row whose top probability lies just below the threshold {t}{where}: rows {low} "
+         "are below it, with top probabilities {tops}. A tolerance on the comparison (`top >= threshold - 1e-3`, "
+         "`torch.isclose`) moves the threshold; a row is kept only when its top probability is ≥ the threshold "
+         "itself, and a comparison of two floats needs no tolerance for that.",
+         "Compare `top >= threshold` as it is, with no margin subtracted."),
     ]),
 )
 
@@ -113,12 +120,17 @@ expected_calibration_error = Exercise(
     # A, 10 bins: confidences 0.5 ✓ 0.5625 ✗ 1.0 ✓ 0.9375 ✗ 0.75 ✓ 0.875 ✓ 0.75 ✗ 0.75 ✓ (0.5 and 1.0 on bin
     #   edges): ECE = 1/8·0.5 + 1/8·0.5625 + 3/8·1/12 + 1/8·0.125 + 2/8·0.46875 = 0.296875
     # B, 4 bins: confidences 1.0 ✓ 0.5 ✓ 0.75 ✓ 0.5 ✓ 0.6875 ✗ 0.6875 ✗: ECE = 2/6·0.5 + 3/6·0.375 = 0.35416…
+    # C, 3 bins: confidences 0.75 ✗ 0.625 ✓ 0.5 ✓ 0.875 ✗ 0.5625 ✓: ECE = 3/5·0.4375 + 2/5·0.8125 = 0.5875, where
+    #   2 bins (edges from `torch.linspace(0, 1, n_bins)`) give 0.2625; A and B give their ECE with one bin less too
     cases=[([[0.5, 0.25, 0.25], [0.1875, 0.5625, 0.25], [0.0, 0.0, 1.0], [0.0625, 0.9375, 0.0],
              [0.25, 0.0, 0.75], [0.875, 0.0625, 0.0625], [0.25, 0.75, 0.0], [0.125, 0.125, 0.75]],
             [0, 0, 2, 0, 2, 0, 0, 2], 10, 0.296875),
            ([[0.0, 1.0, 0.0], [0.5, 0.25, 0.25], [0.125, 0.125, 0.75], [0.25, 0.25, 0.5],
              [0.6875, 0.25, 0.0625], [0.0625, 0.6875, 0.25]],
-            [1, 0, 2, 2, 1, 0], 4, 0.3541666666666667)],
+            [1, 0, 2, 2, 1, 0], 4, 0.3541666666666667),
+           ([[0.75, 0.125, 0.0625, 0.0625], [0.125, 0.625, 0.25, 0.0], [0.25, 0.25, 0.5, 0.0],
+             [0.0625, 0.0625, 0.0, 0.875], [0.5625, 0.25, 0.125, 0.0625]],
+            [1, 1, 2, 0, 0], 3, 0.5875)],
     read=inputs_as(torch.float32, torch.long, None, None),
     returns=float,
     atol=1e-5,
@@ -199,6 +211,17 @@ expected_calibration_error = Exercise(
            "(N, C) tensor, which is not a class. Each row has its own confidence, its top probability, and its own "
            "prediction, the class of that probability.",
            "`confidence, prediction = probs.max(dim=-1)`: one of each per row.")] * 5,
+        # Found by probing the check: the first passed both cases A and B, the second got only the recipe.
+        ("one-bin-too-few",
+         "That is the ECE with n_bins − 1 bins: `torch.linspace(0, 1, n_bins)` gives n_bins edges, which bound "
+         "n_bins − 1 bins. n_bins bins need n_bins + 1 edges, from 0 to 1.",
+         "`torch.linspace(0, 1, n_bins + 1)` gives the edges of n_bins bins."),
+        ("edge-in-two-bins",
+         "A confidence exactly on the edge between two bins was counted in both ({edges} lie on bin edges here): your "
+         "bins are [k/n, (k+1)/n], closed on both sides, so an inner edge belongs to the bin it ends and to the bin "
+         "it starts. Bin k holds confidences in (k/n, (k+1)/n]: each confidence counts in one bin only.",
+         "Use > on the lower edge and ≤ on the upper: a confidence c is in bin k when k / n_bins < c ≤ (k + 1) / "
+         "n_bins."),
     ], says=SAID),
 )
 
@@ -230,6 +253,15 @@ def _gather_index(err, z, ids):
         return (f"`torch.gather` along dim 1 needs its index as a tensor of the same number of dimensions as the "
                 f"logits, shape (B, C) = ({z.shape[0]}, {len(_ids(ids))}): one row of label ids per example; it got "
                 f"the {len(_ids(ids))} ids themselves, shape (C,).", "gather-index-shape", GATHER_FIX)
+
+
+def _index_select_list(err, z, ids):
+    """The hint when `torch.index_select` got the ids as a list, as a caller may pass them: it takes a tensor."""
+    if "index_select(): argument 'index'" in str(err):
+        return ("`torch.index_select` takes its index as a 1-D tensor, and label_token_ids came as a Python list: "
+                "a caller may pass the ids either way.", "index-not-a-tensor",
+                "Convert them first, `torch.as_tensor(label_token_ids)`, or index directly: "
+                "`next_token_logits[:, label_token_ids]` takes a list or a tensor.")
 
 
 def _indexes_rows(err, z, ids):
@@ -269,7 +301,7 @@ restrict_to_labels = Exercise(
     explain=lambda out, expected, z, ids: (
         f"restrict_to_labels returned {_round(out)} for label_token_ids={_ids(ids)}; expected {_round(expected)}."
         + " These are not probabilities: each row must be ≥ 0 and sum to 1." * (not _probabilities(out)), RECIPE),
-    hints=[(IndexError, _indexes_rows), ((RuntimeError, TypeError), _gather_index)],
+    hints=[(IndexError, _indexes_rows), ((RuntimeError, TypeError), _gather_index), (TypeError, _index_select_list)],
     mistakes=table([
         ("whole-vocabulary-distribution",
          "restrict_to_labels returned a distribution over the whole vocabulary{where}. It must return one "
@@ -325,6 +357,12 @@ restrict_to_labels = Exercise(
          "selected the label columns, so the mass of every other token is missing. Select the C label "
          "logits first, then apply the softmax over those C values only.",
          "Move the `.softmax(dim=-1)` after the selection of the label columns."),
+        # A softmax written by hand, its sum with no dim: before only the expected rows ("not probabilities")
+        ("softmax-over-batch",
+         "the entries of the whole output sum to 1, not each row{where}: your softmax divides by one sum over the "
+         "whole batch (`.sum()` with no dim), so the B = {B} rows share one distribution. Normalise each row over its "
+         "C labels, the last axis (dim=-1).", "Divide by a sum over the last axis, `.sum(dim=-1, keepdim=True)`, or "
+         "use `.softmax(dim=-1)`."),
     ]),
 )
 

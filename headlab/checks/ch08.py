@@ -163,6 +163,17 @@ _embedding = Exercise(
                  "sentence_embedding took the maximum over positions{where}; this model pools with the mean.", raw=False),
         # it gives the right embedding on right-padded masks: a mistake only where a row is left-padded
         ("assumes-right-padding", _first_positions, MASKED_MEAN),
+        # Found in tests/test_08_checks.py: got only "row 0 is [nan, nan]: a mean over no position" before.
+        ("specials-left-out",
+         "sentence_embedding left out [CLS] and [SEP], the first and last real token of each row{where}, so a row of "
+         "two real tokens had nothing left to average. Every position where the mask is 1 counts, [CLS] and [SEP] "
+         "included: this model was trained with mean pooling over all of them.",
+         "Average over every position where attention_mask is 1, without changing the mask."),
+        ("norm-without-dim",
+         "sentence_embedding divided every row of the mean z by one number, the norm of the whole batch{where}: "
+         "`z.norm()` with no dim is the norm of all B × d values together, so no row has length 1. Each sentence is "
+         "divided by its own L2 norm, taken over its d features.",
+         "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`."),
     ]),
 )
 

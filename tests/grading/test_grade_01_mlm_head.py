@@ -106,6 +106,20 @@ WRONG = [
             labels = torch.where(to_mask | to_rand, ids, -100)
             return inputs, labels
         """, mistake="unchanged-not-labelled"),
+    # round(p · length) positions per row, as original BERT's data script chooses them: passed every check before
+    Wrong("mask_tokens-fixed-count-per-row", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            inputs, labels = ids.clone(), torch.full_like(ids, -100)
+            for b in range(ids.shape[0]):
+                words = (~special_mask[b].bool()).nonzero().flatten()
+                chosen = words[torch.randperm(len(words), generator=generator)[:round(p * len(words))]]
+                labels[b, chosen] = ids[b, chosen]
+                u = torch.rand(len(chosen), generator=generator)
+                inputs[b, chosen[u < 0.8]] = mask_id
+                drawn = chosen[(u >= 0.8) & (u < 0.9)]
+                inputs[b, drawn] = torch.randint(NUM_SPECIAL, vocab_size, (len(drawn),), generator=generator)
+            return inputs, labels
+        """, mistake="fixed-count-per-row"),
     Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", BIAS, "self.bias = torch.zeros(V)", "no-output-bias"),
     Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
                "projection-not-transposed"),
@@ -171,6 +185,12 @@ WRONG = [
             losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
             return losses.mean()
         """, mistake="divides-by-all-positions"),
+    Wrong("mlm_loss-mean-of-each-sequence", "mlm_loss", """
+        def mlm_loss(logits, labels):
+            if logits.dim() == 2:
+                return F.cross_entropy(logits, labels)
+            return torch.stack([F.cross_entropy(x, y) for x, y in zip(logits, labels)]).mean()
+        """, mistake="mean-of-row-means"),
     Wrong.edit("mlm_loss-softmax-first", "mlm_loss", "logits.reshape(", "logits.softmax(-1).reshape(", "softmax-first"),
     Wrong.edit("mlm_loss-sum-not-mean", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")',
                "sum-not-mean"),

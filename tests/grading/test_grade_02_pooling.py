@@ -107,7 +107,7 @@ WRONG = [
         def mean_pool(H, mask):
             lengths = mask.long().sum(dim=1)
             return torch.stack([H[b, :int(lengths[b])].mean(dim=0) for b in range(H.shape[0])])
-        """, mistake="wrong-values"),
+        """, mistake="assumes-right-padding"),
     # --- max_pool ---
     *Wrong.edits("max_pool", MAX, [
         ("whole-batch", "H[mask.bool()].amax(dim=0)", "pools-whole-batch"),
@@ -137,7 +137,7 @@ WRONG = [
         def max_pool(H, mask):
             lengths = mask.long().sum(dim=1)
             return torch.stack([H[b, :int(lengths[b])].amax(dim=0) for b in range(H.shape[0])])
-        """, mistake="wrong-values"),
+        """, mistake="assumes-right-padding"),
 ]
 
 ALTERNATIVES = [

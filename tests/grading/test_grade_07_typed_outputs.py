@@ -166,7 +166,23 @@ WRONG = [
         def predict_or_reject(probs, threshold, reject=-1):
             top, pred = probs.max(dim=-1)
             return torch.where(top >= threshold - 1e-3, pred, torch.full_like(pred, reject))
-        """, mistake="wrong-values"),
+        """, mistake="threshold-tolerance"),
+    *[Wrong(f"ece-{name}", "expected_calibration_error", f"""
+        def expected_calibration_error(probs, labels, n_bins=10):
+            confidence, prediction = probs.max(dim=-1)
+            correct = (prediction == labels).float()
+            edges = torch.linspace(0, 1, {edges})
+            ece = 0.0
+            for lo, hi in zip(edges[:-1], edges[1:]):
+                inside = {inside}
+                if inside.any():
+                    ece += inside.float().mean().item() * (correct[inside].mean() - confidence[inside].mean()).abs().item()
+            return ece
+        """, mistake=key) for name, edges, inside, key in [
+        ("linspace-n-bins-edges", "n_bins", "(confidence > lo) & (confidence <= hi)", "one-bin-too-few"),
+        ("closed-on-both-sides", "n_bins + 1", "(confidence >= lo) & (confidence <= hi)", "edge-in-two-bins")]],
+    Wrong.edit("restrict-index-select-on-the-list", "restrict_to_labels", "next_token_logits[:, label_token_ids]",
+               "torch.index_select(next_token_logits, 1, label_token_ids)", "index-not-a-tensor"),
     Wrong.edit("ece-unweighted-sum", "expected_calibration_error", "ece += count / len(labels) * gap", "ece += gap",
                "unweighted-bins"),
     Wrong.edit("ece-class-one-as-two-classes", "expected_calibration_error", TOP,

@@ -17,6 +17,18 @@ WRONG = [
             z = (H * m[:, :, None]).sum(dim=1) / m.sum(dim=1)
             return z / z.norm(dim=-1)
         """, "divided-without-keepdim"),
+    Wrong.edit("sentence_embedding-norm-of-the-whole-batch", "sentence_embedding",
+               "return mean / mean.norm(dim=-1, keepdim=True)", "return mean / mean.norm()", "norm-without-dim"),
+    Wrong("sentence_embedding-specials-left-out", "sentence_embedding", """
+        def sentence_embedding(H, attention_mask):
+            mask = attention_mask.bool().clone()
+            rows, n = torch.arange(len(mask)), mask.shape[1]
+            mask[rows, mask.long().argmax(dim=1)] = False                   # [CLS], the first real token
+            mask[rows, n - 1 - mask.long().flip(1).argmax(dim=1)] = False   # [SEP], the last one
+            m = mask[:, :, None].to(H.dtype)
+            mean = (H * m).sum(dim=1) / m.sum(dim=1)
+            return mean / mean.norm(dim=-1, keepdim=True)
+        """, mistake="specials-left-out"),
     Wrong.edit("sentence_embedding-no-normalisation", "sentence_embedding",
                "return mean / mean.norm(dim=-1, keepdim=True)", "return mean", "not-normalised"),
     Wrong("sentence_embedding-normalise-before-mean", "sentence_embedding", """

@@ -52,10 +52,13 @@ HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
 # The line that replaces a test cell. It names nothing the notebook's namespace can rebind: an `import` statement
 # finds `__import__` among the builtins, never in the notebook's globals, and `respond` takes the namespace from
 # its caller's frame, not from a `globals()` call (a red team defined `__import__` and `globals` at the top of a
-# notebook and handed respond a namespace holding another answer). Rebinding `__builtins__`, `headlab` or a
-# builtin module's attributes is flagged (heads_flags).
+# notebook and handed respond a namespace holding another answer). `from headlab.kernel import` takes the module
+# from the import system, not as an attribute of the package (a red team set `headlab.kernel` on the package to its
+# own object, reached through pkgutil). Rebinding `__builtins__`, `headlab` or a builtin module's attributes is
+# flagged (heads_flags).
 RESPOND = ("# Graded outside this notebook: your answers run on the grader's inputs, and the grader compares.\n"
-           "import headlab.kernel\nheadlab.kernel.respond({grade_id!r}, folder={folder!r})\n")
+           "from headlab.kernel import respond as _heads_respond\n"
+           "_heads_respond({grade_id!r}, folder={folder!r})\n")
 _STATE = "heads_outside"
 
 

@@ -13,10 +13,8 @@ import importlib
 import io
 import json
 import sys
+import os
 from contextlib import redirect_stdout
-# Bound now, not looked up when the secret step draws: a notebook that replaces random.SystemRandom.uniform or
-# os.urandom later cannot choose the sizes (a held-out red team set every size to STEP_LR through `random`).
-from os import urandom as _urandom
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -289,7 +287,7 @@ def gradient_facts(module: torch.nn.Module, forward: Callable, x: torch.Tensor, 
 
 
 def _secret_step(module: torch.nn.Module, forward: Callable, probe: torch.Tensor, trained: list, grads: Sequence,
-                 rebuild: Callable | None, moved: list[str]) -> dict:
+                 rebuild: Callable | None, moved: list[str], *, _draw: Callable[[int], bytes] = os.urandom) -> dict:
     """A second step from the state before the public one, by the same gradients, each parameter by a step size
     drawn now, after the backward, from the OS (no seed): {"sizes": rows (numel, step size), one per size of
     state entry, "stepped": the outputs on `probe` after it}. The public step (STEP_LR) is known to code that runs
@@ -298,9 +296,12 @@ def _secret_step(module: torch.nn.Module, forward: Callable, probe: torch.Tensor
     weights (issue 25, K1G). This step it cannot foresee, and a weight's own move tells nothing of another size's
     step. Sizes are keyed by numel so that the grader can give them to its own weights, held in another layout
     (transposed); a frozen parameter's size is drawn too: the grader's step moves it, the head's cannot.
-    The step sizes travel with the facts: the grader replays them, never draws its own."""
+    The step sizes travel with the facts: the grader replays them, never draws its own. `_draw` is os.urandom bound
+    when this module is imported, as a default rather than a name of the module: a notebook that later replaces
+    os.urandom or random.SystemRandom (red team 3) cannot choose the sizes, nor one that rebinds a name of this
+    module (red team 6 set `headlab.kernel._urandom`)."""
     state = _state(module)
-    sizes = {n: 0.25 + 0.5 * int.from_bytes(_urandom(7), "big") / 2 ** 56   # uniform in [0.25, 0.75)
+    sizes = {n: 0.25 + 0.5 * int.from_bytes(_draw(7), "big") / 2 ** 56   # uniform in [0.25, 0.75)
              for n in sorted({t.numel() for t in state.values()})}
     with torch.no_grad():
         for p, g in zip(trained, grads):

@@ -124,15 +124,22 @@ SHADOWS = {
                    "def __import__(name, *a, **k):\n"
                    "    return _Mod() if name.startswith('headlab') else _real_import(name, *a, **k)\n"),
     "K3c-globals": "_g = globals\ndef globals():\n    return {**_g(), 'causal_mask': _right}\n",
+    # Red team 6 (held out; written here): the package's `kernel` attribute replaced by an object of the notebook's
+    "package-attribute": "import headlab, headlab.kernel as _real\nclass _K:\n    @staticmethod\n"
+                         "    def respond(grade_id, namespace=None, **k):\n"
+                         "        return _real.respond(grade_id, {'causal_mask': _right}, **k)\n"
+                         "headlab.kernel = _K\n",
 }
 
 
 @pytest.mark.parametrize("attack", SHADOWS)
 def test_the_test_cells_line_finds_the_notebooks_own_answer_whatever_names_it_shadows(tmp_path, monkeypatch,
                                                                                     attack):
+    import headlab.kernel
     from headlab.checks.core import checked
     from heads_outside import RESPOND
 
+    monkeypatch.setattr(headlab, "kernel", headlab.kernel)   # put back after an attack that replaces it
     monkeypatch.chdir(tmp_path)
     (tmp_path / codec.FOLDER).mkdir()
     (tmp_path / codec.FOLDER / "calls.json").write_text('{"test_causal_mask": [{"answer": "causal_mask", '

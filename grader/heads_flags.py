@@ -550,57 +550,98 @@ def _by_name_flags(func: str, call: ast.Call, tree: ast.Module, aliases: dict[st
     name_args = call.args if func == "operator.attrgetter" else call.args[:1] if getter else call.args[1:2]
     if not name_args:
         return []
-    risky = target is None or is_shell(target) or watched(target) or not isinstance(target, ast.Name) \
-        or target.id in aliases
+    module = watched(target) if target is not None else None
+    shell = target is None or is_shell(target)
+    risky = shell or module or not isinstance(target, ast.Name) or target.id in aliases
     flags, names = [], set()
     for arg in name_args:
         known = _names_of(arg, tree)
         if known is None and (risky or not _plain_prefix(arg)):
             flags.append(f"reaches an attribute by a name the code computes: {func}(..., {_shown(arg)})")
         names |= {part for name in known or () for part in name.split(".")}
+    internals = IPYTHON_ATTRS | FUNCTION_INTERNALS | SCHEDULERS | (SHELL_ONLY_ATTRS if shell else set())
     for name in sorted(names):
-        if name in IPYTHON_ATTRS | FUNCTION_INTERNALS | SCHEDULERS or _special(name) or (
-                name in SHELL_ONLY_ATTRS and (target is None or is_shell(target))):
+        if name in internals or _special(name):
             flags.append(f"reaches IPython's or a function's internals by name: {func}(..., {name!r})")
-        elif target is not None and watched(target) and not watched(target).endswith("()") and (
-                root(watched(target)) != "torch" or name.startswith("_")):
-            flags.append(f"reads a module's attribute by name: {func}({watched(target)}, {name!r})")
+        elif module and not module.endswith("()") and (root(module) != "torch" or name.startswith("_")):
+            flags.append(f"reads a module's attribute by name: {func}({module}, {name!r})")
     return flags
 
 
-def _names_of(expr: ast.AST, tree: ast.Module, depth: int = 3, seen: frozenset[str] = frozenset()) -> set[str] | None:
+def _names_of(expr: ast.AST, tree: ast.Module) -> set[str] | None:
     """Every string `expr` can hold, when the student's code says so: a constant, a name bound only to constants or
-    looped over a literal list of them, or a parameter given only such values by its default and by the calls of its
-    function (or class). None if unknown. `tree`: all the student's cells."""
-    if isinstance(expr, ast.Constant):
-        return {expr.value} if isinstance(expr.value, str) else None
-    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):   # what a loop over it gives: for k in KINDS
-        found = [_names_of(e, tree, depth, seen) for e in expr.elts]
-        return None if any(f is None for f in found) else set().union(*found)
-    if not isinstance(expr, ast.Name) or depth == 0:
-        return None
-    if expr.id in seen:   # a name given back to itself (f(kind) inside `for kind in ...`) adds no value
-        return set()
-    values = []
-    constructors = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
-                    for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"}
-    for node in ast.walk(tree):
-        for target, value in bindings(node):   # assignments, loops, and a parameter's default
-            if names_in(target) == [expr.id]:
-                values.append(value)
-        if isinstance(node, ast.FunctionDef) and expr.id in (params := [a.arg for a in node.args.args]):
-            # the values its calls give it: f(x), or H(x) for H's __init__(self, x)
-            fn, i = (constructors[id(node)], params.index(expr.id) - 1) if id(node) in constructors \
-                else (node.name, params.index(expr.id))
-            for call in ast.walk(tree):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == fn:
-                    values += [k.value for k in call.keywords if k.arg in (expr.id, None)]
-                    values += [call.args[i]] if 0 <= i < len(call.args) else []
-                    values += [None] if any(isinstance(a, ast.Starred) for a in call.args) else []
-    if not values:
-        return None
-    found = [_names_of(v, tree, depth - 1, seen | {expr.id}) if v is not None else None for v in values]
-    return None if any(f is None for f in found) else set().union(*found)
+    looped over a literal list of them, or a parameter given only such values by its default and by the direct
+    calls of its function (or class). None if unknown. `tree`: all the student's cells."""
+    return _NameValues.of(tree).strings(expr, frozenset())
+
+
+class _NameValues:
+    """What each name of a tree can be bound to, indexed once per tree (a notebook of a thousand getattr calls
+    must not walk itself a thousand times). A binding the index cannot follow (`a, b = ...`, `n += ...`, a
+    function passed as a value, a method) makes the name unknown: a value left out would let a name through."""
+    _last: tuple = (None, None)
+
+    @classmethod
+    def of(cls, tree: ast.Module) -> "_NameValues":
+        if cls._last[0] is not tree:
+            cls._last = (tree, cls(tree))
+        return cls._last[1]
+
+    def __init__(self, tree: ast.Module):
+        self.values: dict[str, list] = {}   # name -> the expressions bound to it (None: unknown)
+        add = lambda name, value: self.values.setdefault(name, []).append(value)
+        constructors = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                        for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"}
+        calls: dict[str, list[ast.Call]] = {}
+        called = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                calls.setdefault(node.func.id, []).append(node)
+                called.add(id(node.func))
+        passed = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+        for node in ast.walk(tree):
+            for target, value in bindings(node):
+                names = names_in(target)
+                plain = isinstance(target, (ast.Name, ast.arg)) and not isinstance(node, ast.AugAssign)
+                for name in names:
+                    add(name, value if plain else None)
+            if isinstance(node, ast.FunctionDef):
+                params = [a.arg for a in node.args.args]
+                fn, shift = (constructors[id(node)], 1) if id(node) in constructors else (node.name, 0)
+                for i, param in enumerate(params):
+                    if fn in passed or id(node) not in constructors and any(
+                            isinstance(n, ast.Attribute) and n.attr == fn for n in ast.walk(tree)):
+                        add(param, None)   # called some other way: map(f, ...), self.f(...)
+                    for call in calls.get(fn, []):
+                        self.values.setdefault(param, []).extend(
+                            [k.value for k in call.keywords if k.arg in (param, None)]
+                            + ([call.args[i - shift]] if 0 <= i - shift < len(call.args) else [])
+                            + ([None] if any(isinstance(a, ast.Starred) for a in call.args) else []))
+            elif isinstance(node, (ast.Lambda, ast.AsyncFunctionDef)):
+                for a in node.args.args:
+                    add(a.arg, None)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    add(name, None)
+        self.memo: dict[str, set[str] | None] = {}
+
+    def strings(self, expr: ast.AST | None, resolving: frozenset[str]) -> set[str] | None:
+        if isinstance(expr, ast.Constant):
+            return {expr.value} if isinstance(expr.value, str) else None
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):   # what a loop over it gives: for k in KINDS
+            found = [self.strings(e, resolving) for e in expr.elts]
+            return None if any(f is None for f in found) else set().union(*found)
+        if not isinstance(expr, ast.Name) or expr.id not in self.values:
+            return None
+        if expr.id in resolving:   # a name given back to itself (f(kind) inside `for kind in ...`) adds no value
+            return set()
+        if not resolving and expr.id in self.memo:
+            return self.memo[expr.id]
+        found = [self.strings(v, resolving | {expr.id}) for v in self.values[expr.id]]
+        result = None if any(f is None for f in found) else set().union(*found)
+        if not resolving:   # only a whole answer is kept: one found inside a cycle may lack the cycle's values
+            self.memo[expr.id] = result
+        return result
 
 
 def _plain_prefix(expr: ast.AST) -> bool:

@@ -167,6 +167,10 @@ FORGERIES = {
     "inside-timeit-line": "%timeit -n 1 -r 1 get_ipython().kernel",
     "run-a-file": "%run -i notes.txt",
     "unreadable-magic-code": "%time x = (",
+    # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
+    "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
+    "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
+                               "list(map(get, ['_' + '_globals__']))",
 }
 
 # What honest students write, none of which may hold a score (a held-out red team's false holds, written here):

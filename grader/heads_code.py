@@ -1,0 +1,268 @@
+"""Reading a notebook's code without running it (grader/heads_flags.py's parser): a cell as the kernel would run it,
+IPython's syntax translated and the code inside its magics included; the dotted names expressions reach, the names
+bindings give, and the strings a name can hold. Nothing here is run: Python's `ast` only."""
+from __future__ import annotations
+
+import ast
+import functools
+import re
+
+# Magics that run Python code given to them: their code is read as part of the cell (`parse`)
+CODE_MAGICS = {"time", "timeit", "capture", "prun"}
+
+
+@functools.lru_cache(maxsize=4096)  # the release's cells recur in every submission
+def parse(source: str) -> ast.Module | None:
+    """The cell as the kernel would run it (IPython syntax translated), or None if it is not Python; the code a
+    magic runs (`%%time`, `%%capture`, `%timeit stmt`: a string in the translated cell) is read as part of the
+    cell. The tree is shared between callers: read it, never change it."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    inner = [parse(code) for code in magic_code(tree)]
+    if any(t is None for t in inner):   # the code a magic runs that is not Python: read as nothing, flagged
+        tree.body.append(ast.Expr(ast.Call(ast.Name("heads_unreadable_magic", ast.Load()), [], [])))
+    tree.body += [stmt for t in inner if t is not None for stmt in t.body]
+    return tree
+
+
+def magic_calls(tree: ast.AST):
+    """(call, magic's name, its arguments) for each `get_ipython().run_line_magic(...)` or `run_cell_magic(...)`
+    in `tree`: what IPython makes of `%name line` and `%%name line\nbody`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "run_line_magic", "run_cell_magic") and node.args and isinstance(node.args[0], ast.Constant):
+            yield node, node.args[0].value, [a.value for a in node.args[1:] if isinstance(a, ast.Constant)]
+
+
+def magic_code(tree: ast.AST) -> list[str]:
+    """The Python a magic runs: the body of `%%time`, `%%timeit`, `%%capture`, `%%prun` (and `%%timeit`'s setup
+    line), and the statement of `%time`, `%timeit`, `%prun`; options (`-n 1`) left out."""
+    code = []
+    for _, name, args in magic_calls(tree):
+        if name in CODE_MAGICS:
+            line, body = (args + ["", ""])[:2]
+            code += [body] if body else []
+            if name != "capture":   # %%capture's line names a variable, not code
+                code.append(re.sub(r"^(\s*-[a-zA-Z](\s*\d+)?)+\s", "", " " + line).strip())
+    return [c for c in code if c]
+
+
+def imports(tree: ast.AST) -> dict[str, str]:
+    """{name bound: dotted module or object} for every import in `tree`."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """`a.b.c` (import aliases resolved), `f()` for a call, or None for anything else. A loop, not
+    recursion: a student's chain of thousands of attributes must not exhaust the grader's stack."""
+    suffix = []
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        suffix.append(f".{node.attr}" if isinstance(node, ast.Attribute) else "()")
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    if not isinstance(node, ast.Name):
+        return None
+    return aliases.get(node.id, node.id) + "".join(reversed(suffix))
+
+
+def bindings(node: ast.AST):
+    """(target, value) for each binding `node` makes: assignments, loop and comprehension variables, walrus,
+    with-as, and a function's parameters with their defaults."""
+    if isinstance(node, ast.Assign):
+        yield from ((t, node.value) for t in node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+        yield node.target, node.value
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        yield node.target, node.iter
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        yield from ((i.optional_vars, i.context_expr) for i in node.items if i.optional_vars is not None)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        positional = [*a.posonlyargs, *a.args]
+        yield from zip(positional[len(positional) - len(a.defaults):], a.defaults)
+        yield from ((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+
+
+def names_in(target: ast.AST, attributes: bool = False) -> list[str]:
+    """The names a binding's target binds. With `attributes`, an attribute target is its dotted name (`self.act`
+    of `self.act = getattr(F, name)`, which made every `self.x = ...` of a red team's honest head a patch),
+    and a tuple's items are read one by one; a subscript binds its container (`d["a"] = json`: d holds it)."""
+    if isinstance(target, ast.arg):
+        return [target.arg]
+    if attributes and isinstance(target, ast.Attribute) and dotted(target, {}):
+        return [dotted(target, {})]
+    if attributes and isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+        items = target.elts if not isinstance(target, ast.Starred) else [target.value]
+        return [n for item in items for n in names_in(item, attributes)]
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def resolved(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """`dotted`, with the longest prefix that names an alias (a class attribute "A.m") resolved too."""
+    name = dotted(node, aliases)
+    if name is None:
+        return None
+    parts = name.split(".")
+    for i in range(len(parts), 1, -1):
+        if ".".join(parts[:i]) in aliases:
+            return ".".join([aliases[".".join(parts[:i])], *parts[i:]])
+    return name
+
+
+def chain_root(node: ast.AST) -> ast.AST:
+    """What an attribute or subscript chain starts from: `d` of `d['a'].x`, the call of `type(t).x`."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node
+
+
+def root(name: str | None) -> str:
+    return (name or "").split(".")[0].rstrip("()")
+
+
+def module_level_stores(tree: ast.Module):
+    """(name, node) for every name bound at the top level of the cell, or declared global in a
+    function and bound there."""
+    def walk(node, in_function, global_names):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                if not in_function and not isinstance(child, ast.Lambda):
+                    yield child.name, child
+                if not isinstance(child, ast.ClassDef):
+                    declared = {n for g in ast.walk(child) if isinstance(g, ast.Global) for n in g.names}
+                    yield from walk(child, True, declared)
+                continue
+            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                if not in_function or child.id in global_names:
+                    yield child.id, child
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and not in_function:
+                for a in child.names:
+                    yield (a.asname or a.name.split(".")[0]), child
+            yield from walk(child, in_function, global_names)
+    yield from walk(tree, False, set())
+
+
+def names_of(expr: ast.AST, tree: ast.Module) -> set[str] | None:
+    """Every string `expr` can hold, when the student's code says so: a constant, a name bound only to constants or
+    looped over a literal list of them, or a parameter given only such values by its default and by the direct
+    calls of its function (or class). None if unknown. `tree`: all the student's cells."""
+    return _NameValues.of(tree).strings(expr, frozenset())
+
+
+class _NameValues:
+    """What each name of a tree can be bound to, indexed once per tree (a notebook of a thousand getattr calls
+    must not walk itself a thousand times). A binding the index cannot follow (`a, b = ...`, `n += ...`, a
+    function passed as a value, a method) makes the name unknown: a value left out would let a name through."""
+    _last: tuple = (None, None)
+
+    @classmethod
+    def of(cls, tree: ast.Module) -> "_NameValues":
+        if cls._last[0] is not tree:
+            cls._last = (tree, cls(tree))
+        return cls._last[1]
+
+    def __init__(self, tree: ast.Module):
+        self.values: dict[str, list] = {}   # name -> the expressions bound to it (None: unknown)
+        add = lambda name, value: self.values.setdefault(name, []).append(value)
+        constructors = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                        for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"}
+        calls: dict[str, list[ast.Call]] = {}
+        called = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                calls.setdefault(node.func.id, []).append(node)
+                called.add(id(node.func))
+        passed = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+        for node in ast.walk(tree):
+            for target, value in bindings(node):
+                names = names_in(target)
+                plain = isinstance(target, (ast.Name, ast.arg)) and not isinstance(node, ast.AugAssign)
+                for name in names:
+                    add(name, value if plain else None)
+            if isinstance(node, ast.FunctionDef):
+                params = [a.arg for a in node.args.args]
+                fn, shift = (constructors[id(node)], 1) if id(node) in constructors else (node.name, 0)
+                for i, param in enumerate(params):
+                    if fn in passed or id(node) not in constructors and any(
+                            isinstance(n, ast.Attribute) and n.attr == fn for n in ast.walk(tree)):
+                        add(param, None)   # called some other way: map(f, ...), self.f(...)
+                    for call in calls.get(fn, []):
+                        self.values.setdefault(param, []).extend(
+                            [k.value for k in call.keywords if k.arg in (param, None)]
+                            + ([call.args[i - shift]] if 0 <= i - shift < len(call.args) else [])
+                            + ([None] if any(isinstance(a, ast.Starred) for a in call.args) else []))
+            elif isinstance(node, (ast.Lambda, ast.AsyncFunctionDef)):
+                for a in node.args.args:
+                    add(a.arg, None)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    add(name, None)
+        self.memo: dict[str, set[str] | None] = {}
+
+    def strings(self, expr: ast.AST | None, resolving: frozenset[str]) -> set[str] | None:
+        if isinstance(expr, ast.Constant):
+            return {expr.value} if isinstance(expr.value, str) else None
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):   # what a loop over it gives: for k in KINDS
+            found = [self.strings(e, resolving) for e in expr.elts]
+            return None if any(f is None for f in found) else set().union(*found)
+        if not isinstance(expr, ast.Name) or expr.id not in self.values:
+            return None
+        if expr.id in resolving:   # a name given back to itself (f(kind) inside `for kind in ...`) adds no value
+            return set()
+        if not resolving and expr.id in self.memo:
+            return self.memo[expr.id]
+        found = [self.strings(v, resolving | {expr.id}) for v in self.values[expr.id]]
+        result = None if any(f is None for f in found) else set().union(*found)
+        if not resolving:   # only a whole answer is kept: one found inside a cycle may lack the cycle's values
+            self.memo[expr.id] = result
+        return result
+
+
+def plain_prefix(expr: ast.AST) -> bool:
+    """Whether a name built at run time starts with a letter the code spells (f"n{n}", "w" + str(i)): it can be
+    neither special (`__...`) nor private (`_...`)."""
+    first = expr.values[0] if isinstance(expr, ast.JoinedStr) and expr.values else \
+        expr.left if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add) else None
+    while isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add):
+        first = first.left
+    return isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value[:1].isalpha()
+
+
+def shown(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def free_names(node: ast.AST) -> set[str]:
+    """The names `node` reads that it does not bind itself (a parameter, a local, a loop variable): those it takes
+    from the notebook. Python's scopes, approximately: a name bound anywhere in `node` counts as its own."""
+    read, own = set(), set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            (read if isinstance(n.ctx, ast.Load) else own).add(n.id)
+        elif isinstance(n, ast.arg):
+            own.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            own |= {a.asname or a.name.split(".")[0] for a in n.names}
+    return read - own
+
+
+def call_root(func: ast.AST) -> tuple[str | None, bool]:
+    """(the name a call's function is reached from, whether through an attribute): `pad` of `pad(x)` (False),
+    `M` of `M.attention_pattern(...)` and of `M(cfg).attention_pattern(...)` (True)."""
+    through = False
+    while isinstance(func, (ast.Attribute, ast.Subscript, ast.Call)):
+        through |= isinstance(func, ast.Attribute)
+        func = func.func if isinstance(func, ast.Call) else func.value
+    return (func.id if isinstance(func, ast.Name) else None), through

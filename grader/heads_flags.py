@@ -134,6 +134,10 @@ COURSE_MAGICS = CODE_MAGICS | {"matplotlib", "pip", "conda", "writefile", "file"
 # Module names a notebook never rebinds (`import numpy as torch`, `headlab = ...`), besides those the release binds;
 # other watched names are free for a variable (`io`, `random`, `json`): the grader's line reads none of them.
 REBOUND = {"torch", "headlab", "IPython", "builtins", "__builtins__", "sys", "os"}
+# What IPython puts in a notebook's namespace, beside the `_`-names: the shell, its exit objects, the cells' history
+IPYTHON_NAMES = {"get_ipython", "exit", "quit", "In", "Out", "display"}
+# Submodules that share a watched module's name (reading them is not reaching that module)
+OWN_SUBMODULES = {"torch.random", "numpy.random", "pandas.io", "torch.serialization.pickle"}
 # How a notebook gets the IPython shell, and the one use a student's cell makes of it: the calls IPython's own
 # syntax (`%matplotlib`, `!ls`, `%%time`) turns into. The shell used as an object reaches the kernel, its
 # session and the socket the answers leave on (a red team rewrote them in session.send).
@@ -191,6 +195,26 @@ def _names_an_object(call: ast.Call) -> bool:
     object of the module (`getattr(F, "relu")`), as `F.relu` would."""
     return isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) > 1 \
         and isinstance(call.args[1], ast.Constant) and call.args[1].value not in MODULE_PARTS
+
+
+def _namespace_read_plainly(call: ast.Call, parent: ast.AST | None, tree: ast.Module, aliases: dict[str, str]) -> bool:
+    """Whether `globals()` (or locals(), vars()) is only looked at (`print(globals())`) or read by names the notebook
+    spells that are its own (`globals()[name]` over `['padding_mask', 'causal_mask']`), not IPython's
+    (`get_ipython`, `exit`, `In`, `_oh`) nor special."""
+    if isinstance(parent, ast.Call) and dotted(parent.func, aliases) in LOOKS_AT:
+        return True
+    if not (isinstance(parent, ast.Subscript) and parent.value is call):
+        return False
+    names = names_of(parent.slice, tree)
+    return names is not None and not any(n.startswith("_") or n in IPYTHON_NAMES for n in names)
+
+
+def _module_inside(name: str) -> bool:
+    """Whether a dotted name from an imported module reaches a watched module held inside it (`torch.sys`,
+    `IPython.core.display.os`, `glob.os`), not one of the module's own submodules (`torch.random`)."""
+    parts = name.split(".")
+    return any(part in WATCHED and ".".join(parts[:i + 1]) not in OWN_SUBMODULES
+               for i, part in enumerate(parts) if i)
 
 
 def _through_another_module(name: str | None) -> bool:
@@ -281,6 +305,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found += _by_name_flags(func, node, notebook or tree, aliases, watched, is_shell)
             if func == "vars" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
                 found.append(f"reads a module's namespace: vars({node.args[0].id})")
+            if func in ("globals", "locals", "vars") and not node.args and not _namespace_read_plainly(
+                    node, parents.get(id(node)), notebook or tree, aliases):
+                # globals()["get_" + "ipython"]() is the shell, by a name no rule reads
+                found.append(f"reads the notebook's namespace: {func}()")
             unsafe_load = func == "torch.load" and any(k.arg == "weights_only" and isinstance(k.value, ast.Constant)
                                                         and k.value.value is False for k in node.keywords)
             if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES or unsafe_load:
@@ -317,6 +345,11 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"reaches a private part of a module: {full}")
                 if _everywhere(full or attr):
                     found.append(f"changes what every later operation does: {full or attr}")
+                first = chain_root(node)
+                called = isinstance(parents.get(id(node)), ast.Call) and parents[id(node)].func is node
+                if isinstance(first, ast.Name) and first.id in aliases and _module_inside(
+                        full.rsplit(".", 1)[0] if called else full):   # random.random() is a function
+                    found.append(f"reaches a module through another: {full}")   # torch.sys, json.codecs
             if isinstance(node, ast.Name) and node.id in ("exit", "quit") and isinstance(parents.get(id(node)),
                                                                             ast.Attribute):
                 found.append(f"reaches the IPython shell: {node.id}.{parents[id(node)].attr}")   # exit._ip is the shell

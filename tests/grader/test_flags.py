@@ -167,6 +167,8 @@ FORGERIES = {
     "inside-timeit-line": "%timeit -n 1 -r 1 get_ipython().kernel",
     "run-a-file": "%run -i notes.txt",
     "unreadable-magic-code": "%time x = (",
+    "shell-by-namespace": "g = globals()['get_' + 'ipython']()\n_s = g.kernel.session",
+    "module-inside-torch": "mods = torch.sys.modules",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
@@ -206,6 +208,11 @@ HONEST = {
                           "    def forward(self, x):\n        return self.act(self.lin(x))\nH('gelu')",
     "module-as-a-default": "import torch.nn.functional as F\ndef f(x, fn=F):\n    return fn.relu(x)",
     "variables-named-like-modules": "io = 3\nrandom = [1, 2]\njson = {'a': 1}",
+    "attributes-named-like-modules": "class Run:\n    def __init__(self):\n        self.io, self.random = 3, 1\n"
+                                     "import numpy as np\nnp.random.seed(0)\ntorch.random.manual_seed(0)\n"
+                                     "print(Run().io, dir())",
+    "own-functions-by-name": "import random\nfor name in ['padding_mask', 'causal_mask']:\n"
+                             "    print(name, globals()[name], random.random())",
     "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
                         "import numpy as np\nimport matplotlib.pyplot as plt\nimport logging, platform\ngc.collect()",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"

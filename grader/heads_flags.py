@@ -40,6 +40,8 @@ from heads_code import (CODE_MAGICS, bindings, call_root, chain_root, dotted, fr
 WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
            # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
            "json", "os", "io", "pathlib", "pickle", "base64", "codecs", "shutil", "tempfile", "zmq", "jupyter_client",
+           # ... and encodes them with (headlab/codec.py, headlab/kernel.py)
+           "hashlib", "math", "re", "contextlib", "importlib",
            # what the kernel's secret step draws its sizes from (red team 3 fixed them through random.SystemRandom)
            "random", "secrets"}
 SPAWN_MODULES = {"subprocess", "multiprocessing", "pty", "torch.multiprocessing",
@@ -48,6 +50,10 @@ SPAWN_CALLS = re.compile(r"^(os\.(system|popen|fork|forkpty|exec\w*|spawn\w*|pos
                          r"pty\.spawn|concurrent\.futures\.ProcessPoolExecutor|"
                          r"asyncio\.create_subprocess_\w+)$")
 SHELL_METHODS = {"system", "system_raw", "system_piped", "getoutput"}
+# Shell commands that only look around, make a folder, or install a package by name (see _benign_command): flagged
+# for a look, not held. Any other command or script runs a program no flag reads.
+BENIGN_COMMANDS = {"ls", "ll", "pwd", "nvidia-smi", "nproc", "free", "df", "du", "uname", "date", "which", "mkdir",
+                   "echo", "head", "tail", "wc", "pip", "conda", "lscpu", "whoami", "hostname"}
 SHELL_MAGICS = {"bash", "sh", "script", "system", "sx", "sc", "perl", "ruby", "python", "python2",
                 "python3", "pypy", "pip", "conda",
                 "cat", "cp", "ldir", "lf", "lk", "ll", "ls", "lx", "mkdir", "mv", "rm", "rmdir"}   # IPython's aliases
@@ -63,7 +69,9 @@ FUNCTION_INTERNALS = {"__globals__", "__closure__", "__code__", "__defaults__", 
 IPYTHON_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "input_transformer_manager",
                  "ast_transformers", "showtraceback", "_showtraceback", "showsyntaxerror",
                  "set_custom_exc", "custom_exceptions", "run_ast_nodes", "run_cell", "run_cell_async",
-                 "transform_cell", "displayhook", "display_pub", "excepthook"}
+                 "transform_cell", "displayhook", "display_pub", "excepthook",
+                 # the kernel's own, which sys.stdout and sys.stderr hold too (red team 7: sys.stdout.session.send)
+                 "session", "iopub_socket", "iopub_thread", "pub_thread", "shell_streams", "comm_manager"}
 SHELL_ONLY_ATTRS = {"events", "user_ns", "user_global_ns", "ex", "ev", "push", "magics_manager", "kernel"}
 LINK_CALLS = {"os.symlink", "os.link", "os.mkfifo", "os.mknod"}
 LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
@@ -87,7 +95,8 @@ COURSE_IMPORTS = {"__future__", "torch", "numpy", "matplotlib", "headlab", "IPyt
                   "itertools", "functools", "operator", "dataclasses", "typing", "typing_extensions", "enum", "abc",
                   "copy", "string", "re", "textwrap", "time", "datetime", "json", "csv", "pathlib", "os", "sys", "io",
                   "pprint", "warnings", "heapq", "bisect", "array", "contextlib", "hashlib", "inspect", "gc", "pickle",
-                  "base64", "timeit", "unicodedata", "difflib", "platform", "logging", "traceback", "struct"}
+                  "base64", "timeit", "unicodedata", "difflib", "platform", "logging", "traceback", "struct",
+                  "glob", "tempfile", "types"}   # a watched module inside one (glob.os) is flagged where it is reached
 # Special attributes honest code reads or calls (`super().__init__()`, `type(m).__name__`, `torch.__version__`);
 # any other (`__globals__`, `__subclasses__`, `__self__`, `__wrapped__`, `__bases__`...) is a way around the flags.
 PLAIN_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__version__", "__call__",
@@ -111,7 +120,13 @@ GLOBAL_HOOK = re.compile(r"^register_module_\w+$")   # torch.nn.modules.module.r
 CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykernel", "jupyter_client", "zmq",
                  "display_pub", "displaypub", "iopub", ".heads_answers", ".heads_grader", "heads.answers")
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
-                   "dill.loads", "cloudpickle.loads"}   # torch.load only with weights_only=False (below)
+                   "dill.loads", "cloudpickle.loads", "types.CodeType", "types.FunctionType", "types.LambdaType",
+                   "pandas.read_pickle", "shelve.open"}   # torch.load and numpy.load: when they unpickle (below)
+# What inspect may do in a student's cell: read a signature, a source or a docstring, test a kind. Any other
+# function of it hands over the course's objects (getmodule, getmembers, getattr_static, getclosurevars).
+INSPECT_READS = {"signature", "getsource", "getsourcelines", "getdoc", "cleandoc", "isclass", "isfunction",
+                 "ismethod", "ismodule", "getfullargspec", "Parameter", "Signature", "iscoroutinefunction",
+                 "isgenerator", "isgeneratorfunction", "isabstract"}
 SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
            "builtins.delattr", "type.__setattr__", "operator.setitem", "operator.delitem", "operator.setattr",
            "operator.delattr"}
@@ -130,7 +145,7 @@ BY_NAME_GETTERS = {"operator.attrgetter", "operator.methodcaller"}
 COURSE_MAGICS = CODE_MAGICS | {"matplotlib", "pip", "conda", "writefile", "file", "html", "markdown", "latex",
                                "javascript", "js", "svg", "pwd", "cd", "env", "who", "whos", "who_ls",
                                "precision", "history", "lsmagic", "magic", "pinfo", "pinfo2", "psearch", "page",
-                               "autoreload", "pdb", "debug", "xmode", "reset_selective"}
+                               "autoreload", "pdb", "debug", "xmode", "reset", "reset_selective"}
 # Module names a notebook never rebinds (`import numpy as torch`, `headlab = ...`), besides those the release binds;
 # other watched names are free for a variable (`io`, `random`, `json`): the grader's line reads none of them.
 REBOUND = {"torch", "headlab", "IPython", "builtins", "__builtins__", "sys", "os"}
@@ -195,6 +210,47 @@ def _names_an_object(call: ast.Call) -> bool:
     object of the module (`getattr(F, "relu")`), as `F.relu` would."""
     return isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) > 1 \
         and isinstance(call.args[1], ast.Constant) and call.args[1].value not in MODULE_PARTS
+
+
+def _shell_command(call: ast.Call) -> str:
+    """The command line a shell escape or shell magic runs: `ls -l` of `!ls -l`, `pip install x` of `%pip install x`;
+    a cell magic (`%%bash`) gives its whole script."""
+    args = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else "$?" for a in call.args]
+    if call.func.attr in SHELL_METHODS:
+        return args[0] if args else "$?"
+    if call.func.attr == "run_line_magic":   # %system ls runs `ls`; %pip install x, `pip install x`
+        return " ".join(args[1:] if args[:1] in (["system"], ["sx"], ["sc"]) else args)
+    return args[2] if args[:1] in (["bash"], ["sh"]) and len(args) > 2 else "\n".join(args)   # %%bash: its script
+
+
+def _benign_command(command: str) -> bool:
+    """Whether a shell command only looks around or installs a package by name (BENIGN_COMMANDS, no shell syntax):
+    any other runs a program the flags cannot read, and through it the kernel's connection (a red team's %%bash ran
+    Python that reached the kernel's session)."""
+    lines = [line for line in command.strip().splitlines() if line.strip()]
+    if len(lines) > 1:   # a script: each of its lines
+        return all(_benign_command(line) for line in lines)
+    command = command.strip()
+    words = command.split()
+    if not words or re.search(r"[|;&$<>`\n\\]", command) or words[0] not in BENIGN_COMMANDS:
+        return False
+    return words[0] not in ("pip", "conda") or (len(words) > 1 and words[1] in ("install", "list", "show") and all(
+        re.fullmatch(r"-q|--quiet|-U|--upgrade|[A-Za-z][\w.\-]*(\[[\w,]+\])?([=<>~!]=?[\w.*]+)?", w)
+        for w in words[2:]))
+
+
+def _constant(node: ast.AST, value) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+def _everyday_magic(call: ast.Call) -> bool:
+    """Whether a magic call is one honest notebooks make: COURSE_MAGICS, `%load_ext`/`%reload_ext autoreload`, and
+    `%config` of the inline backend's figures (any other `%config` sets IPython's own machinery, and evaluates its
+    value as Python)."""
+    name, args = call.args[0].value, [a.value for a in call.args[1:] if isinstance(a, ast.Constant)]
+    line = args[0].strip() if args else ""
+    return name in COURSE_MAGICS or (name in ("load_ext", "reload_ext") and line == "autoreload") or (
+        name == "config" and re.fullmatch(r"InlineBackend\.\w+\s*=\s*['\"][\w-]+['\"]", line) is not None)
 
 
 def _namespace_read_plainly(call: ast.Call, parent: ast.AST | None, tree: ast.Module, aliases: dict[str, str]) -> bool:
@@ -290,6 +346,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                         found.append(f"patches a module: assigns {base}.{getattr(part, 'attr', '[...]')}")
                     elif isinstance(part, ast.Attribute) and _through_expression(part):
                         found.append(f"patches an object: assigns an attribute of {shown(part.value)}")
+                    elif isinstance(part, ast.Attribute) and part.attr.startswith("_") and not (
+                            isinstance(part.value, ast.Name) and part.value.id in ("self", "cls")):
+                        # K._secret_step = ..., with K a module that inspect.getmodule handed over
+                        found.append(f"patches an object: assigns a private attribute {shown(part)}")
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and \
                             dotted(part.value.func, aliases) in ("globals", "vars", "locals"):
                         found.append("patches a module: assigns into globals()")
@@ -309,8 +369,12 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     node, parents.get(id(node)), notebook or tree, aliases):
                 # globals()["get_" + "ipython"]() is the shell, by a name no rule reads
                 found.append(f"reads the notebook's namespace: {func}()")
-            unsafe_load = func == "torch.load" and any(k.arg == "weights_only" and isinstance(k.value, ast.Constant)
-                                                        and k.value.value is False for k in node.keywords)
+            unsafe_load = (func == "torch.load" and any(k.arg == "weights_only" and not _constant(k.value, True)
+                                                         for k in node.keywords)) or (
+                func in ("numpy.load", "numpy.lib.npyio.load") and any(   # unpickles: red team 7's np.load
+                    k.arg == "allow_pickle" and not _constant(k.value, False) for k in node.keywords))
+            if func and root(func) == "inspect" and func.split(".")[-1] not in INSPECT_READS:
+                found.append(f"inspects the course's objects: {func}()")   # inspect.getmodule(f) is f's module
             if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES or unsafe_load:
                 found.append(f"runs code from bytes: {func}()")
             if func == "vars" and node.args and watched(node.args[0]):
@@ -325,9 +389,12 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 magic = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
                 if node.func.attr in SHELL_METHODS or (
                         node.func.attr in ("run_line_magic", "run_cell_magic") and magic in SHELL_MAGICS):
-                    found.append(f"spawns processes: a shell command ({node.func.attr} {magic})".strip())
-                elif node.func.attr in ("run_line_magic", "run_cell_magic") and magic not in COURSE_MAGICS and \
-                        shown(node) != "get_ipython().run_line_magic('load_ext', 'autoreload')":
+                    command = _shell_command(node)
+                    found.append(f"spawns processes: a shell command ({command})" if _benign_command(command) else
+                                 "runs a program the grader cannot read: " + (
+                                     f"%{magic}" if node.func.attr.startswith("run_") else
+                                     f"!{(command.split() or ['?'])[0]} ..."))
+                elif node.func.attr in ("run_line_magic", "run_cell_magic") and not _everyday_magic(node):
                     found.append(f"runs a magic the course does not use: %{magic}")
             if isinstance(node.func, ast.Name) and node.func.id == "heads_unreadable_magic":
                 found.append("runs code in a magic that is not Python the grader can read")
@@ -405,8 +472,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             found.append(f"patches torch: defines {node.name}")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in HOOK_METHODS:
             found.append(f"defines a method Python calls behind the code's back: {node.name}")
-        if isinstance(node, ast.ClassDef) and node.keywords:
-            found.append(f"builds a class with a metaclass or class arguments: {node.name}")
+        if isinstance(node, ast.ClassDef) and any(k.arg == "metaclass" and resolved(k.value, aliases) not in (
+                "abc.ABCMeta", "enum.EnumMeta") for k in node.keywords):
+            found.append(f"builds a class with a metaclass: {node.name}")   # ABCMeta is an honest one
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in ([a.name for a in node.names] if isinstance(node, ast.Import)
                          else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]):
@@ -418,8 +486,13 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"imports a module the course never uses: {name or '.'}")
                 if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
                     found.append(f"inspects frames or modules: imports {name}")
-    # rebinding a name that held a watched module: check = ..., import numpy as torch
+    # rebinding a name that held a watched module: check = ..., import numpy as torch (a loop's variable named
+    # `check` is a student's choice of name, not a replacement of the lesson's checks)
+    looped = {id(n) for loop in ast.walk(tree) if isinstance(loop, (ast.For, ast.comprehension))
+              for n in ast.walk(loop.target)}
     for name, node in module_level_stores(tree):
+        if id(node) in looped:
+            continue
         if name in SHADOWED_BUILTINS:
             found.append(f"shadows a builtin the grader uses: binds {name}")
         if name in watched_names:
@@ -528,6 +601,8 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
                 before = cell_flags(original, aliases, watched_names) if original is not None else []
                 flags += [f"{cell_id(cell)}: {f}"
                           for f in cell_flags(tree, aliases, watched_names, own, notebook) if f not in before]
+                flags += [f"{cell_id(cell)}: imports a part of the course package the lesson does not: {name}"
+                          for name in _course_modules_beyond(tree, release)]
             except RecursionError:   # no answer nests a thousand levels deep
                 flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
     try:
@@ -535,6 +610,38 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
     except RecursionError:
         pass   # flagged above, cell by cell
     return list(dict.fromkeys(flags))
+
+
+def _course_modules_beyond(tree: ast.Module, release: dict) -> list[str]:
+    """The modules of headlab that `tree` imports and the release does not (`from headlab.checks.heads import
+    drive_head`: a red team reached the kernel's module from it); importing what the lesson imports, or other
+    names of the modules it imports from (`from headlab.plots import show_change`), is the course's own use."""
+    lesson = set()
+    for t in (parse(_text(c["source"])) for c in release["cells"] if c["cell_type"] == "code"):
+        lesson |= {name for name in _imported(t or ast.Module(body=[], type_ignores=[])) if root(name) == "headlab"}
+    return sorted(name for name in _imported(tree) if root(name) == "headlab" and name not in lesson
+                  and (name.rsplit(".", 1)[0] not in lesson or _is_module(name)))
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    """Every dotted name an import of `tree` reaches: `a.b` of `import a.b`, `a.b` and `a.b.c` of `from a.b import c`."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+@functools.lru_cache(maxsize=256)
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
 
 
 def _own_functions(trees: list[ast.Module]) -> frozenset[str]:

@@ -169,6 +169,14 @@ FORGERIES = {
     "unreadable-magic-code": "%time x = (",
     "shell-by-namespace": "g = globals()['get_' + 'ipython']()\n_s = g.kernel.session",
     "module-inside-torch": "mods = torch.sys.modules",
+    "session-through-stdout": "import sys\nout = sys.stdout\n_s = out.session",
+    # Red team 7 (held out; written here): a module handed over by inspect, then a private name set on it; the
+    # package's internals imported; pickled code through numpy
+    "module-by-inspect": "import inspect\nK = inspect.getmodule(causal_mask)",
+    "private-attribute-set": "from headlab.plots import show_mask as _f\nK = [_f][0]\nK._cache = print",
+    "course-internals": "from headlab.checks.heads import drive_head",
+    "numpy-unpickles": "import numpy as np\nstats = np.load('stats.npy', allow_pickle=True)",
+    "function-from-bytecode": "import types\nf = types.FunctionType(types.CodeType(*[0] * 16), {})",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
@@ -183,6 +191,10 @@ HONEST = {
     "itemgetter": "from operator import itemgetter\nprint(itemgetter(0)([1, 2]))",
     "signature": "from inspect import signature\nprint(signature(torch.ones))",
     "shell": "!ls",
+    "looking-around": "!nvidia-smi\n%mkdir -p figures\nfiles = !ls\n%system pwd",
+    "bash-cell-looking-around": "%%bash\nls -l\npwd",
+    "course-plots-and-arrays": "from headlab.plots import show_mask, show_change\nimport numpy as np\n"
+                               "np.save('m.npy', np.ones(2))\nprint(np.load('m.npy'))",
     "pip": "%pip install -q numpy",
     "type-as-a-name": "type = 'bool'",
     "lesson-helper-in-answer": "def causal_mask(n):\n    _ = course_tokenizer()\n    return torch.ones(n, n, dtype=torch.bool).tril()",
@@ -211,6 +223,13 @@ HONEST = {
     "attributes-named-like-modules": "class Run:\n    def __init__(self):\n        self.io, self.random = 3, 1\n"
                                      "import numpy as np\nnp.random.seed(0)\ntorch.random.manual_seed(0)\n"
                                      "print(Run().io, dir())",
+    "red-team-7-style-honest": "%config InlineBackend.figure_format = 'retina'\n%reload_ext autoreload\n"
+                               "import glob, tempfile\nfrom types import SimpleNamespace\n"
+                               "from abc import ABCMeta, abstractmethod\nclass Scorer(metaclass=ABCMeta):\n"
+                               "    @abstractmethod\n    def score(self, y): ...\n"
+                               "from typing import TypedDict\nclass Example(TypedDict, total=False):\n    tags: list\n"
+                               "for check in [causal_mask(2)]:\n    print(check.int(), glob.glob('*.ipynb'))\n"
+                               "%reset -f",
     "own-functions-by-name": "import random\nfor name in ['padding_mask', 'causal_mask']:\n"
                              "    print(name, globals()[name], random.random())",
     "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
@@ -229,6 +248,19 @@ def test_honest_scratch_code_holds_no_score(name):
     nb = fill(rel, solution_answers(LESSON))
     nb.cells.insert(3, nbformat.v4.new_code_cell(HONEST[name]))
     assert not [f for f in code_flags(nb, rel) if holds(f)], code_flags(nb, rel)
+
+
+@pytest.mark.parametrize("program", ["%%bash\npython3 -c 'print(1)'", "%%python3\nprint(1)", "!ls | python3 -",
+                                     "!pip install ./helpers", "%system env python3 -c 1", "!wget http://example.org"])
+def test_a_program_the_flags_cannot_read_is_held(program):
+    """Red team 7 (held out; written here): a shell script ran Python beside the kernel, out of the flags' sight. A
+    command that only looks around or installs a package by name is flagged for a look, not held (HONEST)."""
+    from heads_flags import holds
+
+    rel = release(LESSON)
+    nb = fill(rel, solution_answers(LESSON))
+    nb.cells.insert(3, nbformat.v4.new_code_cell(program))
+    assert [f for f in code_flags(nb, rel) if holds(f)], code_flags(nb, rel)
 
 
 def test_an_edited_release_cell_is_flagged_only_for_what_the_edit_added():

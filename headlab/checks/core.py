@@ -170,6 +170,14 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "refuses that on a tensor it must carry a gradient back to, and the caller's tensor would change too.",
      "Use the out-of-place form (`x = x * m`, not `x *= m`; `masked_fill`, not `masked_fill_`), so that the "
      "inputs are only read."),
+    # `logp[~keep] = 0` after log_softmax (a loss zeroing its unlabelled positions), `h *= 2` after tanh: torch's
+    # words alone, raised-RuntimeError, before
+    (("modified by an inplace operation",), "in-place-on-saved-tensor",
+     "{name} wrote in place (`x[mask] = 0`, `*=`, an operation ending in `_`) into a tensor that autograd saved to "
+     "compute the gradient: the output of an operation such as log_softmax, softmax, exp or tanh, which its backward "
+     "reads again. Its value can be right, but no gradient can be computed through it.",
+     "Make a new tensor instead of changing that one: `x = x.masked_fill(~keep, 0)` or `x = x * keep`, not "
+     "`x[~keep] = 0` or `x *= keep`."),
     # found by a simulated student: `argmax()` with no dim, then an axis of its one number, was told "past the end"
     (("Dimension out of range", "but tensor has no dimensions"), "axis-not-there",
      "{name} named an axis (a `dim`) that a tensor does not have. Often an earlier reduction with no `dim`, such "

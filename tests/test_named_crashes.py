@@ -46,6 +46,17 @@ def span_loss_shifting_log_probabilities_in_place(start_logits, end_logits, star
     return -(start_lp.gather(1, start[:, None]).mean() + end_lp.gather(1, end[:, None]).mean()) / 2
 
 
+class PoolerDoublingItsOutputInPlace(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.dense = torch.nn.Linear(d, d)
+
+    def forward(self, c):
+        pooled = torch.tanh(self.dense(c))
+        pooled *= 2   # in place, in what tanh's backward reads
+        return pooled / 2
+
+
 def mean_of_bool_hits(probs, labels, n_bins=10):
     confidence, predicted = probs.max(-1)
     correct = predicted == labels
@@ -69,8 +80,11 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     # at the check's backward step: torch's words alone, ending in its anomaly-detection hint and "..", before
     (ch05.span_loss, span_loss_shifting_log_probabilities_in_place, "in-place-on-saved-tensor",
      "expected version 0 instead. span_loss wrote in place"),
+    # in the kernel's step of a head, met by the driver
+    (ch02.Pooler, PoolerDoublingItsOutputInPlace, "in-place-on-saved-tensor",
+     "expected version 0 instead. Pooler.forward wrote in place"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
-        "predict_or_reject-if", "span_loss-in-place"])
+        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

@@ -136,7 +136,7 @@ def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
     if isinstance(err, (CheckFailed, GraderError)):
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
-    said = f"{name}({shown}) raised {type(err).__name__}: {err}"
+    said = f"{name}({shown}) raised {type(err).__name__}: {_torch_words(err)}"
     # what names the crash: an operation that cannot work there, else the call's parameters
     key, named, fix = operation(err, name) or ("wrong-signature", signature_hint(err, name), "")
     if named:
@@ -155,9 +155,14 @@ def backward(out: Any, name: str) -> None:
         out.sum().backward()
     except RuntimeError as err:
         key, said, fix = operation(err, name) or (f"raised-{type(err).__name__}", exception_hint(err, name), "")
-        # torch's advice to turn on anomaly detection is no use to a learner whose gradient the grader computes
-        words = str(err).split(" Hint: enable anomaly detection")[0].rstrip(". ")
-        fail(f"back-propagating through what {name} returned raised RuntimeError: {words}. {said}".rstrip(), key, fix)
+        fail(f"back-propagating through what {name} returned raised RuntimeError: {_torch_words(err)}. {said}".rstrip(),
+             key, fix)
+
+
+def _torch_words(err: Exception) -> str:
+    """What `err` says, for a sentence that goes on after it: without its last period, and without torch's advice to
+    turn on anomaly detection, of no use to a learner whose gradient the grader computes."""
+    return str(err).split(" Hint: enable anomaly detection")[0].rstrip(". ")
 
 
 # torch's words for an operation it has no kernel for on this dtype ("… not implemented for 'Long'"): a crash,

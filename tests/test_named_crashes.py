@@ -40,6 +40,23 @@ def if_on_the_batch(probs, threshold, reject=-1):
     return torch.full_like(prediction, reject)
 
 
+def span_loss_shifting_log_probabilities_in_place(start_logits, end_logits, start, end):
+    start_lp, end_lp = start_logits.log_softmax(-1), end_logits.log_softmax(-1)
+    start_lp -= 0.0   # in place, in what log_softmax's backward reads
+    return -(start_lp.gather(1, start[:, None]).mean() + end_lp.gather(1, end[:, None]).mean()) / 2
+
+
+class PoolerDoublingItsOutputInPlace(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.dense = torch.nn.Linear(d, d)
+
+    def forward(self, c):
+        pooled = torch.tanh(self.dense(c))
+        pooled *= 2   # in place, in what tanh's backward reads
+        return pooled / 2
+
+
 def mean_of_bool_hits(probs, labels, n_bins=10):
     confidence, predicted = probs.max(-1)
     correct = predicted == labels
@@ -60,8 +77,14 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     (ch07.predict_or_reject, argmax_of_reached_threshold, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor"),
     (ch07.expected_calibration_error, mean_of_bool_hits, "float-operation-on-integers", "needs floats (a mean"),
     (ch07.predict_or_reject, if_on_the_batch, "tensor-as-condition", "a tensor of several values as a condition"),
+    # at the check's backward step: torch's words alone, ending in its anomaly-detection hint and "..", before
+    (ch05.span_loss, span_loss_shifting_log_probabilities_in_place, "in-place-on-saved-tensor",
+     "expected version 0 instead. span_loss wrote in place"),
+    # in the kernel's step of a head, met by the driver
+    (ch02.Pooler, PoolerDoublingItsOutputInPlace, "in-place-on-saved-tensor",
+     "expected version 0 instead. Pooler.forward wrote in place"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
-        "predict_or_reject-if"])
+        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

@@ -16,12 +16,15 @@ def _transform(h, W, v, act, dense_bias=True, norm_weight=True, norm_bias=True):
     return F.layer_norm(act(z), (h.shape[-1],), v if norm_weight else None, v if norm_bias else None)
 
 
-def _head(x, W, c, gain, shift, E, b):
-    """The right MLM head, a weight and bias of its own per layer: LN(GELU(x Wᵀ + c)) @ Eᵀ + b."""
-    return F.layer_norm(F.gelu(F.linear(x, W, c)), (x.shape[-1],), gain, shift) @ E.T + b
+def _head(x, W, c, gain, shift, E, b, eps=1e-5):
+    """The right MLM head, a weight and bias of its own per layer: LN(GELU(x Wᵀ + c)) @ Eᵀ + b (another `eps`: the
+    layernorm-eps mistake)."""
+    return F.layer_norm(F.gelu(F.linear(x, W, c)), (x.shape[-1],), gain, shift, eps) @ E.T + b
 
 
 register_reference("MLMHead", _head)
+# BERT's LayerNorm eps: its step is compared with the learner's (checks.ch01.mlm_head)
+register_reference("MLMHead eps=1e-12", lambda *inputs: _head(*inputs, eps=1e-12))
 register("MLMHead(h)", [twist(key, output) for key, output in [
     ("no-output-bias", lambda R, h, W, v, E, b: R - b),
     ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))
@@ -39,6 +42,7 @@ register("MLMHead(h)", [twist(key, output) for key, output in [
     ("softmax-inside-head", lambda R, h, W, v, E, b: (R - b).softmax(-1)),
     ("softmax-inside-head", lambda R, h, W, v, E, b: R.softmax(-1)),
     ("log-softmax-inside-head", lambda R, h, W, v, E, b: R.log_softmax(-1)),
+    ("layernorm-eps", lambda R, h, W, v, E, b: _head(h, W, v, v, v, E, b, eps=1e-12)),
 ]])
 
 

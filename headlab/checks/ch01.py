@@ -16,7 +16,8 @@ import torch
 
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
-from .engine import Exercise, backward_through, inputs_as, judge_gradients, reference, same
+from .engine import (Exercise, backward_through, close_gradient, inputs_as, judge_gradients, reference, reference_step,
+                     same)
 from .shared import table
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
@@ -290,6 +291,12 @@ HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + 
      "you return probabilities (softmax); return raw logits"),
     ("log-softmax-inside-head",
      "you return log-probabilities; return raw logits"),
+    # BERT's config (`layer_norm_eps=1e-12`): "after one step ... a weight did not move" (parameters-without-gradient)
+    # before, or "the logits differ" where the eps moved them by more than the tolerance
+    ("layernorm-eps", "your LayerNorm's eps is 1e-12, BERT's `layer_norm_eps`, not nn.LayerNorm's default 1e-5. It "
+     "changes the logits little where a position's features vary a lot, more where they vary little, and their "
+     "gradients more still: the lesson's transform is `nn.LayerNorm(d)`, its eps left as it is",
+     "Build the LayerNorm as `nn.LayerNorm(d)`, without `eps=...`."),
 ])
 
 
@@ -307,6 +314,11 @@ _logits = Exercise(
 
 def _close(a, b) -> bool:
     return same(a, b, 1e-4, rtol=1e-4, kind=False)
+
+
+def _off(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest difference between two tensors of one shape."""
+    return float((a.double() - b.double()).abs().max())
 
 
 def mlm_head(cls, cases: Sequence | None = None) -> None:
@@ -340,8 +352,16 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  "or keep the embedding and use its weight.", "cloned-projection",
                  "Drop the `.clone()` (or the new `nn.Parameter`) around embedding.weight: assign the Parameter "
                  "itself.")
+        # BERT's eps moves the logits by less than the tolerance on most inputs, and a step of training by more, so
+        # judge_gradients took it for a weight that did not train: it is named wherever the outputs after the public
+        # step are BERT's eps head's and far nearer to them (4×) than to the right head's, whatever the tolerance says
+        stepped, weights = ran["gradients"]["stepped"], [W, v, v, v, E, b]
+        eps_step, right_step = (reference_step(name, h, weights, seed)[1] for name in ("MLMHead eps=1e-12", "MLMHead"))
+        if close_gradient(stepped, eps_step) and 4 * _off(stepped, eps_step) < _off(stepped, right_step):
+            eps = HEAD_MISTAKES[-1]
+            fail(eps.message.format(where=_head_where(h, W, v, E, b)), eps.key, eps.fix)
         # Every weight trains, the tied embedding's too, and the encoder below through h.
-        judge_gradients(ran["gradients"], "MLMHead", "h", h, "MLMHead", seed, [W, v, v, v, E, b])
+        judge_gradients(ran["gradients"], "MLMHead", "h", h, "MLMHead", seed, weights)
     passed("MLMHead", len(cases))
 
 

@@ -136,7 +136,7 @@ def explain(err: Exception, name: str, *args, **kwargs) -> NoReturn:
     if isinstance(err, (CheckFailed, GraderError)):
         raise err
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
-    said = f"{name}({shown}) raised {type(err).__name__}: {err}"
+    said = f"{name}({shown}) raised {type(err).__name__}: {_torch_words(err)}"
     # what names the crash: an operation that cannot work there, else the call's parameters
     key, named, fix = operation(err, name) or ("wrong-signature", signature_hint(err, name), "")
     if named:
@@ -155,7 +155,14 @@ def backward(out: Any, name: str) -> None:
         out.sum().backward()
     except RuntimeError as err:
         key, said, fix = operation(err, name) or (f"raised-{type(err).__name__}", exception_hint(err, name), "")
-        fail(f"back-propagating through what {name} returned raised RuntimeError: {err}. {said}", key, fix)
+        fail(f"back-propagating through what {name} returned raised RuntimeError: {_torch_words(err)}. {said}".rstrip(),
+             key, fix)
+
+
+def _torch_words(err: Exception) -> str:
+    """What `err` says, for a sentence that goes on after it: without its last period, and without torch's advice to
+    turn on anomaly detection, of no use to a learner whose gradient the grader computes."""
+    return str(err).split(" Hint: enable anomaly detection")[0].rstrip(". ")
 
 
 # torch's words for an operation it has no kernel for on this dtype ("… not implemented for 'Long'"): a crash,
@@ -170,6 +177,14 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "refuses that on a tensor it must carry a gradient back to, and the caller's tensor would change too.",
      "Use the out-of-place form (`x = x * m`, not `x *= m`; `masked_fill`, not `masked_fill_`), so that the "
      "inputs are only read."),
+    # `logp[~keep] = 0` after log_softmax (a loss zeroing its unlabelled positions), `h *= 2` after tanh: torch's
+    # words alone, raised-RuntimeError, before
+    (("modified by an inplace operation",), "in-place-on-saved-tensor",
+     "{name} wrote in place (`x[mask] = 0`, `*=`, an operation ending in `_`) into a tensor that autograd saved for "
+     "the gradient, the output of log_softmax, softmax, exp or tanh, which their backward reads again: no gradient "
+     "can be computed through it.",
+     "Make a new tensor instead of changing that one: `x = x.masked_fill(~keep, 0)` or `x = x * keep`, not "
+     "`x[~keep] = 0` or `x *= keep`."),
     # found by a simulated student: `argmax()` with no dim, then an axis of its one number, was told "past the end"
     (("Dimension out of range", "but tensor has no dimensions"), "axis-not-there",
      "{name} named an axis (a `dim`) that a tensor does not have. Often an earlier reduction with no `dim`, such "

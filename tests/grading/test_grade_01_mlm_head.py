@@ -178,6 +178,9 @@ WRONG = [
     Wrong.edit("MLMHead-reinitialises-the-embedding", "MLMHead", "self.embedding = embedding",
                "self.embedding = embedding\n        nn.init.normal_(self.embedding.weight)", "changed-embedding"),
     Wrong.edit("MLMHead-detached-h", "MLMHead", "self.dense(h)", "self.dense(h.detach())", "input-detached"),
+    # BERT's config (layer_norm_eps=1e-12): told parameters-without-gradient, or passed, as the hidden seed fell
+    Wrong.edit("MLMHead-bert-layernorm-eps", "MLMHead", "nn.LayerNorm(d)", "nn.LayerNorm(d, eps=1e-12)",
+               "layernorm-eps"),
     Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",
                "fixed-rank-input"),
     Wrong("mlm_loss-over-every-position", "mlm_loss", """

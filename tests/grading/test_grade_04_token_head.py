@@ -122,6 +122,14 @@ WRONG = [
     Wrong.edit("token_loss-nll-on-logits", "token_loss", "F.cross_entropy(", "F.nll_loss(", "nll-on-logits"),
     Wrong.edit("token_loss-labels-shifted-past-cls", "token_loss", LOSS,
                "logits[:, 1:].reshape(-1, L), labels[:, :-1].reshape(-1)", "labels-shifted-left"),
+    # zeroing the unlabelled positions in place, in log_softmax's output, which its backward reads
+    Wrong("token_loss-zeroes-unlabelled-in-place", "token_loss", """
+        def token_loss(logits, labels):
+            keep = labels != -100
+            logp = logits.log_softmax(-1)
+            logp[~keep] = 0
+            return -logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).sum() / keep.sum()
+        """, mistake="in-place-on-saved-tensor"),
     Wrong("token_loss-mean-per-sentence", "token_loss", """
         def token_loss(logits, labels):
             losses = [F.cross_entropy(row_logits, row_labels) for row_logits, row_labels in zip(logits, labels)]

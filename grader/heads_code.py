@@ -26,7 +26,23 @@ def parse(source: str) -> ast.Module | None:
     if any(t is None for t in inner):   # the code a magic runs that is not Python: read as nothing, flagged
         tree.body.append(ast.Expr(ast.Call(ast.Name("heads_unreadable_magic", ast.Load()), [], [])))
     tree.body += [stmt for t in inner if t is not None for stmt in t.body]
+    tree.body += [ast.Expr(expr) for expr in string_annotations(tree)]
     return tree
+
+
+def string_annotations(tree: ast.AST) -> list[ast.expr]:
+    """The expressions written as string annotations (`x: 'exec(note) or int'`): typing.get_type_hints and
+    functools.singledispatch evaluate them, so they are read as code (a red team ran a string through one)."""
+    found = []
+    for node in ast.walk(tree):
+        notes = [getattr(node, "returns", None), getattr(node, "annotation", None)]
+        for note in notes:
+            if isinstance(note, ast.Constant) and isinstance(note.value, str):
+                try:
+                    found.append(ast.parse(note.value, mode="eval").body)
+                except (SyntaxError, ValueError, RecursionError):
+                    pass   # not Python: get_type_hints would fail on it too
+    return found
 
 
 def magic_calls(tree: ast.AST):

@@ -118,7 +118,8 @@ TORCH_EVERYWHERE = ("torch.library", "torch.utils.cpp_extension", "torch.hub", "
 GLOBAL_HOOK = re.compile(r"^register_module_\w+$")   # torch.nn.modules.module.register_module_forward_hook, ...
 # Strings that name the kernel's side of grading or the channel it answers on: no answer spells them
 CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykernel", "jupyter_client", "zmq",
-                 "display_pub", "displaypub", "iopub", ".heads_answers", ".heads_grader", "heads.answers")
+                 "display_pub", "displaypub", "iopub", ".heads_answers", ".heads_grader", "heads.answers",
+                 "answers+json", "get_ipython", "display_data")
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
                    "dill.loads", "cloudpickle.loads", "types.CodeType", "types.FunctionType", "types.LambdaType",
                    "pandas.read_pickle", "shelve.open"}   # torch.load and numpy.load: when they unpickle (below)
@@ -162,7 +163,8 @@ IPYTHON_FOR_STUDENTS = ("IPython.display", "IPython.core.display", "IPython.get_
                         "IPython.core.getipython.get_ipython")
 # Builtins that only look at what they are given: a module printed or listed is not a module handed on
 LOOKS_AT = {"print", "dir", "repr", "str", "help", "type", "id", "isinstance", "callable", "len", "hash"}
-CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module",
+CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module", "typing.get_type_hints",
+                    "inspect.get_annotations", "typing.ForwardRef",
                     "importlib.reload", "builtins.exec", "builtins.eval"}
 
 

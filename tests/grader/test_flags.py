@@ -176,6 +176,8 @@ FORGERIES = {
     "private-attribute-set": "from headlab.plots import show_mask as _f\nK = [_f][0]\nK._cache = print",
     "course-internals": "from headlab.checks.heads import drive_head",
     "numpy-unpickles": "import numpy as np\nstats = np.load('stats.npy', allow_pickle=True)",
+    "code-in-an-annotation": "import typing\nnote = 'print(1)'\ndef report(x: 'exec(note) or int'):\n    pass\n"
+                             "typing.get_type_hints(report)",
     "function-from-bytecode": "import types\nf = types.FunctionType(types.CodeType(*[0] * 16), {})",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
@@ -193,6 +195,8 @@ HONEST = {
     "shell": "!ls",
     "looking-around": "!nvidia-smi\n%mkdir -p figures\nfiles = !ls\n%system pwd",
     "bash-cell-looking-around": "%%bash\nls -l\npwd",
+    "annotations": "from typing import Optional\ndef f(x: 'torch.Tensor', n: Optional[int] = None) -> 'torch.Tensor':\n"
+                   "    return x\nclass Box:\n    size: 'int' = 3",
     "course-plots-and-arrays": "from headlab.plots import show_mask, show_change\nimport numpy as np\n"
                                "np.save('m.npy', np.ones(2))\nprint(np.load('m.npy'))",
     "pip": "%pip install -q numpy",

@@ -123,6 +123,8 @@ CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykerne
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
                    "dill.loads", "cloudpickle.loads", "types.CodeType", "types.FunctionType", "types.LambdaType",
                    "pandas.read_pickle", "shelve.open"}   # torch.load and numpy.load: when they unpickle (below)
+# Timers that compile a string they are given: a statement as a function is fine, as a string it is code
+TIMERS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
 # What inspect may do in a student's cell: read a signature, a source or a docstring, test a kind. Any other
 # function of it hands over the course's objects (getmodule, getmembers, getattr_static, getclosurevars).
 INSPECT_READS = {"signature", "getsource", "getsourcelines", "getdoc", "cleandoc", "isclass", "isfunction",
@@ -239,6 +241,12 @@ def _benign_command(command: str) -> bool:
     return words[0] not in ("pip", "conda") or (len(words) > 1 and words[1] in ("install", "list", "show") and all(
         re.fullmatch(r"-q|--quiet|-U|--upgrade|[A-Za-z][\w.\-]*(\[[\w,]+\])?([=<>~!]=?[\w.*]+)?", w)
         for w in words[2:]))
+
+
+def _string_name(node: ast.AST, tree: ast.Module) -> bool:
+    """Whether `node` is a name that can hold a string (a function's name never does)."""
+    return isinstance(node, ast.Name) and not any(
+        isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == node.id for n in ast.walk(tree))
 
 
 def _constant(node: ast.AST, value) -> bool:
@@ -375,6 +383,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                                                          for k in node.keywords)) or (
                 func in ("numpy.load", "numpy.lib.npyio.load") and any(   # unpickles: red team 7's np.load
                     k.arg == "allow_pickle" and not _constant(k.value, False) for k in node.keywords))
+            if func in TIMERS and any(not isinstance(a, (ast.Lambda, ast.Name)) or _string_name(a, notebook or tree)
+                                      for a in [*node.args[:2], *(k.value for k in node.keywords
+                                                                  if k.arg in ("stmt", "setup"))]):
+                found.append(f"runs code from a string: {func}()")   # timeit.timeit("exec(note)", ...)
             if func and root(func) == "inspect" and func.split(".")[-1] not in INSPECT_READS:
                 found.append(f"inspects the course's objects: {func}()")   # inspect.getmodule(f) is f's module
             if func in CODE_FROM_BYTES or (func or "").rstrip("()") in CODE_FROM_BYTES or unsafe_load:

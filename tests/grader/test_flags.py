@@ -178,6 +178,7 @@ FORGERIES = {
     "numpy-unpickles": "import numpy as np\nstats = np.load('stats.npy', allow_pickle=True)",
     "code-in-an-annotation": "import typing\nnote = 'print(1)'\ndef report(x: 'exec(note) or int'):\n    pass\n"
                              "typing.get_type_hints(report)",
+    "code-in-a-timer": "import timeit\nnote = 'print(1)'\ntimeit.timeit(note, number=1)",
     "function-from-bytecode": "import types\nf = types.FunctionType(types.CodeType(*[0] * 16), {})",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
@@ -197,6 +198,8 @@ HONEST = {
     "bash-cell-looking-around": "%%bash\nls -l\npwd",
     "annotations": "from typing import Optional\ndef f(x: 'torch.Tensor', n: Optional[int] = None) -> 'torch.Tensor':\n"
                    "    return x\nclass Box:\n    size: 'int' = 3",
+    "timed-function": "import timeit\nprint(timeit.timeit(lambda: causal_mask(64), number=10))\n"
+                      "def run():\n    causal_mask(8)\nprint(timeit.repeat(run, number=3))",
     "course-plots-and-arrays": "from headlab.plots import show_mask, show_change\nimport numpy as np\n"
                                "np.save('m.npy', np.ones(2))\nprint(np.load('m.npy'))",
     "pip": "%pip install -q numpy",

@@ -28,6 +28,7 @@ fatal, and never stops the batch:
 from __future__ import annotations
 
 import json
+import os
 from time import monotonic
 
 from jupyter_core.utils import run_sync
@@ -71,6 +72,14 @@ class HeadsExecute(Execute):
         self._last_cell = None
         return super().preprocess(nb, resources, km)
 
+    def _hide_connection_file(self) -> None:
+        """Remove the sandboxed kernel's connection file (its sockets and signing key) once the kernel is running: it
+        read the file at start, and nothing else it runs may (a red team's %%bash started Python that read it and
+        sent the kernel code to run, out of the flags' sight). The grader's client keeps the key in memory."""
+        path = getattr(self.km, "connection_file", None)
+        if getattr(self.km, "_private", None) and path and os.path.exists(path):
+            os.remove(path)
+
     def _get_timeout(self, cell):
         timeout = super()._get_timeout(cell)
         remaining = max(1, int(self._deadline - monotonic()) + 1)
@@ -88,6 +97,7 @@ class HeadsExecute(Execute):
             cell.outputs = [error_output("NotRun", f"this cell was not run: {self._stop_reason}")]
             return cell
         self._last_cell = cell
+        self._hide_connection_file()
         hooks = (getattr(self, "resources", None) or {}).get(CELL_HOOKS)
         if hooks is not None:
             hooks.before(cell)

@@ -42,6 +42,8 @@ def attacks(root, port) -> dict[str, str]:
         "write-outside": f"open({str(root / 'pwned.txt')!r}, 'w').write('x')",
         "write-other-student": f"open({str(sub / 'honest' / LESSON / 'pwned.txt')!r}, 'w').write('x')",
         "network": f"socket.create_connection(('127.0.0.1', {port}), timeout=3).close()",
+        # the kernel's sockets and signing key: with them a child process can send the kernel code to run
+        "read-connection-file": "import sys; open(sys.argv[sys.argv.index('-f') + 1]).read(10)",
     }
 
 
@@ -115,7 +117,7 @@ def graded(tmp_path_factory, listener):
 
 
 ATTACKS = ["read-solutions", "read-gradebook", "read-other-student", "list-other-students",
-           "write-outside", "write-other-student", "network"]
+           "write-outside", "write-other-student", "network", "read-connection-file"]
 
 
 def test_grading_works_inside_the_sandbox(graded):

@@ -4,7 +4,9 @@ and above the same 30 steps at lr 5e-5, whose training loss is still higher. Its
 MiniLM (the same config, random weights), gives the probe the plain reviews' verdict almost as well as
 MiniLM, the negated ones far less well, and a far weaker sentiment direction from two class means, along
 which every flipped pair of sentences moves less (the
-lesson's pairs, those whose verdict words no review uses included). This re-runs the lesson's recipe on five seeds (the
+lesson's pairs, those whose verdict words no review uses included). In MiniLM's cosine a flip moves a sentence more
+than a same-verdict synonym and less than a topic swap, and a shared verdict raises the cosine between reviews; in the
+untrained copy neither shows. This re-runs the lesson's recipe on five seeds (the
 reviews, where "not" goes, the untrained weights, the head's initialisation and the batch order; seed 0
 is the notebook's own run) and fails, naming the claim, if a ranking flips."""
 import copy
@@ -23,6 +25,11 @@ FLIPPED = [("The soup was great.", "The soup was awful."), ("I loved this hotel.
            ("the pizza was brilliant", "the pizza was dreadful"),   # the lesson's pairs, then its four whose verdict words no review uses
            ("I adored this film.", "I detested this film."), ("The concert was fantastic.", "The concert was horrible."),
            ("The room was perfect.", "The room was disgusting."), ("What a delightful evening.", "What a miserable evening.")]
+EDITS = {"flip": FLIPPED[:3],                              # the lesson's one-word edits: its three flips, and two controls
+         "synonym": [("The soup was great.", "The soup was excellent."), ("I loved this hotel.", "I adored this hotel."),
+                     ("the pizza was brilliant", "the pizza was wonderful")],
+         "topic": [("The soup was great.", "The hotel was great."), ("I loved this hotel.", "I loved this film."),
+                   ("the pizza was brilliant", "the phone was brilliant")]}
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +143,10 @@ def _run(real, seed):
         Z_p, Z_pt = (_sentence_embeddings(encoder, tokenizer, [e.text for e in s]) for s in (plain_train, plain_test))
         plain = balanced_accuracy(_probe(Z_p, y_p, Z_pt).argmax(-1), y_pt)
         result["plain", name] = (plain, *_direction(Z_p, y_p, Z_pt, y_pt, _sentence_embeddings(encoder, tokenizer, flipped)))
+        cos, same = Z_pt @ Z_pt.T, y_pt[:, None] == y_pt[None, :]
+        E = {kind: _sentence_embeddings(encoder, tokenizer, [s for pair in pairs for s in pair]) for kind, pairs in EDITS.items()}
+        result["cosine", name] = ({kind: (e[0::2] * e[1::2]).sum(-1) for kind, e in E.items()},
+                                  cos[same & ~torch.eye(len(y_pt), dtype=torch.bool)].mean().item() - cos[~same].mean().item())
     return result
 
 
@@ -175,3 +186,24 @@ def test_what_the_untrained_control_shows_holds_on_five_seeds(runs):
             f"claim flipped on seed {s}: 'the untrained copy's class means give a much weaker direction' ({table})"
         assert bool((trained[2] > untrained[2]).all()), \
             f"claim flipped on seed {s}: 'every flip moves MiniLM's embedding more along its direction' ({table})"
+
+
+def test_what_the_cosine_says_about_the_verdict_holds_on_five_seeds(runs):
+    """Section 6's cosines: in MiniLM a flip moves a sentence more than a synonym and less than a topic swap, and a
+    shared verdict raises the cosine between test reviews ten times more than in the untrained copy, where every
+    one-word edit leaves the cosine near 1. The pairs are fixed sentences: only the untrained weights and the
+    reviews change with the seed."""
+    table = "; ".join(
+        f"seed {s}: " + ", ".join(f"{name} {kind} {[round(v, 2) for v in c.tolist()]}" for name in ("MiniLM", "untrained")
+                                  for kind, c in r["cosine", name][0].items())
+        + f" · within − across: MiniLM {r['cosine', 'MiniLM'][1]:.3f}, untrained {r['cosine', 'untrained'][1]:.3f}"
+        for s, r in zip(SEEDS, runs))
+    print(table)
+    for s, r in zip(SEEDS, runs):
+        (trained, gap), (untrained, gap_u) = r["cosine", "MiniLM"], r["cosine", "untrained"]
+        assert trained["synonym"].min() > trained["flip"].max() and trained["flip"].min() > trained["topic"].max(), \
+            f"claim flipped on seed {s}: 'in MiniLM a flip moves a sentence more than a synonym, less than a topic swap' ({table})"
+        assert min(c.min() for c in untrained.values()) > 0.95, \
+            f"claim flipped on seed {s}: 'in the untrained copy every one-word edit leaves the cosine near 1' ({table})"
+        assert gap > 10 * abs(gap_u), \
+            f"claim flipped on seed {s}: 'a shared verdict raises MiniLM's cosine, the untrained copy's hardly' ({table})"

@@ -70,14 +70,28 @@ def respond(grade_id: str, namespace: dict | None = None, folder: str = FOLDER) 
 
 def _publish(pub: Any, data: dict) -> None:
     """Send `data` as display data, as ipykernel's publisher does, but past the hooks a notebook can register on it
-    (`display_pub.register_hook`: a red team's hook rewrote the answers on their way out)."""
-    session, socket = getattr(pub, "session", None), getattr(pub, "pub_socket", None)
-    if session is None or socket is None:   # not ipykernel's publisher: its own publish
+    (`display_pub.register_hook`: a red team's hook rewrote the answers on their way out) and through the channel
+    as it was when this module was imported (`_CHANNEL`), in the lesson's setup cell: the Session is shared with
+    sys.stdout, sys.stderr and every widget, and red teams replaced its `send` through each of them."""
+    if _CHANNEL is None:   # not ipykernel's publisher (or imported outside a kernel): the publisher's own publish
         pub.publish(data=data, metadata={})
         return
-    pub._flush_streams()   # the cell's prints first, as publish does
-    msg = session.msg("display_data", {"data": data, "metadata": {}, "transient": {}}, parent=pub.parent_header)
-    session.send(socket, msg, ident=pub.topic)
+    publisher, session, socket, flush, message, send = _CHANNEL
+    flush(publisher)   # the cell's prints first, as publish does
+    msg = message(session, "display_data", {"data": data, "metadata": {}, "transient": {}},
+                  parent=publisher.parent_header)
+    send(session, socket, msg, ident=publisher.topic)
+
+
+def _channel() -> tuple | None:
+    """(publisher, its session, its socket, and the class functions that flush, build and send a message), taken
+    now: functions of the classes, not attributes looked up when the answers leave, so that a `send` replaced
+    later on the session or its class is not the one called."""
+    pub = getattr(_shell(), "display_pub", None)
+    session, socket = getattr(pub, "session", None), getattr(pub, "pub_socket", None)
+    if session is None or socket is None or not hasattr(type(pub), "_flush_streams"):
+        return None
+    return pub, session, socket, type(pub)._flush_streams, type(session).msg, type(session).send
 
 
 def _shell():
@@ -86,6 +100,9 @@ def _shell():
     except ImportError:
         return None
     return get_ipython()
+
+
+_CHANNEL = _channel()
 
 
 def _run(answer: Any, call: dict) -> dict:

@@ -191,6 +191,29 @@ ANSWER_LATER = SOL["padding_mask"].replace("def padding_mask(", "def _right(") +
     headlab.kernel.respond('test_padding_mask', {'padding_mask': _right})
     print('forged answers given')
     """)
+# Red teams 6-8 (held out; written here): the kernel's Session, shared with sys.stdout, sys.stderr and every widget,
+# given a `send` (on the object and on its class) that turns a transposed causal_mask into the right one on its way
+# out. respond sends through the class functions it took at import, in the setup cell, so the answers leave as given.
+TRANSPOSED = SOL["causal_mask"].replace("return j <= i", "return j >= i")
+SESSION_SEND = textwrap.dedent("""\
+    import sys, base64, torch
+    def _fix(msg):
+        for key, v in msg.get('content', {}).get('data', {}).items():
+            if key.endswith('answers+json') and v.get('grade_id') == 'test_causal_mask':
+                for result in (r for a in v['answers'] for r in a['results']):
+                    t = result.get('value')
+                    if isinstance(t, dict) and 'b' in t:
+                        n = t['shape'][0]
+                        m = torch.frombuffer(bytearray(base64.b64decode(t['b'])), dtype=torch.uint8).reshape(n, n)
+                        t['b'] = base64.b64encode(m.t().contiguous().numpy().tobytes()).decode()
+        return msg
+    _session = sys.stdout.session
+    _send = type(_session).send
+    def _rewriting_send(self, stream, msg_or_type, *a, **k):
+        return _send(self, stream, _fix(msg_or_type) if isinstance(msg_or_type, dict) else msg_or_type, *a, **k)
+    type(_session).send = _rewriting_send
+    _session.send = lambda *a, **k: _rewriting_send(_session, *a, **k)
+    """)
 LEAK = ("def _leak(info):\n    print(info.raw_cell)\n"
         "get_ipython().events.register('pre_run_cell', _leak)")
 FRAMES = SOL["padding_mask"].replace("    positions =", "    import sys\n    _ = sys._getframe(1)\n"
@@ -224,6 +247,7 @@ EXPECTED = {
     "xss-and-scratch": (4, False), "flood": (4, False), "disk-frames": (4, True), "spawner": (4, True),
     "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, True),   # its thread: flagged
     "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
+    "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
 }
 
 
@@ -247,6 +271,7 @@ def build(root):
     submit(root, "forgery-and-leak", with_cells(rel, (IMPORTS, FORGE), (IMPORTS, LEAK)))
     submit(root, "forgery-kit", with_cells(rel, (IMPORTS, FORGE_MORE)))
     submit(root, "bad-signature", with_cells(fill(rel, SOL), ("test_padding_mask", BAD_SIGNATURE)))
+    submit(root, "session-send", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_SEND)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
 

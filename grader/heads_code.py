@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import string
 
 # Magics that run Python code given to them: their code is read as part of the cell (`parse`)
 CODE_MAGICS = {"time", "timeit", "capture", "prun"}
@@ -22,7 +23,8 @@ def parse(source: str) -> ast.Module | None:
         tree = ast.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError, RecursionError):
         return None
-    inner = [parse(code) for code in magic_code(tree)]
+    inner = [parse(code) if code is not None else None
+             for code in [*magic_code(tree), *expanded_code(tree), *timed_code(tree)]]
     if any(t is None for t in inner):   # the code a magic runs that is not Python: read as nothing, flagged
         tree.body.append(ast.Expr(ast.Call(ast.Name("heads_unreadable_magic", ast.Load()), [], [])))
     tree.body += [stmt for t in inner if t is not None for stmt in t.body]
@@ -65,6 +67,52 @@ def magic_code(tree: ast.AST) -> list[str]:
             if name != "capture":   # %%capture's line names a variable, not code
                 code.append(re.sub(r"^(\s*-[a-zA-Z](\s*\d+)?)+\s", "", " " + line).strip())
     return [c for c in code if c]
+
+
+def expanded_code(tree: ast.AST) -> list[str | None]:
+    """The Python IPython evaluates inside a magic's line or a shell command before running it: the `{expr}` of
+    `%matplotlib {exec(code) or 'inline'}` or `!echo {expr}` (its FullEvalFormatter joins a field and its format
+    spec with ':'). None for a field that is not Python, which the caller flags."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        index = {"run_line_magic": 1, "run_cell_magic": 1, "system": 0, "getoutput": 0, "system_raw": 0,
+                 "system_piped": 0}.get(node.func.attr)
+        arg = node.args[index] if index is not None and len(node.args) > index else None
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and "{" in arg.value):
+            continue
+        try:
+            fields = [(name, spec) for _, name, spec, _ in string.Formatter().parse(arg.value) if name is not None]
+        except ValueError:
+            found.append(None)
+            continue
+        for name, spec in fields:
+            candidates = [f"{name}:{spec}", name] if spec else [name]
+            readable = [c for c in candidates if _expression(c)]
+            found.append(readable[0] if readable else None)
+    return found
+
+
+def timed_code(tree: ast.AST) -> list[str]:
+    """The statements given to timeit as strings (`timeit.timeit("causal_mask(64)", ...)`), which it compiles."""
+    return [a.value for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and (dotted(node.func, {}) or "").split(".")[-1] in ("timeit", "repeat", "Timer")
+            for a in [*node.args[:2], *(k.value for k in node.keywords if k.arg in ("stmt", "setup"))]
+            if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+
+
+def _expression(text: str) -> bool:
+    try:
+        ast.parse(text, mode="eval")
+        return True
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+
+
+def bound_values(name: str, tree: ast.Module) -> list | None:
+    """The expressions `name` is bound to in `tree` (None in the list: a binding that cannot be followed)."""
+    return _NameValues.of(tree).values.get(name)
 
 
 def imports(tree: ast.AST) -> dict[str, str]:

@@ -34,8 +34,8 @@ import json
 import os
 import re
 
-from heads_code import (CODE_MAGICS, bindings, call_root, chain_root, dotted, free_names, imports, module_level_stores,
-                        names_in, names_of, parse, plain_prefix, resolved, root, shown)
+from heads_code import (CODE_MAGICS, bindings, bound_values, call_root, chain_root, dotted, free_names, imports,
+                        module_level_stores, names_in, names_of, parse, plain_prefix, resolved, root, shown)
 
 WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
            # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
@@ -263,16 +263,32 @@ def _everyday_magic(call: ast.Call) -> bool:
         name == "config" and re.fullmatch(r"InlineBackend\.\w+\s*=\s*['\"][\w-]+['\"]", line) is not None)
 
 
+def _own_object(target: ast.AST, tree: ast.Module) -> bool:
+    """Whether `target` is the student's own object: `self`/`cls`, or a name bound only to instances of classes the
+    notebook defines (`box = Box()`). A name bound to anything else (`out = sys.stdout`) may hold the kernel's."""
+    if not isinstance(target, ast.Name):
+        return False
+    if target.id in ("self", "cls"):
+        return True
+    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    values = bound_values(target.id, tree)
+    return bool(values) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in classes
+                                for v in values)
+
+
 def _namespace_read_plainly(call: ast.Call, parent: ast.AST | None, tree: ast.Module, aliases: dict[str, str]) -> bool:
     """Whether `globals()` (or locals(), vars()) is only looked at (`print(globals())`) or read by names the notebook
     spells that are its own (`globals()[name]` over `['padding_mask', 'causal_mask']`), not IPython's
     (`get_ipython`, `exit`, `In`, `_oh`) nor special."""
-    if isinstance(parent, ast.Call) and dotted(parent.func, aliases) in LOOKS_AT:
-        return True
+    if isinstance(parent, ast.Call) and dotted(parent.func, aliases) in LOOKS_AT or isinstance(parent, ast.Compare):
+        return True   # print(globals()), 'cache' in globals()
+    if isinstance(parent, ast.keyword) and parent.arg == "globals":
+        return True   # timeit.timeit("causal_mask(64)", globals=globals()): the string is read as code
     if not (isinstance(parent, ast.Subscript) and parent.value is call):
         return False
     names = names_of(parent.slice, tree)
-    return names is not None and not any(n.startswith("_") or n in IPYTHON_NAMES for n in names)
+    return names is not None and not any(n.startswith("_") or n in IPYTHON_NAMES | IPYTHON_ATTRS | SHELL_ONLY_ATTRS
+                                         for n in names)
 
 
 def _module_inside(name: str) -> bool:
@@ -379,11 +395,16 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     node, parents.get(id(node)), notebook or tree, aliases):
                 # globals()["get_" + "ipython"]() is the shell, by a name no rule reads
                 found.append(f"reads the notebook's namespace: {func}()")
+            elif func == "vars" and node.args and not watched(node.args[0]) and not _namespace_read_plainly(
+                    node, parents.get(id(node)), notebook or tree, aliases):
+                # vars(sys.stdout)["session"]: an attribute by a name no rule reads (red team 8)
+                found.append(f"reads an object's namespace: vars({shown(node.args[0])})")
             unsafe_load = (func == "torch.load" and any(k.arg == "weights_only" and not _constant(k.value, True)
                                                          for k in node.keywords)) or (
                 func in ("numpy.load", "numpy.lib.npyio.load") and any(   # unpickles: red team 7's np.load
                     k.arg == "allow_pickle" and not _constant(k.value, False) for k in node.keywords))
-            if func in TIMERS and any(not isinstance(a, (ast.Lambda, ast.Name)) or _string_name(a, notebook or tree)
+            if func in TIMERS and any(not isinstance(a, (ast.Lambda, ast.Name, ast.Constant))
+                                      or _string_name(a, notebook or tree)
                                       for a in [*node.args[:2], *(k.value for k in node.keywords
                                                                   if k.arg in ("stmt", "setup"))]):
                 found.append(f"runs code from a string: {func}()")   # timeit.timeit("exec(note)", ...)
@@ -457,10 +478,15 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"reads a module's namespace: {node.value.id}.__dict__")
             if isinstance(node, ast.Attribute) and attr == "__dict__" and watched(node.value):
                 found.append(f"patches a module: touches {watched(node.value)}.__dict__")
+            elif isinstance(node, ast.Attribute) and attr == "__dict__" and not _namespace_read_plainly(
+                    node, parents.get(id(node)), notebook or tree, aliases):
+                found.append(f"reads an object's namespace: {shown(node)}")   # sys.stderr.__dict__["session"]
             if attr in ("__torch_function__", "__torch_dispatch__"):
                 found.append(f"patches torch: defines {attr}")
-            elif _special(attr) and attr not in FUNCTION_INTERNALS | {"__getattribute__", "__dict__"}:
-                found.append(f"reaches a special attribute: {attr}")
+            elif _special(attr) and attr not in FUNCTION_INTERNALS | {"__getattribute__", "__dict__"} and not (
+                    name == "object.__setattr__" and isinstance(parents.get(id(node)), ast.Call)
+                    and [ast.unparse(a) for a in parents[id(node)].args[:1]] == ["self"]):
+                found.append(f"reaches a special attribute: {attr}")   # (a frozen dataclass sets its own fields)
             parent = parents.get(id(node))
             if isinstance(node.ctx, ast.Load) and not isinstance(parent, (ast.Attribute, ast.arguments)) and not (
                     isinstance(parent, ast.Call) and (parent.func is node or _read_harmlessly(parent, node, aliases))) and not (
@@ -496,7 +522,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"spawns processes: imports {name}")
                 if _everywhere(name):
                     found.append(f"changes what every later operation does: imports {name}")
-                if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES:
+                if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES and \
+                        not name.startswith("importlib.metadata"):   # a package's version
                     found.append(f"imports a module the course never uses: {name or '.'}")
                 if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
                     found.append(f"inspects frames or modules: imports {name}")
@@ -538,7 +565,7 @@ def _by_name_flags(func: str, call: ast.Call, tree: ast.Module, aliases: dict[st
         return []
     module = watched(target) if target is not None else None
     shell = target is None or is_shell(target)
-    risky = shell or module or not isinstance(target, ast.Name) or target.id in aliases
+    risky = shell or module or not _own_object(target, tree) or target.id in aliases
     flags, names = [], set()
     for arg in name_args:
         known = names_of(arg, tree)

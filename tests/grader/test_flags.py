@@ -179,6 +179,14 @@ FORGERIES = {
     "code-in-an-annotation": "import typing\nnote = 'print(1)'\ndef report(x: 'exec(note) or int'):\n    pass\n"
                              "typing.get_type_hints(report)",
     "code-in-a-timer": "import timeit\nnote = 'print(1)'\ntimeit.timeit(note, number=1)",
+    "code-in-a-timer-string": "import timeit\ntimeit.timeit('import headlab.kernel', number=1)",
+    # Red team 8 (held out; written here): the session by a name no attribute rule reads, and code IPython
+    # evaluates inside a magic's line or a shell command before it runs them
+    "session-by-vars": "import sys\nout = sys.stdout\nsess = vars(out)['session']",
+    "session-by-dict": "import sys\nsess = sys.stderr.__dict__['session']",
+    "session-by-built-name": "import sys\nout = sys.stdout\ns = getattr(out, 's' + ''.join(reversed('noisse')))",
+    "code-in-a-magic-line": "code = 'print(1)'\n%matplotlib {exec(code) or 'inline'}",
+    "code-in-a-shell-command": "code = 'print(1)'\n!echo {exec(code) or 'ok'}",
     "function-from-bytecode": "import types\nf = types.FunctionType(types.CodeType(*[0] * 16), {})",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
@@ -200,6 +208,13 @@ HONEST = {
                    "    return x\nclass Box:\n    size: 'int' = 3",
     "timed-function": "import timeit\nprint(timeit.timeit(lambda: causal_mask(64), number=10))\n"
                       "def run():\n    causal_mask(8)\nprint(timeit.repeat(run, number=3))",
+    "red-team-8-style-honest": "import timeit\nprint(timeit.timeit('causal_mask(64)', globals=globals(), number=2))\n"
+                               "if 'cache' not in globals():\n    cache = {}\n"
+                               "from importlib.metadata import version\nprint(version('torch'))\n"
+                               "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass P:\n    n: int\n"
+                               "    def __post_init__(self):\n        object.__setattr__(self, 'n', int(self.n))",
+    "own-namespaces": "class Cfg:\n    def __init__(self):\n        self.lr = 0.1\ncfg = Cfg()\nprint(vars(cfg), vars(cfg)['lr'])\n"
+                      "path = '.'\n!ls {path}",
     "course-plots-and-arrays": "from headlab.plots import show_mask, show_change\nimport numpy as np\n"
                                "np.save('m.npy', np.ones(2))\nprint(np.load('m.npy'))",
     "pip": "%pip install -q numpy",

@@ -10,6 +10,11 @@ import string
 
 # Magics that run Python code given to them: their code is read as part of the cell (`parse`)
 CODE_MAGICS = {"time", "timeit", "capture", "prun"}
+# What IPython turns `%magic` and `%%magic` into, and `!cmd` (`get_ipython().system(...)`, `x = !cmd`: getoutput)
+MAGIC_METHODS = ("run_line_magic", "run_cell_magic")
+SHELL_METHODS = {"system", "system_raw", "system_piped", "getoutput"}
+# Timers that compile a string they are given (read as code: `timed_code`)
+TIMERS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
 
 
 @functools.lru_cache(maxsize=4096)  # the release's cells recur in every submission
@@ -25,10 +30,10 @@ def parse(source: str) -> ast.Module | None:
         return None
     inner = [parse(code) if code is not None else None
              for code in [*magic_code(tree), *expanded_code(tree), *timed_code(tree)]]
+    annotations = [ast.Expr(expr) for expr in string_annotations(tree)]   # the inner trees have read their own
     if any(t is None for t in inner):   # the code a magic runs that is not Python: read as nothing, flagged
         tree.body.append(ast.Expr(ast.Call(ast.Name("heads_unreadable_magic", ast.Load()), [], [])))
-    tree.body += [stmt for t in inner if t is not None for stmt in t.body]
-    tree.body += [ast.Expr(expr) for expr in string_annotations(tree)]
+    tree.body += [stmt for t in inner if t is not None for stmt in t.body] + annotations
     return tree
 
 
@@ -51,8 +56,8 @@ def magic_calls(tree: ast.AST):
     """(call, magic's name, its arguments) for each `get_ipython().run_line_magic(...)` or `run_cell_magic(...)`
     in `tree`: what IPython makes of `%name line` and `%%name line\nbody`."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "run_line_magic", "run_cell_magic") and node.args and isinstance(node.args[0], ast.Constant):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MAGIC_METHODS \
+                and node.args and isinstance(node.args[0], ast.Constant):
             yield node, node.args[0].value, [a.value for a in node.args[1:] if isinstance(a, ast.Constant)]
 
 
@@ -77,8 +82,7 @@ def expanded_code(tree: ast.AST) -> list[str | None]:
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
-        index = {"run_line_magic": 1, "run_cell_magic": 1, "system": 0, "getoutput": 0, "system_raw": 0,
-                 "system_piped": 0}.get(node.func.attr)
+        index = 1 if node.func.attr in MAGIC_METHODS else 0 if node.func.attr in SHELL_METHODS else None   # the line
         arg = node.args[index] if index is not None and len(node.args) > index else None
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and "{" in arg.value):
             continue
@@ -97,7 +101,7 @@ def expanded_code(tree: ast.AST) -> list[str | None]:
 def timed_code(tree: ast.AST) -> list[str]:
     """The statements given to timeit as strings (`timeit.timeit("causal_mask(64)", ...)`), which it compiles."""
     return [a.value for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and (dotted(node.func, {}) or "").split(".")[-1] in ("timeit", "repeat", "Timer")
+            and (dotted(node.func, {}) or "").split(".")[-1] in {t.split(".")[-1] for t in TIMERS}
             for a in [*node.args[:2], *(k.value for k in node.keywords if k.arg in ("stmt", "setup"))]
             if isinstance(a, ast.Constant) and isinstance(a.value, str)]
 

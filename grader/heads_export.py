@@ -19,7 +19,8 @@ A notebook flagged for review (its code or its results look forged) is held: its
 of the total, and `flags` says `HELD <score> of <max> until reviewed` before the reasons, until the instructor
 has looked and clears it (`cleared`, `grade.py export --clear STUDENT/LESSON`). A forged score is so worth
 nothing unread, and an honest one flagged by mistake costs a look, not the points. An id two names shared at
-collect, and a shell command (`!ls`, `%pip`: heads_flags.NOT_HELD), are flagged but not held.
+collect, and a shell command that only looks around or installs a package by name (`!ls`, `%pip install -q
+numpy`: heads_flags.NOT_HELD), are flagged but not held.
 """
 from __future__ import annotations
 

@@ -34,8 +34,9 @@ import json
 import os
 import re
 
-from heads_code import (CODE_MAGICS, bindings, bound_values, call_root, chain_root, dotted, free_names, imports,
-                        module_level_stores, names_in, names_of, parse, plain_prefix, resolved, root, shown)
+from heads_code import (CODE_MAGICS, MAGIC_METHODS, SHELL_METHODS, TIMERS, bindings, bound_values, call_root,
+                        chain_root, dotted, free_names, imports, module_level_stores, names_in, names_of, parse,
+                        plain_prefix, resolved, root, shown)
 
 WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
            # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
@@ -49,7 +50,6 @@ SPAWN_MODULES = {"subprocess", "multiprocessing", "pty", "torch.multiprocessing"
 SPAWN_CALLS = re.compile(r"^(os\.(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*)|"
                          r"pty\.spawn|concurrent\.futures\.ProcessPoolExecutor|"
                          r"asyncio\.create_subprocess_\w+)$")
-SHELL_METHODS = {"system", "system_raw", "system_piped", "getoutput"}
 # Shell commands that only look around, make a folder, or install a package by name (see _benign_command): flagged
 # for a look, not held. Any other command or script runs a program no flag reads.
 BENIGN_COMMANDS = {"ls", "ll", "pwd", "nvidia-smi", "nproc", "free", "df", "du", "uname", "date", "which", "mkdir",
@@ -123,8 +123,6 @@ CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykerne
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
                    "dill.loads", "cloudpickle.loads", "types.CodeType", "types.FunctionType", "types.LambdaType",
                    "pandas.read_pickle", "shelve.open"}   # torch.load and numpy.load: when they unpickle (below)
-# Timers that compile a string they are given: a statement as a function is fine, as a string it is code
-TIMERS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
 # What inspect may do in a student's cell: read a signature, a source or a docstring, test a kind. Any other
 # function of it hands over the course's objects (getmodule, getmembers, getattr_static, getclosurevars).
 INSPECT_READS = {"signature", "getsource", "getsourcelines", "getdoc", "cleandoc", "isclass", "isfunction",
@@ -160,7 +158,7 @@ OWN_SUBMODULES = {"torch.random", "numpy.random", "pandas.io", "torch.serializat
 # syntax (`%matplotlib`, `!ls`, `%%time`) turns into. The shell used as an object reaches the kernel, its
 # session and the socket the answers leave on (a red team rewrote them in session.send).
 SHELL_GETTERS = {"get_ipython", "IPython.get_ipython", "IPython.core.getipython.get_ipython"}
-MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}
+MAGIC_CALLS = {*MAGIC_METHODS, "system", "getoutput"}
 IPYTHON_FOR_STUDENTS = ("IPython.display", "IPython.core.display", "IPython.get_ipython",
                         "IPython.core.getipython.get_ipython")
 # Builtins that only look at what they are given: a module printed or listed is not a module handed on
@@ -327,7 +325,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
     student's cells define as functions of their own (`def eval(mask)`), whose calls are theirs; `notebook`: all
     the student's cells as one module, where the names a getattr can read are looked up."""
     found = []
-    shells = {"get_ipython()", "IPython.get_ipython()", "IPython.core.getipython.get_ipython()"}
+    shells = {f"{getter}()" for getter in SHELL_GETTERS}
     own = imports(tree)
     aliases = {**aliases, **own}
     for node in ast.walk(tree):  # names bound to the shell: ip = get_ipython()
@@ -423,13 +421,13 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if isinstance(node.func, ast.Attribute) and is_shell(node.func.value):
                 magic = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
                 if node.func.attr in SHELL_METHODS or (
-                        node.func.attr in ("run_line_magic", "run_cell_magic") and magic in SHELL_MAGICS):
+                        node.func.attr in MAGIC_METHODS and magic in SHELL_MAGICS):
                     command = _shell_command(node)
                     found.append(f"spawns processes: a shell command ({command})" if _benign_command(command) else
                                  "runs a program the grader cannot read: " + (
                                      f"%{magic}" if node.func.attr.startswith("run_") else
                                      f"!{(command.split() or ['?'])[0]} ..."))
-                elif node.func.attr in ("run_line_magic", "run_cell_magic") and not _everyday_magic(node):
+                elif node.func.attr in MAGIC_METHODS and not _everyday_magic(node):
                     found.append(f"runs a magic the course does not use: %{magic}")
             if isinstance(node.func, ast.Name) and node.func.id == "heads_unreadable_magic":
                 found.append("runs code in a magic that is not Python the grader can read")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 import io
 import json
-import sys
 import os
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Callable, Sequence

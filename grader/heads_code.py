@@ -74,10 +74,11 @@ def magic_code(tree: ast.AST) -> list[str]:
     return [c for c in code if c]
 
 
-def expanded_code(tree: ast.AST) -> list[str | None]:
+def expanded_code(tree: ast.AST) -> list[str]:
     """The Python IPython evaluates inside a magic's line or a shell command before running it: the `{expr}` of
     `%matplotlib {exec(code) or 'inline'}` or `!echo {expr}` (its FullEvalFormatter joins a field and its format
-    spec with ':'). None for a field that is not Python, which the caller flags."""
+    spec with ':'). A field that is not Python is left out: IPython's eval of it fails and the line runs
+    unexpanded; the fields before a malformed one are still evaluated, so they are read."""
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -86,24 +87,44 @@ def expanded_code(tree: ast.AST) -> list[str | None]:
         arg = node.args[index] if index is not None and len(node.args) > index else None
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and "{" in arg.value):
             continue
-        try:
-            fields = [(name, spec) for _, name, spec, _ in string.Formatter().parse(arg.value) if name is not None]
-        except ValueError:
-            found.append(None)
-            continue
-        for name, spec in fields:
-            candidates = [f"{name}:{spec}", name] if spec else [name]
-            readable = [c for c in candidates if _expression(c)]
-            found.append(readable[0] if readable else None)
+        found += [field for field in _format_fields(arg.value) if _expression(field)]
     return found
 
 
+def _format_fields(text: str):
+    """Each `{field}` of `text` as FullEvalFormatter evaluates it (`name:spec`), and its name alone too, the
+    reading that flags more; up to a malformed brace, where formatting stops."""
+    try:
+        for _, name, spec, _ in string.Formatter().parse(text):
+            if name is not None:
+                yield from [f"{name}:{spec}", name] if spec else [name]
+    except ValueError:
+        return
+
+
 def timed_code(tree: ast.AST) -> list[str]:
-    """The statements given to timeit as strings (`timeit.timeit("causal_mask(64)", ...)`), which it compiles."""
-    return [a.value for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and (dotted(node.func, {}) or "").split(".")[-1] in {t.split(".")[-1] for t in TIMERS}
-            for a in [*node.args[:2], *(k.value for k in node.keywords if k.arg in ("stmt", "setup"))]
-            if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    """The statements given to timeit as strings (`timeit.timeit("causal_mask(64)", ...)`), read as timeit reads
+    them: it compiles the setup alone, then setup and statement together, and runs nothing if either fails, so
+    text that is not Python (`itertools.repeat("two words")`, read here by the call's last name) is left out."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call)
+                and (dotted(node.func, {}) or "").split(".")[-1] in {t.split(".")[-1] for t in TIMERS}):
+            continue
+        given = dict(zip(("stmt", "setup"), node.args[:2])) | {k.arg: k.value for k in node.keywords}
+        stmt, setup = ([a.value] if isinstance(a, ast.Constant) and isinstance(a.value, str) else []
+                       for a in (given.get("stmt"), given.get("setup")))
+        if (not setup or _statements(setup[0])) and _statements("\n".join(setup + stmt)):
+            found.append("\n".join(setup + stmt))
+    return found
+
+
+def _statements(text: str) -> bool:
+    try:
+        ast.parse(text)
+        return True
+    except (SyntaxError, ValueError, RecursionError):
+        return False
 
 
 def _expression(text: str) -> bool:

@@ -180,6 +180,7 @@ FORGERIES = {
                              "typing.get_type_hints(report)",
     "code-in-a-timer": "import timeit\nnote = 'print(1)'\ntimeit.timeit(note, number=1)",
     "code-in-a-timer-string": "import timeit\ntimeit.timeit('import headlab.kernel', number=1)",
+    "code-before-a-malformed-field": "!echo {exec(note) or 'x'} {",
     # Red team 8 (held out; written here): the session by a name no attribute rule reads, and code IPython
     # evaluates inside a magic's line or a shell command before it runs them
     "session-by-vars": "import sys\nout = sys.stdout\nsess = vars(out)['session']",
@@ -254,6 +255,9 @@ HONEST = {
                                "%reset -f",
     "own-functions-by-name": "import random\nfor name in ['padding_mask', 'causal_mask']:\n"
                              "    print(name, globals()[name], random.random())",
+    # not Python, so nothing runs: itertools.repeat's string, a field IPython cannot evaluate
+    "strings-that-are-not-code": "from itertools import repeat\nprint(list(repeat('two words', 2)))\n"
+                                 "!echo { x} '{two words}'",
     "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
                         "import numpy as np\nimport matplotlib.pyplot as plt\nimport logging, platform\ngc.collect()",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"

@@ -115,6 +115,10 @@ HOOK_METHODS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__",
 # looks like an honest head could compute something else while the grader's probe runs.
 TORCH_EVERYWHERE = ("torch.library", "torch.utils.cpp_extension", "torch.hub", "torch.package", "torch.overrides",
                     "torch.ops", "torch.utils.hooks", "sys.addaudithook", "sys.breakpointhook")
+# What imports or calls a module named by a string (logging.config's '()' and 'ext://', ctypes' libraries), or
+# decides where imports come from: a module the notebook wrote would run unread
+BY_NAME_LOADERS = ("logging.config", "numpy.ctypeslib", "sys.path", "sys.meta_path", "sys.path_hooks",
+                   "sys.path_importer_cache")
 GLOBAL_HOOK = re.compile(r"^register_module_\w+$")   # torch.nn.modules.module.register_module_forward_hook, ...
 # Strings that name the kernel's side of grading or the channel it answers on: no answer spells them
 CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykernel", "jupyter_client", "zmq",
@@ -163,6 +167,7 @@ IPYTHON_FOR_STUDENTS = ("IPython.display", "IPython.core.display", "IPython.get_
                         "IPython.core.getipython.get_ipython")
 # Builtins that only look at what they are given: a module printed or listed is not a module handed on
 LOOKS_AT = {"print", "dir", "repr", "str", "help", "type", "id", "isinstance", "callable", "len", "hash"}
+NAMESPACES = {"vars", "globals", "locals", "builtins.vars", "builtins.globals", "builtins.locals"}
 CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module", "typing.get_type_hints",
                     "inspect.get_annotations", "typing.ForwardRef",
                     "importlib.reload", "builtins.exec", "builtins.eval"}
@@ -445,6 +450,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"reaches a private part of a module: {full}")
                 if _everywhere(full or attr):
                     found.append(f"changes what every later operation does: {full or attr}")
+                if (full or "").startswith(BY_NAME_LOADERS) and not _looked_at(node, parents, aliases):
+                    found.append(f"imports by a name or path the code gives: {full}")
                 first = chain_root(node)
                 called = isinstance(parents.get(id(node)), ast.Call) and parents[id(node)].func is node
                 if isinstance(first, ast.Name) and first.id in aliases and _module_inside(
@@ -497,6 +504,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     isinstance(parent, ast.Call) and parent.func is node):
                 # map(setattr, ...), partial(setattr), reduce(getattr, names, shell)
                 found.append(f"{'reaches' if name == 'getattr' else 'patches'} an object: passes {name} as a value")
+            if name in CODE_FROM_STRING | CODE_FROM_BYTES | NAMESPACES and name not in own_functions and isinstance(
+                    node.ctx, ast.Load) and not (isinstance(parent, ast.Call) and parent.func is node):
+                # run = exec; run(bytes.fromhex(...).decode()): the call no longer names what it runs
+                found.append(f"runs code from a string or reads a namespace: passes {name} as a value")
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             named = [word for word in CHANNEL_WORDS if word in node.value]
             if named:   # mock.patch("headlab.kernel.respond"), open(".heads_answers/...")
@@ -520,6 +531,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"spawns processes: imports {name}")
                 if _everywhere(name):
                     found.append(f"changes what every later operation does: imports {name}")
+                if name.startswith(BY_NAME_LOADERS):
+                    found.append(f"imports by a name or path the code gives: imports {name}")
                 if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES and \
                         not name.startswith("importlib.metadata"):   # a package's version
                     found.append(f"imports a module the course never uses: {name or '.'}")
@@ -539,6 +552,12 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if not rebinds_same:
                 found.append(f"patches a module: rebinds {name} ({watched_names[name]})")
     return found
+
+
+def _looked_at(node: ast.AST, parents: dict, aliases: dict) -> bool:
+    """Whether `node` is only printed or otherwise looked at: `print(sys.path)`."""
+    parent = parents.get(id(node))
+    return isinstance(parent, ast.Call) and node in parent.args and dotted(parent.func, aliases) in LOOKS_AT
 
 
 def _everywhere(name: str) -> bool:

@@ -152,7 +152,7 @@ def sandbox_command(cmd: list[str], workdir: str, private: str, scratch_size: in
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", workdir]
     env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
     env.update(HOME="/scratch", TMPDIR="/scratch", MPLCONFIGDIR="/scratch/matplotlib",
-               PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1", **NO_IMPORTS_FROM_WORKDIR,
                NBGRADER_EXECUTION=os.environ.get("NBGRADER_EXECUTION", "autograde"))
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     for key, value in sorted(env.items()):
@@ -164,6 +164,12 @@ def sandbox_command(cmd: list[str], workdir: str, private: str, scratch_size: in
     setuid = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"] \
         if uid is not None else []
     return args + ["--", *setuid, *nproc, *cmd]
+
+
+# The kernel imports nothing from its working folder (Python's -P; IPython then leaves '' out of sys.path too): a
+# module the notebook writes there (`%%writefile tqdm.py`) would otherwise be imported by a plain `import tqdm`, or
+# by name by matplotlib's or pandas' backend setting, and run code the flags never read.
+NO_IMPORTS_FROM_WORKDIR = {"PYTHONSAFEPATH": "1"}
 
 
 def disk_bytes(*folders: str) -> int:
@@ -270,6 +276,7 @@ class SandboxKernelManager(AsyncKernelManager):
             # the kernel along: interrupt by message (the kernel then signals itself).
             self.kernel_spec.interrupt_mode = "message"
         out = await super()._async_pre_start_kernel(**kw)
+        out[1].setdefault("env", dict(os.environ)).update(NO_IMPORTS_FROM_WORKDIR)   # sandboxed or not
         uid = self._kernel_uid()
         if self._private and uid is not None:
             # The kernel's own uid must write its folders and read its connection file.

@@ -181,6 +181,16 @@ FORGERIES = {
     "code-in-a-timer": "import timeit\nnote = 'print(1)'\ntimeit.timeit(note, number=1)",
     "code-in-a-timer-string": "import timeit\ntimeit.timeit('import headlab.kernel', number=1)",
     "code-before-a-malformed-field": "!echo {exec(note) or 'x'} {",
+    # exec, eval or vars as a value: the call that runs the string no longer names exec
+    "exec-as-a-value": "run = exec\nrun(bytes.fromhex('7072696e74283129').decode())",
+    "exec-in-a-map": "list(map(exec, [note]))",
+    "vars-as-a-value": "import sys\nread = vars\nsess = read(sys.stdout)['ses' + 'sion']",
+    # imports by a name or a path the code gives: a module the notebook wrote runs unread
+    "import-path-edited": "import sys\nsys.path.append('.')\nimport tqdm",
+    "import-path-by-name": "from sys import path\npath.insert(0, '')",
+    "logging-config-factory": "import logging.config\nlogging.config.dictConfig({'version': 1, 'handlers': "
+                              "{'h': {'()': 'helpers.make'}}})",
+    "native-library": "import numpy as np\nnp.ctypeslib.load_library('libhelp', '.')",
     # Red team 8 (held out; written here): the session by a name no attribute rule reads, and code IPython
     # evaluates inside a magic's line or a shell command before it runs them
     "session-by-vars": "import sys\nout = sys.stdout\nsess = vars(out)['session']",
@@ -255,6 +265,8 @@ HONEST = {
                                "%reset -f",
     "own-functions-by-name": "import random\nfor name in ['padding_mask', 'causal_mask']:\n"
                              "    print(name, globals()[name], random.random())",
+    "looks-at-imports": "import sys, logging\nprint(sys.path)\nlogging.basicConfig(level=logging.INFO)\n"
+                        "logging.getLogger('lesson').info('start')",
     # not Python, so nothing runs: itertools.repeat's string, a field IPython cannot evaluate
     "strings-that-are-not-code": "from itertools import repeat\nprint(list(repeat('two words', 2)))\n"
                                  "!echo { x} '{two words}'",

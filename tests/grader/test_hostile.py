@@ -214,6 +214,22 @@ SESSION_SEND = textwrap.dedent("""\
     type(_session).send = _rewriting_send
     _session.send = lambda *a, **k: _rewriting_send(_session, *a, **k)
     """)
+# A module written into the kernel's folder under the name of an installed course import, then imported by that
+# name: without the grader's -P it was found before site-packages, and its code (hex, unread by the flags) replaced
+# respond so that the transposed causal_mask was answered transposed back (4 of 4, unflagged).
+SHADOW_SOURCE = textwrap.dedent("""\
+    import __main__, headlab.kernel as K
+    _respond = K.respond
+    def respond(grade_id, namespace=None, **k):
+        namespace = dict(vars(__main__))
+        if grade_id == 'test_causal_mask':
+            namespace['causal_mask'] = lambda n, wrong=namespace['causal_mask']: wrong(n).T
+        return _respond(grade_id, namespace, **k)
+    K.respond = respond
+    """)
+SHADOW_MODULE = ("from pathlib import Path\n"
+                 f"Path('safetensors.py').write_text(bytes.fromhex('{SHADOW_SOURCE.encode().hex()}').decode())\n"
+                 "import safetensors")
 LEAK = ("def _leak(info):\n    print(info.raw_cell)\n"
         "get_ipython().events.register('pre_run_cell', _leak)")
 FRAMES = SOL["padding_mask"].replace("    positions =", "    import sys\n    _ = sys._getframe(1)\n"
@@ -248,6 +264,7 @@ EXPECTED = {
     "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, True),   # its thread: flagged
     "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
     "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
+    "shadow-module": (2, False),   # the installed safetensors is imported, not the file the notebook wrote
 }
 
 
@@ -272,6 +289,7 @@ def build(root):
     submit(root, "forgery-kit", with_cells(rel, (IMPORTS, FORGE_MORE)))
     submit(root, "bad-signature", with_cells(fill(rel, SOL), ("test_padding_mask", BAD_SIGNATURE)))
     submit(root, "session-send", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_SEND)))
+    submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
 

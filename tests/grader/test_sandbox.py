@@ -44,6 +44,8 @@ def attacks(root, port) -> dict[str, str]:
         "network": f"socket.create_connection(('127.0.0.1', {port}), timeout=3).close()",
         # the kernel's sockets and signing key: with them a child process can send the kernel code to run
         "read-connection-file": "import sys; open(sys.argv[sys.argv.index('-f') + 1]).read(10)",
+        # a module the notebook writes, imported by name (`%%writefile tqdm.py`): PYTHONSAFEPATH, sandbox or not
+        "import-from-workdir": "open('heads_written.py', 'w').write('X = 1'); import heads_written",
     }
 
 
@@ -146,6 +148,14 @@ def test_attack_works_without_the_sandbox(graded, attack):
     assert got["honest"]["score"] == 4
 
 
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_module_written_in_the_working_folder_is_not_imported(graded, mode):
+    """Closed by the kernel's environment, not a flag: without it `import tqdm` found the notebook's own tqdm.py
+    before site-packages (test_hostile's shadow-module student)."""
+    root, got, log = graded[mode]
+    assert "import-from-workdir" not in leaked(root), f"sandbox {mode}: the kernel imported a module it wrote"
+
+
 def test_kernel_sees_only_its_own_folder(graded, tmp_path):
     """What the sandbox shows the kernel: no course folders at all."""
     root, _, _ = graded["on"]
@@ -178,14 +188,16 @@ def test_grader_only_packages_inside_what_the_kernel_sees_are_shown_empty(tmp_pa
     monkeypatch.delitem(sys.modules, "heads_mistakes", raising=False)
     hidden = grader_only_paths([str(workdir)])
     assert hidden == [os.path.realpath(workdir / "heads_mistakes")]
-    probe = ("import os; print(os.listdir('heads_mistakes'))\n"   # python -c imports from the working folder
+    # the kernel imports nothing from its working folder (PYTHONSAFEPATH); here the folder stands for site-packages
+    python = ["env", "-u", "PYTHONSAFEPATH", sys.executable, "-c"]
+    probe = ("import os; print(os.listdir('heads_mistakes'))\n"
              "try:\n    import heads_mistakes; print(getattr(heads_mistakes, 'ANSWER', 'no answer'))\n"
              "except ImportError as err:\n    print('not importable')\n"
              "try:\n    open('heads_mistakes/x', 'w')\nexcept OSError:\n    print('read-only')")
-    out = subprocess.run(sandbox_command([sys.executable, "-c", probe], str(workdir), str(private), hide=hidden),
+    out = subprocess.run(sandbox_command([*python, probe], str(workdir), str(private), hide=hidden),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[0] == "[]" and "42" not in out.stdout and "read-only" in out.stdout, out.stdout
-    shown = subprocess.run(sandbox_command([sys.executable, "-c", probe], str(workdir), str(private), hide=[]),
+    shown = subprocess.run(sandbox_command([*python, probe], str(workdir), str(private), hide=[]),
                            capture_output=True, text=True, timeout=120)
     assert "42" in shown.stdout, shown.stdout + shown.stderr   # the control: without the cover it is importable

@@ -46,7 +46,8 @@ WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__
            # what the kernel's secret step draws its sizes from (red team 3 fixed them through random.SystemRandom)
            "random", "secrets"}
 SPAWN_MODULES = {"subprocess", "multiprocessing", "pty", "torch.multiprocessing",
-                 "concurrent.futures.process", "asyncio.subprocess"}
+                 "concurrent.futures.process", "asyncio.subprocess",
+                 "matplotlib.animation"}   # its writers run the program rcParams names (animation.ffmpeg_path)
 SPAWN_CALLS = re.compile(r"^(os\.(system|popen|fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*)|"
                          r"pty\.spawn|concurrent\.futures\.ProcessPoolExecutor|"
                          r"asyncio\.create_subprocess_\w+)$")
@@ -117,7 +118,7 @@ TORCH_EVERYWHERE = ("torch.library", "torch.utils.cpp_extension", "torch.hub", "
                     "torch.ops", "torch.utils.hooks", "sys.addaudithook", "sys.breakpointhook")
 # What imports or calls a module named by a string (logging.config's '()' and 'ext://', ctypes' libraries), or
 # decides where imports come from: a module the notebook wrote would run unread
-BY_NAME_LOADERS = ("logging.config", "numpy.ctypeslib", "sys.path", "sys.meta_path", "sys.path_hooks",
+BY_NAME_LOADERS = ("logging.config", "numpy.ctypeslib", "torch.classes.load_library", "sys.path", "sys.meta_path", "sys.path_hooks",
                    "sys.path_importer_cache")
 GLOBAL_HOOK = re.compile(r"^register_module_\w+$")   # torch.nn.modules.module.register_module_forward_hook, ...
 # Strings that name the kernel's side of grading or the channel it answers on: no answer spells them

@@ -191,6 +191,9 @@ FORGERIES = {
     "logging-config-factory": "import logging.config\nlogging.config.dictConfig({'version': 1, 'handlers': "
                               "{'h': {'()': 'helpers.make'}}})",
     "native-library": "import numpy as np\nnp.ctypeslib.load_library('libhelp', '.')",
+    "torch-native-library": "import torch\ntorch.classes.load_library('libhelp.so')",
+    "animation-writer": "from matplotlib import animation\nimport matplotlib\n"
+                        "matplotlib.rcParams['animation.ffmpeg_path'] = '/bin/sh'",
     # Red team 8 (held out; written here): the session by a name no attribute rule reads, and code IPython
     # evaluates inside a magic's line or a shell command before it runs them
     "session-by-vars": "import sys\nout = sys.stdout\nsess = vars(out)['session']",

@@ -118,7 +118,8 @@ TORCH_EVERYWHERE = ("torch.library", "torch.utils.cpp_extension", "torch.hub", "
                     "torch.ops", "torch.utils.hooks", "sys.addaudithook", "sys.breakpointhook")
 # What imports or calls a module named by a string (logging.config's '()' and 'ext://', ctypes' libraries), or
 # decides where imports come from: a module the notebook wrote would run unread
-BY_NAME_LOADERS = ("logging.config", "numpy.ctypeslib", "torch.classes.load_library", "sys.path", "sys.meta_path", "sys.path_hooks",
+BY_NAME_LOADERS = ("logging.config", "numpy.ctypeslib", "torch.classes.load_library",
+                   "transformers.dynamic_module_utils", "sys.path", "sys.meta_path", "sys.path_hooks",
                    "sys.path_importer_cache")
 GLOBAL_HOOK = re.compile(r"^register_module_\w+$")   # torch.nn.modules.module.register_module_forward_hook, ...
 # Strings that name the kernel's side of grading or the channel it answers on: no answer spells them
@@ -126,6 +127,8 @@ CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykerne
                  "display_pub", "displaypub", "iopub", ".heads_answers", ".heads_grader", "heads.answers",
                  "answers+json", "get_ipython", "display_data")
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
+                   # what torch.load(weights_only=True) may call while unpickling
+                   "torch.serialization.add_safe_globals", "torch.serialization.safe_globals",
                    "dill.loads", "cloudpickle.loads", "types.CodeType", "types.FunctionType", "types.LambdaType",
                    "pandas.read_pickle", "shelve.open"}   # torch.load and numpy.load: when they unpickle (below)
 # What inspect may do in a student's cell: read a signature, a source or a docstring, test a kind. Any other
@@ -403,6 +406,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     node, parents.get(id(node)), notebook or tree, aliases):
                 # vars(sys.stdout)["session"]: an attribute by a name no rule reads (red team 8)
                 found.append(f"reads an object's namespace: vars({shown(node.args[0])})")
+            if any(k.arg == "trust_remote_code" and not _constant(k.value, False) for k in node.keywords):
+                found.append(f"runs code from a model's folder: {func}(trust_remote_code=...)")   # its .py files
             unsafe_load = (func == "torch.load" and any(k.arg == "weights_only" and not _constant(k.value, True)
                                                          for k in node.keywords)) or (
                 func in ("numpy.load", "numpy.lib.npyio.load") and any(   # unpickles: red team 7's np.load
@@ -446,14 +451,15 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"reaches the grader's channel: {name.rstrip('()')}")
             full = (resolved(node, aliases) or "").rstrip("()")
             if not isinstance(parents.get(id(node)), ast.Attribute):   # a chain once, by its whole name
-                if root(full) in WATCHED and any(p.startswith("_") and not p.startswith("__")
-                                                 for p in full.split(".")[1:]):
+                first = chain_root(node)
+                imported = isinstance(first, ast.Name) and first.id in aliases   # sklearn.utils._joblib.load
+                if (root(full) in WATCHED or imported) and any(p.startswith("_") and not p.startswith("__")
+                                                               for p in full.split(".")[1:]):
                     found.append(f"reaches a private part of a module: {full}")
                 if _everywhere(full or attr):
                     found.append(f"changes what every later operation does: {full or attr}")
                 if (full or "").startswith(BY_NAME_LOADERS) and not _looked_at(node, parents, aliases):
                     found.append(f"imports by a name or path the code gives: {full}")
-                first = chain_root(node)
                 called = isinstance(parents.get(id(node)), ast.Call) and parents[id(node)].func is node
                 if isinstance(first, ast.Name) and first.id in aliases and _module_inside(
                         full.rsplit(".", 1)[0] if called else full):   # random.random() is a function
@@ -534,6 +540,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"changes what every later operation does: imports {name}")
                 if name.startswith(BY_NAME_LOADERS):
                     found.append(f"imports by a name or path the code gives: imports {name}")
+                if any(p.startswith("_") and not p.startswith("__") for p in name.split(".")[1:]):
+                    found.append(f"reaches a private part of a module: imports {name}")   # from torch import _C
                 if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES and \
                         not name.startswith("importlib.metadata"):   # a package's version
                     found.append(f"imports a module the course never uses: {name or '.'}")

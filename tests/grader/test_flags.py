@@ -191,6 +191,10 @@ FORGERIES = {
     "logging-config-factory": "import logging.config\nlogging.config.dictConfig({'version': 1, 'handlers': "
                               "{'h': {'()': 'helpers.make'}}})",
     "native-library": "import numpy as np\nnp.ctypeslib.load_library('libhelp', '.')",
+    "remote-code": "from transformers import AutoModel\nm = AutoModel.from_pretrained('./mine', trust_remote_code=True)",
+    "dynamic-module": "from transformers.dynamic_module_utils import get_class_from_dynamic_module",
+    "private-part-of-a-library": "import sklearn.utils\nload = sklearn.utils._joblib.load",
+    "widened-unpickling": "import torch\ntorch.serialization.add_safe_globals([exec])",
     "torch-native-library": "import torch\ntorch.classes.load_library('libhelp.so')",
     "animation-writer": "from matplotlib import animation\nimport matplotlib\n"
                         "matplotlib.rcParams['animation.ffmpeg_path'] = '/bin/sh'",

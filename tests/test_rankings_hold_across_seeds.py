@@ -412,8 +412,10 @@ def test_03_the_mean_over_tokens_reads_less_than_the_word_and_loses_more_with_de
     assert all(word > mean for word, mean in r.values()), \
         f"lesson 03, seed {k}: 'the sentiment word's own vector beats the mean at every depth' flipped ({r})"
     assert r["input"][0] - r["input"][1] < 0.03, f"lesson 03, seed {k}: 'at the input the mean reads within 0.03 of the word' ({r})"
-    assert r["input"][1] > r["after block 1"][1] > r["output"][1], \
-        f"lesson 03, seed {k}: 'the mean's drop comes with depth: input > after block 1 > output' flipped ({r})"
+    first, second = r["input"][1] - r["after block 1"][1], r["after block 1"][1] - r["output"][1]
+    assert first > 2 * second > 0, \
+        f"lesson 03, seed {k}: 'the mean's drop comes with depth (input > after block 1 > output), most of it in the " \
+        f"first block' flipped ({r})"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -363,33 +363,59 @@ def test_03_pre_trained_beats_the_untrained_mean_on_every_draw_but_not_every_ini
 
 
 @lru_cache(maxsize=None)
-def lesson03_identity(k: int) -> dict:
-    """Optional A's control: at the sentiment word, per depth, the probe's balanced accuracy for the label and for
-    the lesson's arbitrary split of the sentiment words (four positive and three negative words on one side)."""
+def lesson03_optional_a(k: int) -> dict:
+    """Optional A, the probe's balanced accuracy: per depth, at the sentiment word and on the mean over real tokens
+    ("depths"); and at the sentiment word, for the label and for the lesson's arbitrary splits of the sentiment words
+    (four positive and three negative words on one side: its first split at the input and the output, and its ten
+    at the output)."""
+    import random
+
     from headlab.data import NEGATIVE_WORDS, POSITIVE_WORDS
 
     encoder = pretrained_encoder()
     train_set, test_set = classification_set(960, seed=2 * k), classification_set(400, seed=2 * k + 1)
     (train, y_train), (test, y_test) = (tok.batch_with_labels(s, add_special_tokens=True) for s in (train_set, test_set))
     with torch.no_grad():
-        (H_train, hidden_train), (H_test, hidden_test) = (encoder(b, output_hidden_states=True) for b in (train, test))
+        (_, hidden_train), (_, hidden_test) = (encoder(b, output_hidden_states=True) for b in (train, test))
     at_cue = lambda A, s: A[torch.arange(len(s)), torch.tensor([e.cue_position + 1 for e in s])]
-    side = set(POSITIVE_WORDS[:4] + NEGATIVE_WORDS[:3])
-    arbitrary = lambda s: torch.tensor([int(e.text.split()[e.cue_position] in side) for e in s])
-    out = {}
-    for depth, (A, B) in {"input": (hidden_train[0], hidden_test[0]), "output": (H_train, H_test)}.items():
-        out[depth] = {name: linear_probe(at_cue(A, train_set), y, at_cue(B, test_set), y_t).balanced_accuracy
-                      for name, (y, y_t) in {"label": (y_train, y_test),
-                                             "arbitrary": (arbitrary(train_set), arbitrary(test_set))}.items()}
+    depths = {"input": 0, "after block 1": 1, "output": -1}
+    out = {"depths": {depth: (linear_probe(at_cue(hidden_train[i], train_set), y_train,
+                                           at_cue(hidden_test[i], test_set), y_test).balanced_accuracy,
+                              linear_probe(mean_pooled(hidden_train[i], train.attention_mask), y_train,
+                                           mean_pooled(hidden_test[i], test.attention_mask), y_test).balanced_accuracy)
+                      for depth, i in depths.items()}}
+    splits, draw = [set(POSITIVE_WORDS[:4] + NEGATIVE_WORDS[:3])], random.Random(0)   # the lesson's ten splits
+    while len(splits) < 10:
+        side = set(draw.sample(POSITIVE_WORDS, 4) + draw.sample(NEGATIVE_WORDS, 3))
+        splits += [side] if side not in splits else []
+    in_side = lambda side, s: torch.tensor([int(e.text.split()[e.cue_position] in side) for e in s])
+    split_probe = lambda i, side: linear_probe(at_cue(hidden_train[i], train_set), in_side(side, train_set),
+                                               at_cue(hidden_test[i], test_set), in_side(side, test_set)).balanced_accuracy
+    for depth in ("input", "output"):
+        out[depth] = {"label": out["depths"][depth][0], "arbitrary": split_probe(depths[depth], splits[0])}
+    out["output"]["ten arbitrary"] = [split_probe(-1, side) for side in splits]
     return out
 
 
 def test_03_at_the_sentiment_word_an_arbitrary_split_is_read_at_the_input_not_at_the_output(k):
-    r = lesson03_identity(k)
+    r = lesson03_optional_a(k)
+    table = {depth: r[depth] for depth in ("input", "output")}
     assert r["input"]["arbitrary"] > 0.95, \
-        f"lesson 03, seed {k}: 'at the input the arbitrary split is read as well as the label' ({r})"
-    assert 0.55 < r["output"]["arbitrary"] < r["output"]["label"] - 0.2, \
-        f"lesson 03, seed {k}: 'at the output the arbitrary split is read far less well than the label, above 0.5' ({r})"
+        f"lesson 03, seed {k}: 'at the input the arbitrary split is read as well as the label' ({table})"
+    assert 0.55 < min(r["output"]["ten arbitrary"]) and max(r["output"]["ten arbitrary"]) < r["output"]["label"] - 0.2, \
+        f"lesson 03, seed {k}: 'at the output every one of ten arbitrary splits is read far less well than the label, " \
+        f"above 0.5' ({table})"
+
+
+def test_03_the_mean_over_tokens_reads_less_than_the_word_and_loses_more_with_depth(k):
+    r = lesson03_optional_a(k)["depths"]     # depth: (at the sentiment word, mean over tokens)
+    assert all(word > mean for word, mean in r.values()), \
+        f"lesson 03, seed {k}: 'the sentiment word's own vector beats the mean at every depth' flipped ({r})"
+    assert r["input"][0] - r["input"][1] < 0.03, f"lesson 03, seed {k}: 'at the input the mean reads within 0.03 of the word' ({r})"
+    first, second = r["input"][1] - r["after block 1"][1], r["after block 1"][1] - r["output"][1]
+    assert first > 2 * second > 0, \
+        f"lesson 03, seed {k}: 'the mean's drop comes with depth (input > after block 1 > output), most of it in the " \
+        f"first block' flipped ({r})"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ register("sentence_embedding", [
     *_pooled("specials-left-out", lambda H, m: (H * _inner(m)[:, :, None]).sum(1) / _inner(m).sum(1, keepdim=True),
              raw=False),
     twist("norm-without-dim", lambda E, H, m: E * _mean_norms(H, m) / (E * _mean_norms(H, m)).norm()),
+    twist("squared-norm", lambda E, H, m: E / _mean_norms(H, m)),   # z / ‖z‖² = (z / ‖z‖) / ‖z‖
 ])
 
 
@@ -112,5 +113,6 @@ register("align_labels", [
     twist("previous-starts-at-0", lambda E, w, l: _first_token_ignored(E, w, w[0] == 0)),
     twist("previous-wraps-around", lambda E, w, l: _first_token_ignored(E, w, w[-1] == w[0])),
     wrong("labels-by-word-count", _by_count),
+    twist("skips-special-tokens", lambda E, w, l: [e for x, e in zip(w, _ints(E)) if x is not None]),
 ])
 

@@ -26,6 +26,7 @@ register("predict_or_reject", [
     wrong("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r)),
     wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
     wrong("threshold-tolerance", lambda p, t, r: _decide(p, lambda top: top >= t - 1e-3, r)),
+    wrong("max-over-whole-batch", lambda p, t, r: torch.where(p.max(-1).values >= t, p.argmax(), r)),
 ])
 
 
@@ -144,4 +145,5 @@ register("restrict_to_labels", [
     wrong("gather-index-shape", lambda z, ids: z[:1, _ids(ids)].softmax(-1) if len(z) > 1 else None),
     wrong("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)]),
     wrong("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum()),
+    wrong("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum(0)),
 ])

@@ -66,6 +66,8 @@ register("sentence_embedding", [
              raw=False),
     twist("norm-without-dim", lambda E, H, m: E * _mean_norms(H, m) / (E * _mean_norms(H, m)).norm()),
     twist("squared-norm", lambda E, H, m: E / _mean_norms(H, m)),   # z / ‖z‖² = (z / ‖z‖) / ‖z‖
+    *_pooled("specials-left-out", lambda H, m: (H * _real(H, m))[:, 1:-1].sum(1) / _real(H, m)[:, 1:-1].sum(1),
+             raw=False),
 ])
 
 

@@ -81,6 +81,10 @@ last_token_pool = Exercise(
         ("one-too-many",
          "last_token_pool pooled position ℓ of every row{where}: off by one. Positions count from 0, so a row of ℓ "
          "tokens ends at position ℓ − 1; position ℓ is padding."),
+        # Found by probing the check: got only "you pooled position 4, padding" for one row before.
+        ("last-tensor-position",
+         "last_token_pool pooled position max(ℓ) − 1, the end of the longest row, in every row{where}: padding for "
+         "every row shorter than that one. With right padding, pick each row's own position ℓ_b − 1."),
     ]),
 )
 

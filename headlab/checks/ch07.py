@@ -102,6 +102,12 @@ predict_or_reject = Exercise(
          "`torch.isclose`) moves the threshold; a row is kept only when its top probability is ≥ the threshold "
          "itself, and a comparison of two floats needs no tolerance for that.",
          "Compare `top >= threshold` as it is, with no margin subtracted."),
+        # Found by probing the check: got only "expected 0, you returned 4" before.
+        ("max-over-whole-batch",
+         "predict_or_reject answered every row with `probs.argmax()` taken without a dim{where}: the index of the "
+         "largest probability of the whole batch in the flattened (B, C) tensor, one number for all rows and not a "
+         "class. Each row's prediction is the argmax of its own row.",
+         "`top, prediction = probs.max(dim=-1)`: one of each per row."),
     ]),
 )
 
@@ -381,6 +387,12 @@ restrict_to_labels = Exercise(
          "whole batch (`.sum()` with no dim), so the B = {B} rows share one distribution. Normalise each row over its "
          "C labels, the last axis (dim=-1).", "Divide by a sum over the last axis, `.sum(dim=-1, keepdim=True)`, or "
          "use `.softmax(dim=-1)`."),
+        # Found by probing the check: got only the expected rows before (its nan on logits near 100 ruled out the
+        # softmax over dim 0 of the row above)
+        ("softmax-over-batch",
+         "each column sums to 1, not each row{where}: your softmax divides by a sum over dim 0, the B = {B} examples "
+         "of the batch. Normalise each row over its C labels, the last axis (dim=-1).",
+         "Divide by a sum over the last axis, `.sum(dim=-1, keepdim=True)`, or use `.softmax(dim=-1)`."),
     ]),
 )
 

@@ -179,6 +179,12 @@ _embedding = Exercise(
          "sentence_embedding divided each row of the mean z by its squared L2 norm, the sum of squares Σ z² without "
          "the square root{where}: a row then has length 1 / ‖z‖, not 1.",
          "`z / z.norm(dim=-1, keepdim=True)`, or take the square root of the sum of squares before dividing."),
+        # Found by probing the check: got only one row's values before.
+        ("specials-left-out",
+         "sentence_embedding left out the first and the last position of every row, `H[:, 1:-1]`{where}: [CLS] is at "
+         "position 0, but in a padded row [SEP] is the last real token, not the last position. And neither is to be "
+         "left out: every position where the mask is 1 counts, [CLS] and [SEP] included, as in this model's training.",
+         "Average over every position where attention_mask is 1, without slicing positions off."),
     ]),
 )
 

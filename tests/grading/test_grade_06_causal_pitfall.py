@@ -15,6 +15,8 @@ WRONG = [
         ("mean-over-real-tokens", "torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths.tolist())])",
          "mean-pooling"),
         ("another-rows-token", "H[rows.flip(0), lengths - 1]", "wrong-values"),
+        # found by probing the check: told only that one row pooled padding before
+        ("end-of-the-longest-row", "H[rows, lengths.max() - 1]", "last-tensor-position"),
         # a batch size copied from the lesson's example: the error is on the batch axis, not an off-by-one
         ("batch-size-hard-coded", "H[torch.arange(3), lengths - 1]", "raised-IndexError"),
     ]),

@@ -195,6 +195,10 @@ WRONG = [
                "gap = (correct[inside].mean() - (k + 0.5) / n_bins).abs()", "bin-centre-as-confidence"),
     Wrong.edit("ece-signed-gaps", "expected_calibration_error", GAP,
                "gap = correct[inside].mean() - confidence[inside].mean()", "single-global-gap"),
+    Wrong.edit("predict_or_reject-argmax-without-a-dim", "predict_or_reject", "probs.max(dim=-1)",
+               "probs.max(dim=-1).values, probs.argmax()", "max-over-whole-batch"),
+    Wrong.edit("restrict-hand-written-softmax-over-the-batch", "restrict_to_labels", SOFTMAX,
+               "return chosen.exp() / chosen.exp().sum(dim=0)", "softmax-over-batch"),
     Wrong.edit("restrict-unshifted-exp", "restrict_to_labels", SOFTMAX,
                "return chosen.exp() / chosen.exp().sum(dim=-1, keepdim=True)", "exp-overflow"),
     Wrong("restrict-gather-with-the-ids", "restrict_to_labels", """

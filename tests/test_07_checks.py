@@ -40,7 +40,8 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
             bins.setdefault(k, []).append((conf, ok))
     accuracy = {k: Fraction(sum(o for _, o in (rows if global_accuracy else v)), len(rows if global_accuracy else v))
                 for k, v in bins.items()}
-    confidence = {k: Fraction(2 * k + 1, 2 * n_bins) if centres else sum(c for c, _ in v) / len(v) for k, v in bins.items()}
+    confidence = {k: Fraction(2 * k + 1, 2 * n_bins) if centres else sum(c for c, _ in v) / len(v)
+                  for k, v in bins.items()}
     gaps = {k: abs(accuracy[k] - confidence[k]) ** (2 if squared else 1) for k, v in bins.items()}
     if rms:
         return math.sqrt(sum(Fraction(len(bins[k]), len(rows)) * g ** 2 for k, g in gaps.items()))

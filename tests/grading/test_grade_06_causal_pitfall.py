@@ -8,6 +8,7 @@ PARAMS = "512 * 5 + 5"   # the knowledge check's parameter count: a table below 
 WRONG = [
     *Wrong.edits("last_token_pool", "H[rows, lengths - 1]", [
         ("last-tensor-position", "H[:, -1]", "last-tensor-position"),
+        ("end-of-the-longest-row", "H[rows, lengths.max() - 1]", "last-tensor-position"),   # was wrong-values
         ("first-token", "H[:, 0]", "first-token"),
         ("off-by-one-lengths-as-index", "H[rows, lengths]", "one-too-many"),
         ("every-row-every-position", "H[:, lengths - 1]", "every-row-every-position"),
@@ -15,8 +16,6 @@ WRONG = [
         ("mean-over-real-tokens", "torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths.tolist())])",
          "mean-pooling"),
         ("another-rows-token", "H[rows.flip(0), lengths - 1]", "wrong-values"),
-        # found by probing the check: told only that one row pooled padding before
-        ("end-of-the-longest-row", "H[rows, lengths.max() - 1]", "last-tensor-position"),
         # a batch size copied from the lesson's example: the error is on the batch axis, not an off-by-one
         ("batch-size-hard-coded", "H[torch.arange(3), lengths - 1]", "raised-IndexError"),
     ]),

@@ -130,11 +130,12 @@ WRONG = [
                "squared-norm"),
     Wrong.edit("align_labels-skips-special-tokens", "align_labels", "labels.append(-100)\n        elif",
                "continue\n        elif", "skips-special-tokens"),
-    Wrong.edit("sentence_embedding-specials-sliced-off", "sentence_embedding", "(H * mask).sum(dim=1) / mask.sum(dim=1)",
-               "(H * mask)[:, 1:-1].sum(dim=1) / mask[:, 1:-1].sum(dim=1)", "specials-left-out"),
-    # `//` in the mean: the visible means are whole numbers, so the gradient step names it (issue 27.4)
-    Wrong.edit("sentence_embedding-floor-division", "sentence_embedding", "(H * mask).sum(dim=1) / mask.sum(dim=1)",
-               "(H * mask).sum(dim=1) // mask.sum(dim=1)", "floor-division"),
+    *Wrong.edits("sentence_embedding", "(H * mask).sum(dim=1) / mask.sum(dim=1)", [
+        # found by probing the check: got only one row's values before
+        ("specials-sliced-off", "(H * mask)[:, 1:-1].sum(dim=1) / mask[:, 1:-1].sum(dim=1)", "specials-left-out"),
+        # `//` in the mean: the visible means are whole numbers, so the gradient step names it (issue 27.4)
+        ("floor-division", "(H * mask).sum(dim=1) // mask.sum(dim=1)", "floor-division"),
+    ]),
 ]
 
 ALTERNATIVES = [

@@ -68,6 +68,9 @@ register("sentence_embedding", [
     twist("squared-norm", lambda E, H, m: E / _mean_norms(H, m)),   # z / ‖z‖² = (z / ‖z‖) / ‖z‖
     *_pooled("specials-left-out", lambda H, m: (H * _real(H, m))[:, 1:-1].sum(1) / _real(H, m)[:, 1:-1].sum(1),
              raw=False),
+    # the padding's sum divided by its norm (nan in a row without padding), or normalised (0 there)
+    wrong("inverted-mask", lambda H, m: (lambda z: z / z.norm(dim=-1, keepdim=True))((H * (1 - _real(H, m))).sum(1))),
+    wrong("inverted-mask", lambda H, m: _unit((H * (1 - _real(H, m))).sum(1))),
 ])
 
 

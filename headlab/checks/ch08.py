@@ -185,6 +185,13 @@ _embedding = Exercise(
          "position 0, but in a padded row [SEP] is the last real token, not the last position. And neither is to be "
          "left out: every position where the mask is 1 counts, [CLS] and [SEP] included, as in this model's training.",
          "Average over every position where attention_mask is 1, without slicing positions off."),
+        # Found by probing the check: was told "a mean over no position ... [CLS] and [SEP] included", another
+        # mistake's words. Two rows: a row without padding divided by its norm 0 (nan), or normalised to 0.
+        *[("inverted-mask",
+           "sentence_embedding averaged the padding and left out the real tokens{where}: the mask is True (or 1) on "
+           "real tokens, and masked_fill fills where its mask is True. A row without padding then has nothing left.",
+           "Weight by the mask itself, `attention_mask[:, :, None]`, or fill where `~attention_mask.bool()` is True, "
+           "the padding.")] * 2,
     ]),
 )
 

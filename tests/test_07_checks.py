@@ -12,17 +12,18 @@ from headlab.checks import ch07
 
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
               zero_binned=False, rms=False, batch=(False, False), squared=False, global_accuracy=False,
-              integer_weights=False, summed=False, binary=False):
+              integer_weights=False, summed=False, binary=False, true_label=False, centres=False):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
     bin 0. `squared` squares each gap, `global_accuracy` compares each bin with the accuracy of all rows, and
     `integer_weights` weighs a bin by count // N. `summed` adds the unweighted gaps; `binary` predicts class 1 where
-    its probability exceeds 1/2, class 0 elsewhere."""
+    its probability exceeds 1/2, class 0 elsewhere. `true_label` takes the probability of the row's label as its
+    confidence; `centres` compares each bin's accuracy with the bin's centre, (k + 1/2) / n."""
     rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
         top = max(p)
-        conf = max(flat) if batch[0] else top if column is None else p[column]
+        conf = max(flat) if batch[0] else p[y] if true_label else top if column is None else p[column]
         pred = int(p[1] > Fraction(1, 2)) if binary else flat.index(max(flat)) if batch[1] else p.index(top)
         rows.append((conf, int(pred == y)))
     bins: dict[int, list] = {}
@@ -39,7 +40,9 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
             bins.setdefault(k, []).append((conf, ok))
     accuracy = {k: Fraction(sum(o for _, o in (rows if global_accuracy else v)), len(rows if global_accuracy else v))
                 for k, v in bins.items()}
-    gaps = {k: abs(accuracy[k] - sum(c for c, _ in v) / len(v)) ** (2 if squared else 1) for k, v in bins.items()}
+    confidence = {k: Fraction(2 * k + 1, 2 * n_bins) if centres else sum(c for c, _ in v) / len(v)
+                  for k, v in bins.items()}
+    gaps = {k: abs(accuracy[k] - confidence[k]) ** (2 if squared else 1) for k, v in bins.items()}
     if rms:
         return math.sqrt(sum(Fraction(len(bins[k]), len(rows)) * g ** 2 for k, g in gaps.items()))
     if weighted:
@@ -48,10 +51,11 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
     return float(sum(gaps.values()) / (1 if summed else n_bins if over_all_bins else len(gaps)))
 
 
-def exact_global_gap(probs, labels):
+def exact_global_gap(probs, labels, signed=False):
     tops = [max(Fraction(x) for x in p) for p in probs]
     right = [p.index(max(p)) == y for p, y in zip(probs, labels)]
-    return float(abs(Fraction(sum(right), len(right)) - sum(tops) / len(tops)))
+    gap = Fraction(sum(right), len(right)) - sum(tops) / len(tops)
+    return float(gap if signed else abs(gap))
 
 
 ECE_CASES = ch07.expected_calibration_error.cases
@@ -87,7 +91,10 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             *[("max-over-whole-batch", exact_ece(probs, labels, n_bins, batch=(c, k)) / (len(labels) if per else 1))
               for c, k, per in [(1, 1, 0), (1, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 1)]],
             ("one-bin-too-few", exact_ece(probs, labels, n_bins - 1)),
-            ("edge-in-two-bins", exact_ece(probs, labels, n_bins, closed="both"))]
+            ("edge-in-two-bins", exact_ece(probs, labels, n_bins, closed="both")),
+            ("confidence-of-true-label", exact_ece(probs, labels, n_bins, true_label=True)),
+            ("bin-centre-as-confidence", exact_ece(probs, labels, n_bins, centres=True)),
+            ("single-global-gap", exact_global_gap(probs, labels, signed=True))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

@@ -20,6 +20,7 @@ register("last_token_pool", [
     wrong("mean-pooling", lambda H, lengths: torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths)])),
     wrong("mean-pooling", lambda H, lengths: H.mean(1)),
     wrong("one-too-many", lambda H, lengths: H[torch.arange(H.shape[0]), lengths] if _per_row(H, lengths) else None),
+    wrong("last-tensor-position", lambda H, lengths: H[:, lengths.max() - 1] if _per_row(H, lengths) else None),
 ])
 
 

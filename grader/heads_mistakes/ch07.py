@@ -26,12 +26,13 @@ register("predict_or_reject", [
     wrong("threshold-on-class-index", lambda p, t, r: torch.where(p.argmax(-1) >= t, p.argmax(-1), r)),
     wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
     wrong("threshold-tolerance", lambda p, t, r: _decide(p, lambda top: top >= t - 1e-3, r)),
+    wrong("max-over-whole-batch", lambda p, t, r: torch.where(p.max(-1).values >= t, p.argmax(), r)),
 ])
 
 
 # --- expected_calibration_error -------------------------------------------------------------------
 def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False),
-          global_accuracy=False, binary=False):
+          global_accuracy=False, binary=False, true_label=False, centres=False):
     """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
     (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
     probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
@@ -39,17 +40,23 @@ def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False,
     With `batch` (confidence, prediction), every row's confidence is the largest probability of the batch, or its
     prediction the flat index of that entry, as `probs.max()` and `probs.argmax()` without a dim give. With
     `global_accuracy`, every bin's accuracy is that of all N predictions. With `binary`, the prediction is class 1
-    where the probability of class 1 exceeds 0.5, and class 0 elsewhere, as if there were two classes."""
+    where the probability of class 1 exceeds 0.5, and class 0 elsewhere, as if there were two classes. With
+    `true_label`, the confidence is the probability of each row's label. With
+    `centres`, every bin's accuracy is compared with the centre of the bin, (k + 1/2) / n, not with the mean
+    confidence of its rows."""
     conf, pred = probs.double().max(-1)
     pred = (probs[:, 1] > 0.5).long() if binary else pred
     conf = conf if column is None else probs.double()[:, column]
+    conf = probs.double()[torch.arange(len(labels)), labels] if true_label else conf
     conf, pred = conf * 0 + probs.double().max() if batch[0] else conf, pred * 0 + probs.argmax() if batch[1] else pred
     ok = (pred == labels).double()
     k = torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins).clamp(max=n_bins - 1)
     k = k.clamp(min=0) if zero_binned else k
     share = torch.stack([(k == b).double().mean() for b in range(n_bins)])
     accuracy = [ok.mean() if global_accuracy else ok[k == b].mean() for b in range(n_bins)]
-    return share, torch.stack([(accuracy[b] - conf[k == b].mean()).abs() for b in range(n_bins)])
+    # each bin's confidence: its rows' mean, or its centre (times 0 plus: nan in an empty bin all the same)
+    mean = [conf[k == b].mean() * 0 + (b + 0.5) / n_bins if centres else conf[k == b].mean() for b in range(n_bins)]
+    return share, torch.stack([(accuracy[b] - mean[b]).abs() for b in range(n_bins)])
 
 
 def _weighted(probs, labels, n_bins, *, weight, of, **bins) -> float:
@@ -62,9 +69,12 @@ def _weighted(probs, labels, n_bins, *, weight, of, **bins) -> float:
 _SAME = lambda x: x   # noqa: E731  a weight or gap as it is
 
 
-def _global_gap(probs, labels) -> float:
+def _global_gap(probs, labels, signed=False) -> float:
+    """|mean accuracy − mean confidence|, or with `signed` that difference as it is: what the per-bin gaps weighted by
+    their shares add up to when each keeps its sign."""
     conf, pred = probs.double().max(-1)
-    return abs(float((pred == labels).double().mean() - conf.mean()))
+    gap = float((pred == labels).double().mean() - conf.mean())
+    return gap if signed else abs(gap)
 
 
 def _both_closed(probs, labels, n_bins) -> float:
@@ -107,6 +117,9 @@ register("expected_calibration_error", [
         p, y, n, batch=(c, k))).nansum()) / (len(y) if per else 1)) for c, k, per in WHOLE_BATCH_WAYS],
     wrong("one-bin-too-few", lambda p, y, n: float(torch.mul(*_bins(p, y, n - 1)).nansum())),
     wrong("edge-in-two-bins", lambda p, y, n: _both_closed(p, y, n)),
+    wrong("confidence-of-true-label", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, true_label=True)),
+    wrong("bin-centre-as-confidence", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, centres=True)),
+    wrong("single-global-gap", lambda p, y, n: _global_gap(p, y, signed=True)),
 ])
 
 
@@ -132,4 +145,5 @@ register("restrict_to_labels", [
     wrong("gather-index-shape", lambda z, ids: z[:1, _ids(ids)].softmax(-1) if len(z) > 1 else None),
     wrong("softmax-before-selecting", lambda z, ids: z.softmax(-1)[:, _ids(ids)]),
     wrong("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum()),
+    wrong("softmax-over-batch", lambda z, ids: z[:, _ids(ids)].exp() / z[:, _ids(ids)].exp().sum(0)),
 ])

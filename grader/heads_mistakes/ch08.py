@@ -65,6 +65,12 @@ register("sentence_embedding", [
     *_pooled("specials-left-out", lambda H, m: (H * _inner(m)[:, :, None]).sum(1) / _inner(m).sum(1, keepdim=True),
              raw=False),
     twist("norm-without-dim", lambda E, H, m: E * _mean_norms(H, m) / (E * _mean_norms(H, m)).norm()),
+    twist("squared-norm", lambda E, H, m: E / _mean_norms(H, m)),   # z / ‖z‖² = (z / ‖z‖) / ‖z‖
+    *_pooled("specials-left-out", lambda H, m: (H * _real(H, m))[:, 1:-1].sum(1) / _real(H, m)[:, 1:-1].sum(1),
+             raw=False),
+    # the padding's sum divided by its norm (nan in a row without padding), or normalised (0 there)
+    wrong("inverted-mask", lambda H, m: (lambda z: z / z.norm(dim=-1, keepdim=True))((H * (1 - _real(H, m))).sum(1))),
+    wrong("inverted-mask", lambda H, m: _unit((H * (1 - _real(H, m))).sum(1))),
 ])
 
 
@@ -112,5 +118,6 @@ register("align_labels", [
     twist("previous-starts-at-0", lambda E, w, l: _first_token_ignored(E, w, w[0] == 0)),
     twist("previous-wraps-around", lambda E, w, l: _first_token_ignored(E, w, w[-1] == w[0])),
     wrong("labels-by-word-count", _by_count),
+    twist("skips-special-tokens", lambda E, w, l: [e for x, e in zip(w, _ints(E)) if x is not None]),
 ])
 

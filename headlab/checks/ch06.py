@@ -81,6 +81,10 @@ last_token_pool = Exercise(
         ("one-too-many",
          "last_token_pool pooled position ℓ of every row{where}: off by one. Positions count from 0, so a row of ℓ "
          "tokens ends at position ℓ − 1; position ℓ is padding."),
+        # Found by probing the check: got only "you pooled position 4, padding" for one row before.
+        ("last-tensor-position",
+         "last_token_pool pooled position max(ℓ) − 1, the end of the longest row, in every row{where}: padding for "
+         "every row shorter than that one. With right padding, pick each row's own position ℓ_b − 1."),
     ]),
 )
 
@@ -190,6 +194,15 @@ def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
             ("adds-the-sizes", d + K, "a linear map from d inputs to K outputs has a weight for every (class, input) "
              "pair, plus one bias per class."),
             ("square-matrix", d * d + d, "that is a d × d layer. The head maps d inputs to K classes."),
+            # lesson 03's other usual counts (head_param_count), which got only the rule here before
+            ("square-matrix", d * d + K, "that is a d × d matrix and K biases. The head's matrix is K × d."),
+            ("shared-bias", d * K + 1, "that counts one bias shared by all classes. The head has one bias per class, "
+             "K of them."),
+            ("one-row-and-column-too-many", (d + 1) * (K + 1), "that is (d + 1)·(K + 1): one row and one column too "
+             "many. The weight matrix has one row per class and one column per input, and the bias one entry per "
+             "class."),
+            ("counts-the-pooler", d * d + d + d * K + K, "that counts BERT's pooler too, lesson 02's d × d dense layer "
+             "and its d biases. The head is the Linear layer alone."),
         ], "count the weight matrix (K × d) and the bias (K)."),
         "kc_initial_loss": (f"for K = {K} classes", [
             ("ln-2-for-every-k", math.log(2), f"ln 2 is the untrained loss of a two-class head. Here there are {K}."),
@@ -197,6 +210,11 @@ def _usual_answers(lengths: list, n: int, d: int, K: int) -> dict:
             ("log-base-2", math.log2(K), "that is log base 2 (bits). The course measures the loss in nats, with ln."),
             ("probability-not-loss", 1 / K, "1/K is the probability an untrained head gives each class. The loss "
              "is −ln of that probability."),
+            # lesson 03's other usual values (untrained_loss), which got only the rule here before
+            ("error-rate-not-loss", 1 - 1 / K, "1 − 1/K is the error rate of a uniform guess, not its cross-entropy. "
+             "The loss is −ln of the probability of the true class."),
+            ("ln-k-minus-1", math.log(K - 1), f"ln(K − 1) counts one class too few: an untrained head spreads its "
+             f"probability evenly over all {K} classes."),
         ], "an untrained head gives every class about the same probability, and the loss is −ln of the "
            "probability of the true class (rounded to two decimals)."),
     }
@@ -281,16 +299,14 @@ def _positions_form(positions) -> tuple[str, ...] | None:
 
 def _params_form(params) -> tuple[str, ...] | None:
     if type(params) is not int or params <= 0:
-        return (
-            f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
-            f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
+        return (f"kc_head_params must be a positive whole number of parameters, an int; it is {params!r} "
+                f"({type(params).__name__}).", "params-not-positive" if type(params) is int else "params-not-int")
 
 
 def _loss_form(loss) -> tuple[str, ...] | None:
     if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss) or loss <= 0:
-        return (
-            f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a probability "
-            f"below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
+        return (f"kc_initial_loss must be a positive Python float (in nats: a cross-entropy loss is −ln of a "
+                f"probability below 1); it is {loss!r} ({type(loss).__name__}).", "loss-not-a-positive-number")
     if round(float(loss), 2) != float(loss):
         return (f"kc_initial_loss = {loss} is not rounded: the question asks for two decimals.", "loss-not-rounded",
                 f"kc_initial_loss: round(..., 2) gives {round(float(loss), 2)}.")

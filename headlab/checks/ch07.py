@@ -102,6 +102,12 @@ predict_or_reject = Exercise(
          "`torch.isclose`) moves the threshold; a row is kept only when its top probability is ≥ the threshold "
          "itself, and a comparison of two floats needs no tolerance for that.",
          "Compare `top >= threshold` as it is, with no margin subtracted."),
+        # Found by probing the check: got only "expected 0, you returned 4" before.
+        ("max-over-whole-batch",
+         "predict_or_reject answered every row with `probs.argmax()` taken without a dim{where}: the index of the "
+         "largest probability of the whole batch in the flattened (B, C) tensor, one number for all rows and not a "
+         "class. Each row's prediction is the argmax of its own row.",
+         "`top, prediction = probs.max(dim=-1)`: one of each per row."),
     ]),
 )
 
@@ -222,6 +228,24 @@ expected_calibration_error = Exercise(
          "it starts. Bin k holds confidences in (k/n, (k+1)/n]: each confidence counts in one bin only.",
          "Use > on the lower edge and ≤ on the upper: a confidence c is in bin k when k / n_bins < c ≤ (k + 1) / "
          "n_bins."),
+        # Found by probing the check: the three rows below got only the recipe before.
+        ("confidence-of-true-label",
+         "That is the ECE with the probability of each row's label, `probs[torch.arange(len(labels)), labels]`, as its "
+         "confidence. A prediction's confidence is how sure the model is of what it predicts: the probability of the "
+         "class it predicts, its row's top probability, whether that class is the label or not. The labels only say "
+         "which predictions are correct.",
+         "`confidence, prediction = probs.max(dim=-1)`; use `labels` only to say which predictions are correct."),
+        ("bin-centre-as-confidence",
+         "That is the ECE with each bin's centre, (k + ½) / n_bins, as the confidence of its predictions: a bin's gap "
+         "compares its accuracy with the mean confidence of the predictions that fall in it, which can lie anywhere "
+         "in the bin.",
+         "Compare each bin's accuracy with the mean top probability of the bin's own rows, not with the bin's centre."),
+        ("single-global-gap",
+         "That is mean accuracy − mean confidence over all predictions, negative here, which an ECE never is: it is "
+         "what the per-bin gaps weighted by count_bin / N add up to when each keeps its sign (no absolute value), "
+         "and over- and under-confident bins cancel in it. Take each bin's gap |accuracy − confidence| before "
+         "weighting it.",
+         "Take `.abs()` of each bin's gap: Σ (count_bin / N) · |accuracy_bin − confidence_bin|."),
     ], says=SAID),
 )
 
@@ -363,6 +387,12 @@ restrict_to_labels = Exercise(
          "whole batch (`.sum()` with no dim), so the B = {B} rows share one distribution. Normalise each row over its "
          "C labels, the last axis (dim=-1).", "Divide by a sum over the last axis, `.sum(dim=-1, keepdim=True)`, or "
          "use `.softmax(dim=-1)`."),
+        # Found by probing the check: got only the expected rows before (its nan on logits near 100 ruled out the
+        # softmax over dim 0 of the row above)
+        ("softmax-over-batch",
+         "each column sums to 1, not each row{where}: your softmax divides by a sum over dim 0, the B = {B} examples "
+         "of the batch. Normalise each row over its C labels, the last axis (dim=-1).",
+         "Divide by a sum over the last axis, `.sum(dim=-1, keepdim=True)`, or use `.softmax(dim=-1)`."),
     ]),
 )
 

@@ -174,6 +174,24 @@ _embedding = Exercise(
          "`z.norm()` with no dim is the norm of all B × d values together, so no row has length 1. Each sentence is "
          "divided by its own L2 norm, taken over its d features.",
          "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`."),
+        # Found by probing the check: got only "not L2-normalised: row 0 has length 0.2" before.
+        ("squared-norm",
+         "sentence_embedding divided each row of the mean z by its squared L2 norm, the sum of squares Σ z² without "
+         "the square root{where}: a row then has length 1 / ‖z‖, not 1.",
+         "`z / z.norm(dim=-1, keepdim=True)`, or take the square root of the sum of squares before dividing."),
+        # Found by probing the check: got only one row's values before.
+        ("specials-left-out",
+         "sentence_embedding left out the first and the last position of every row, `H[:, 1:-1]`{where}: [CLS] is at "
+         "position 0, but in a padded row [SEP] is the last real token, not the last position. And neither is to be "
+         "left out: every position where the mask is 1 counts, [CLS] and [SEP] included, as in this model's training.",
+         "Average over every position where attention_mask is 1, without slicing positions off."),
+        # Found by probing the check: was told "a mean over no position ... [CLS] and [SEP] included", another
+        # mistake's words. Two rows: a row without padding divided by its norm 0 (nan), or normalised to 0.
+        *[("inverted-mask",
+           "sentence_embedding averaged the padding and left out the real tokens{where}: the mask is True (or 1) on "
+           "real tokens, and masked_fill fills where its mask is True. A row without padding then has nothing left.",
+           "Weight by the mask itself, `attention_mask[:, :, None]`, or fill where `~attention_mask.bool()` is True, "
+           "the padding.")] * 2,
     ]),
 )
 
@@ -305,6 +323,12 @@ align_labels = Exercise(
          "0 was taken for a continuation. Nothing comes before position 0: a word there always starts (or "
          "keep the previous word id in a variable that starts as None)."),
         ("labels-by-word-count", _skipped),
+        # Found by probing the check: got only "returned shape (4,); expected (6,)" before.
+        ("skips-special-tokens",
+         "align_labels gave the special tokens and padding (positions {specials}, where word_ids is None) no entry at "
+         "all{where}: skipping them shifts every later label onto another token. The labels line up with the tokens "
+         "one to one, len(word_ids) = {n}; those tokens get -100, which the loss ignores.",
+         "Append -100 for a word id that is None, instead of skipping it."),
     ]),
 )
 

@@ -8,6 +8,7 @@ PARAMS = "512 * 5 + 5"   # the knowledge check's parameter count: a table below 
 WRONG = [
     *Wrong.edits("last_token_pool", "H[rows, lengths - 1]", [
         ("last-tensor-position", "H[:, -1]", "last-tensor-position"),
+        ("end-of-the-longest-row", "H[rows, lengths.max() - 1]", "last-tensor-position"),   # was wrong-values
         ("first-token", "H[:, 0]", "first-token"),
         ("off-by-one-lengths-as-index", "H[rows, lengths]", "one-too-many"),
         ("every-row-every-position", "H[:, lengths - 1]", "every-row-every-position"),
@@ -54,6 +55,9 @@ WRONG = [
         ("bias-per-input", "512 * 5 + 512", "one-bias-per-feature"),
         ("head-of-d-plus-k", "512 + 5", "adds-the-sizes"),
         ("head-of-d-by-d", "512 * 512 + 512", "square-matrix"),
+        ("head-with-one-shared-bias", "512 * 5 + 1", "shared-bias"),
+        ("head-of-513-by-6", "513 * 6", "one-row-and-column-too-many"),
+        ("head-counted-with-the-pooler", "512 * 512 + 512 + 512 * 5 + 5", "counts-the-pooler"),
         ("parameter-count-as-a-tensor", "torch.tensor(512 * 5 + 5)", "tensor-answer"),
         ("float-parameter-count", "512 * 5 + 5.0", "params-not-int"),
         ("no-parameters", "0", "params-not-positive"),
@@ -63,6 +67,8 @@ WRONG = [
         ("loss-in-log-base-10", "round(math.log10(5), 2)", "log-base-10"),
         ("loss-in-bits", "round(math.log2(5), 2)", "log-base-2"),
         ("loss-is-the-probability", "1 / 5", "probability-not-loss"),
+        ("loss-is-the-error-rate", "1 - 1 / 5", "error-rate-not-loss"),
+        ("loss-of-one-class-too-few", "round(math.log(4), 2)", "ln-k-minus-1"),
         ("loss-is-another-number", "1.60", "wrong-values"),
         ("unrounded-loss", "math.log(5)", "loss-not-rounded"),
         ("loss-as-a-tensor", "torch.tensor(5.0).log()", "tensor-answer"),

@@ -187,6 +187,18 @@ WRONG = [
                "unweighted-bins"),
     Wrong.edit("ece-class-one-as-two-classes", "expected_calibration_error", TOP,
                "confidence = probs[:, 1]\n    prediction = (probs[:, 1] > 0.5).long()", "confidence-of-class-one"),
+    # Found by probing the check: each got only the recipe before.
+    Wrong.edit("ece-confidence-of-the-true-label", "expected_calibration_error", TOP,
+               "prediction = probs.argmax(dim=-1)\n    confidence = probs[torch.arange(len(labels)), labels]",
+               "confidence-of-true-label"),
+    Wrong.edit("ece-bin-centre-as-confidence", "expected_calibration_error", GAP,
+               "gap = (correct[inside].mean() - (k + 0.5) / n_bins).abs()", "bin-centre-as-confidence"),
+    Wrong.edit("ece-signed-gaps", "expected_calibration_error", GAP,
+               "gap = correct[inside].mean() - confidence[inside].mean()", "single-global-gap"),
+    Wrong.edit("predict_or_reject-argmax-without-a-dim", "predict_or_reject", "probs.max(dim=-1)",
+               "probs.max(dim=-1).values, probs.argmax()", "max-over-whole-batch"),
+    Wrong.edit("restrict-hand-written-softmax-over-the-batch", "restrict_to_labels", SOFTMAX,
+               "return chosen.exp() / chosen.exp().sum(dim=0)", "softmax-over-batch"),
     Wrong.edit("restrict-unshifted-exp", "restrict_to_labels", SOFTMAX,
                "return chosen.exp() / chosen.exp().sum(dim=-1, keepdim=True)", "exp-overflow"),
     Wrong("restrict-gather-with-the-ids", "restrict_to_labels", """

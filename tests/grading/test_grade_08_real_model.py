@@ -124,9 +124,20 @@ WRONG = [
     # once named word-0-taken-for-special (`if not word_id`); the cases that start with [CLS] tell the two apart
     Wrong.edit("align_labels-previous-starts-at-0", "align_labels", "labels, previous = [], None",
                "labels, previous = [], 0", "previous-starts-at-0"),
-    # `//` in the mean: the visible means are whole numbers, so the gradient step names it (issue 27.4)
-    Wrong.edit("sentence_embedding-floor-division", "sentence_embedding", "(H * mask).sum(dim=1) / mask.sum(dim=1)",
-               "(H * mask).sum(dim=1) // mask.sum(dim=1)", "floor-division"),
+    # Found by probing the check: each got only the shape, or the length of a row, before.
+    Wrong.edit("sentence_embedding-divided-by-the-squared-norm", "sentence_embedding",
+               "return mean / mean.norm(dim=-1, keepdim=True)", "return mean / (mean ** 2).sum(dim=-1, keepdim=True)",
+               "squared-norm"),
+    Wrong.edit("align_labels-skips-special-tokens", "align_labels", "labels.append(-100)\n        elif",
+               "continue\n        elif", "skips-special-tokens"),
+    *Wrong.edits("sentence_embedding", "(H * mask).sum(dim=1) / mask.sum(dim=1)", [
+        # found by probing the check: got only one row's values before
+        ("specials-sliced-off", "(H * mask)[:, 1:-1].sum(dim=1) / mask[:, 1:-1].sum(dim=1)", "specials-left-out"),
+        # was told "a mean over no position ... [CLS] and [SEP] included", another mistake's words
+        ("inverted-mask", "(H * (1 - mask)).sum(dim=1) / mask.sum(dim=1)", "inverted-mask"),
+        # `//` in the mean: the visible means are whole numbers, so the gradient step names it (issue 27.4)
+        ("floor-division", "(H * mask).sum(dim=1) // mask.sum(dim=1)", "floor-division"),
+    ]),
 ]
 
 ALTERNATIVES = [

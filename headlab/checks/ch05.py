@@ -3,6 +3,7 @@ the checks search for spans only under the mistakes' wrong rules."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -92,40 +93,14 @@ BAND_FIX = "Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."
 MASK_FIX = "`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."
 
 
-class _RowByRow(Exercise):
-    """best_span's exercise as its check runs it: each case's rows are also run alone, and a row's answer may not
-    depend on the other rows. BEST_SPAN itself is the engine's, case by case (as tests/test_engine.py replays it)."""
-
-    def _attempt(self, fn: Callable, inputs: tuple) -> Any:
-        """(output, rows, each row's output alone). The rows are compared only where the output has the right shape,
-        but called whatever it is, so that the calls the grader replays do not depend on the learner's outputs; a
-        crash is kept, not raised, until every row has been called too."""
-        B = len(inputs[0])
-        rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
-        out, *alone = [Exercise._attempt(self, fn, given) for given in [inputs, *rows]]
-        failed = [run for run in [out, *alone] if isinstance(run, CheckFailed)]
-        if failed:
-            return failed[0]
-        return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
-
-    def _judge_confirmed(self, out: Any, expected: Any, inputs: tuple, others: list[tuple]) -> None:
-        (out, rows, alone), others = out, [(*given, run[0]) for *given, run in others]
-        for b, got in enumerate(alone):
-            if isinstance(got, torch.Tensor) and got.shape == (1, 2) and got[0].tolist() != out[b].tolist():
-                fail(f"row {b}'s answer depends on the other rows: in the batch you return {out[b].tolist()}, for "
-                     f"row {b} alone {got.tolist()}. A softmax (or max) over the batch axis (dim 0) mixes rows; "
-                     "P_start and P_end are each normalised over the positions of ONE row (dim -1).",
-                     "depends-on-other-rows")
-        super()._judge_confirmed(out, expected, inputs, others)
-        for got, want, given in zip(alone, expected[:, None], rows):
-            self.judge(got, want, given)
-
-
 def best_span(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
-    with `allowed` as 0/1 integers."""
+    with `allowed` as 0/1 integers. BEST_SPAN itself is the engine's, case by case (as tests/test_engine.py replays
+    it)."""
     cases = BEST_SPAN_CASES if cases is None else cases
-    _RowByRow(**{**vars(BEST_SPAN), "then": lambda fn: _integer_mask(fn, cases)})(fn, cases)
+    replace(BEST_SPAN, then=lambda fn: _integer_mask(fn, cases), rows=(
+        "A softmax (or max) over the batch axis (dim 0) mixes rows; P_start and P_end are each normalised over the "
+        "positions of ONE row (dim -1)."))(fn, cases)
 
 
 def _integer_mask(fn: Callable, cases: Sequence) -> None:

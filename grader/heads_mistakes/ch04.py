@@ -76,6 +76,13 @@ def _merged(spans: list[tuple], joins: Callable[[tuple, tuple], bool]) -> list[t
     return out
 
 
+def _left_open(tags: list[str], spans: list[tuple]) -> list[tuple]:
+    """Every entity left open through the O tags after it: it ends where the next one starts (an I- of its own type
+    after the O tags continues it), or at the end of the sentence."""
+    starts = [(t, s) for k, (t, s, _) in enumerate(spans) if not (k and spans[k - 1][0] == t and tags[s][:2] == "I-")]
+    return [(t, s, e) for (t, s), (_, e) in zip(starts, [*starts[1:], (None, len(tags))])]
+
+
 register("bio_to_spans", [
     wrong("keeps-the-prefix", lambda tags, spans: [(tags[s], s, e) for _, s, e in spans]),
     wrong("keeps-the-prefix", lambda tags, spans: [(tags[s][1:], s, e) for _, s, e in spans]),
@@ -86,4 +93,5 @@ register("bio_to_spans", [
     wrong("last-entity-not-closed", lambda tags, spans: [sp for sp in spans if sp[2] != len(tags)]),
     wrong("each-tag-its-own-entity", lambda tags, spans: [(t, k, k + 1) for t, s, e in spans for k in range(s, e)]),
     wrong("fields-out-of-order", lambda tags, spans: [(s, e, t) for t, s, e in spans]),
+    wrong("o-does-not-close", _left_open),
 ])

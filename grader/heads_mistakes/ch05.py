@@ -154,6 +154,7 @@ register("best_span", [
     twist("zeros-outside-band", _zeros_outside_band),
     twist("zeros-outside-band", lambda *a: _zeros_outside_band(*a, log_probs=True)),
     twist("flat-index", lambda E, s, e, allowed, m: E[:, 0] * s.shape[1] + E[:, 1]),
+    twist("end-as-offset", lambda E, s, e, allowed, m: E - E[:, :1] * torch.tensor([0, 1])),
 ])
 
 

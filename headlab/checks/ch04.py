@@ -298,6 +298,12 @@ SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engi
             lambda tags, spans: "Your entities hold the right type, start and end, but as (start, end, type), "
                                 "spaCy's order; the contract's order is (type, start, end), e.g. ('PER', 0, 2).",
             "Append `(kind, start, end)`: the type first, then the start, then the end."),
+    # an O read as nothing, so the open entity runs on through it: only "you returned X" before
+    Mistake("o-does-not-close",
+            lambda tags, spans: "Your entities run on through the O tags after them, up to the next entity or the "
+                                "end of the sentence: an O is outside every entity, so it closes the open one (and an "
+                                "I-X after it starts a new X entity).",
+            "When the tag is O, close the open entity there, ending at this position, and leave nothing open."),
 ])
 
 __all__ = ["TokenClassifier", "token_loss", "bio_to_spans", "CheckFailed"]

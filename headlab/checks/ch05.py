@@ -199,6 +199,11 @@ BEST_SPAN = Exercise(
         ("flat-index", "one number per row, i·n + j, the argmax of the flattened table of span scores, not the pair "
          "(i, j) it stands for. Turn it back into a pair: i = k // n, j = k % n, with n the number of positions.",
          "`i, j = k // n, k % n`, then `torch.stack([i, j], dim=-1)`."),
+        # the band searched as a (B, n, max_len) table of (start, offset) scores, its offset k returned as the end:
+        # only "returned X; expected Y" before
+        ("end-as-offset", "each end here is j − i, the span's offset from its start (as a table of scores indexed by "
+         "start and offset gives it), not the end's position: the answer is tokens i … j, with j = i + offset.",
+         "Add the start back before returning: `torch.stack([i, i + k], dim=-1)`, k the offset."),
     ]))
 
 

@@ -205,6 +205,20 @@ WRONG = [
                 kind, start = (None, i) if tag == "O" else (tag, i)
             return spans
         """, mistake="keeps-the-prefix"),
+    # An O skipped like a continuation: the open entity runs on through it (an I-X after it continues an open X)
+    Wrong("bio_to_spans-O-skipped", "bio_to_spans", """
+        def bio_to_spans(tags):
+            spans, kind, start = [], None, 0
+            for i, tag in enumerate(tags):
+                if tag == "O" or (tag.startswith("I-") and tag[2:] == kind):
+                    continue
+                if kind is not None:
+                    spans.append((kind, start, i))
+                kind, start = tag[2:], i
+            if kind is not None:
+                spans.append((kind, start, len(tags)))
+            return spans
+        """, mistake="o-does-not-close"),
     # Closes the last entity by appending "O" to the caller's list: the grader sees list inputs change too.
     Wrong.edit("bio_to_spans-appends-to-the-callers-tags", "bio_to_spans", 'enumerate([*tags, "O"])',
                'enumerate(tags.append("O") or tags)', "changed-input"),

@@ -252,6 +252,19 @@ WRONG = [
             flat = (s[:, :, None] + e[:, None, :]).triu().tril(max_len - 1).flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="zeros-outside-band"),
+    # The band as a (B, n, max_len) table of (start, offset) scores, its flat argmax read back as (i, offset)
+    Wrong("best_span-offset-table", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            allowed = allowed.bool()
+            B, n = start_logits.shape
+            s = start_logits.masked_fill(~allowed, float("-inf"))
+            e = end_logits.masked_fill(~allowed, float("-inf"))
+            table = torch.full((B, n, max_len), float("-inf"))
+            for k in range(min(max_len, n)):
+                table[:, :n - k, k] = s[:, :n - k] + e[:, k:]
+            flat = table.flatten(1).argmax(-1)
+            return torch.stack([flat // max_len, flat % max_len], dim=-1)
+        """, mistake="end-as-offset"),
     Wrong.edit("best_span-end-not-masked", "best_span",
                'log_p_end = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1)',
                "log_p_end = end_logits.log_softmax(dim=-1)", "end-not-restricted"),

@@ -10,6 +10,7 @@ import torch
 from . import heads
 from .core import CheckFailed, call, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, train_pass
+from .heads import linear_swapped
 from .engine import Exercise, Mistake, backward_through, judge_gradients, reference, same, show
 from .shared import table
 
@@ -27,7 +28,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         b = torch.randn(L, generator=g)   # nonzero, so "only the bias" is visible
         # H, then each position H[:, i:i+1] alone, twice each in eval mode; then a step from H
         ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *(H[:, i:i + 1] for i in range(n))],
-                        [W, b], passes=2, step=True, crashes=_crashes(H))
+                        [W, b], passes=2, step=True, crashes=_crashes(H, L))
         right = reference("TokenClassifier", H, W, b)
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
         heads.random_at_eval(same(out, right, math.inf) and not same(again, out, 0), cls, ran, "TokenClassifier", "H",
@@ -44,7 +45,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
                         [W, b])
         # At p = 1 every feature is dropped; the train-mode cases below judge dropout's place, rate and scale
         (train,) = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 400 + k, [H], [W, b], {"dropout": 1.0}, True,
-                             crashes=_crashes(H))["outs"][0]
+                             crashes=_crashes(H, L))["outs"][0]
         if isinstance(train, torch.Tensor) and not bool(train.isfinite().all()):
             fail(f"TokenClassifier({d}, {L}, dropout=1.0) in train mode returned NaN or infinite logits: a dropout "
                  "written by hand divides by 1 − p, which is 0 at p = 1. At p = 1 every feature is dropped, so the "
@@ -55,7 +56,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         g = torch.Generator().manual_seed(seed + 500 + k)
         H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
         train_pass(cls, "TokenClassifier", "H", H, W, torch.randn(L, generator=g), p, seed + 600 + k, (50, 40, L),
-                   f"(B, n, num_labels) = {(50, 40, L)}", _crashes(H))
+                   f"(B, n, num_labels) = {(50, 40, L)}", _crashes(H, L))
     passed("TokenClassifier", len(cases) + len(TRAIN_CASES))
 
 
@@ -64,11 +65,14 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
 TRAIN_CASES = [(4, 9, 0.5), (3, 6, 0.25), (4, 9, None)]
 
 
-def _crashes(H: torch.Tensor) -> list[tuple[str, str, str]]:
-    """torch's words for a Linear fed H transposed, (B, d, n), with the hint that names it."""
+def _crashes(H: torch.Tensor, L: int) -> list[tuple[str, str, str]]:
+    """torch's words for a Linear fed H transposed, (B, d, n), and for nn.Linear(num_labels, d), each with the hint that
+    names it."""
     B, n, d = H.shape
     return [(f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} "
-             "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")]
+             "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis"),
+            # only "a shape does not fit the operation" (raised-RuntimeError) before
+            *linear_swapped(d, L, "num_labels")]
 
 
 _logits = Exercise(

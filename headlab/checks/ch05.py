@@ -328,7 +328,7 @@ def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
         # Where B ≤ 2, only the position axis of the (B, n, 2) scores holds more than two entries (n > 2)
         *[("too many values to unpack (expected 2)", f"{POSITION_AXIS} `unbind(1)` gives one (B, 2) tensor per "
            f"position, n = {n} of them, too many to unpack into two. {SPLIT_LAST}", "splits-position-axis")]
-        * (B <= 2)])
+        * (B <= 2), *heads.linear_swapped(d, 2)])
     ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], [H, probes])]
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)

@@ -230,6 +230,8 @@ WRONG = [
     Wrong.edit("best_span-band-transposed", "best_span", "band = (i <= j) & (j <= i + max_len - 1)",
                "band = torch.ones(n, n, dtype=torch.bool).tril().triu(-(max_len - 1))", "backward-spans"),
     Wrong.edit("best_span-strict-band", "best_span", "band = (i <= j)", "band = (i < j)", "one-token-spans-excluded"),
+    # nn.Linear's sizes given as (out, in): torch's shape error and "print the shapes" before
+    Wrong.edit("SpanHead-linear-sizes-swapped", "SpanHead", "nn.Linear(d, 2)", "nn.Linear(2, d)", "linear-sizes-swapped"),
     Wrong.edit("SpanHead-pair-from-T", "SpanHead", "logits.unbind(dim=-1)", "logits.T", "logits-transposed"),
     # Found by a simulated student: a ValueError, "returned a tuple" or the expected shape before.
     *Wrong.edits("SpanHead", "logits.unbind(dim=-1)", [

@@ -9,7 +9,7 @@ import ast
 import pytest
 import torch
 
-from headlab.checks import ch01, ch02, ch05, ch06, ch07, ch08
+from headlab.checks import ch01, ch02, ch04, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
 
@@ -68,6 +68,25 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     return float(total)
 
 
+class TokenClassifierWithoutSuper(torch.nn.Module):
+    def __init__(self, d, num_labels, dropout=0.1):   # no super().__init__(): the first layer cannot be stored
+        self.dropout = torch.nn.Dropout(dropout)
+        self.classifier = torch.nn.Linear(d, num_labels)
+
+    def forward(self, H):
+        return self.classifier(self.dropout(H))
+
+
+def best_span_argmax_over_two_axes(start_logits, end_logits, allowed, max_len):
+    allowed = allowed.bool()
+    n = start_logits.shape[1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    scores = start_logits.masked_fill(~allowed, float("-inf"))[:, :, None] + \
+        end_logits.masked_fill(~allowed, float("-inf"))[:, None, :]
+    k = scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")).argmax(dim=(1, 2))   # one axis only
+    return torch.stack([k // n, k % n], dim=-1)
+
+
 # (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
 # vocabulary test reads each key's proof (tests/mistakes.py)
 @pytest.mark.parametrize("check, wrong, key, words", [
@@ -83,8 +102,11 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     # in the kernel's step of a head, met by the driver
     (ch02.Pooler, PoolerDoublingItsOutputInPlace, "in-place-on-saved-tensor",
      "expected version 0 instead. Pooler.forward wrote in place"),
+    (ch04.TokenClassifier, TokenClassifierWithoutSuper, "no-super-init", "before `super().__init__()` had run"),
+    (ch05.best_span, best_span_argmax_over_two_axes, "argmax-over-two-axes", "gave argmax a tuple of axes"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
-        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place"])
+        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "TokenClassifier-no-super",
+        "best_span-argmax-two-axes"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

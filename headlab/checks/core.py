@@ -211,6 +211,17 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} called a module class on a tensor, e.g. `nn.Tanh(x)`: that builds a new module and hands x to its "
      "constructor, which takes no tensor.",
      "Build the module once (`self.act = nn.Tanh()` in __init__) and call it on x, or use the function, `torch.tanh(x)`."),
+    # a class's __init__ without `super().__init__()` first, and argmax given two axes, as torch's amax takes them:
+    # a hint under raised-AttributeError, and torch's words alone (raised-TypeError), before
+    (("before Module.__init__() call",), "no-super-init",
+     "{name}'s __init__ assigned a layer or a parameter before `super().__init__()` had run: nn.Module's own "
+     "__init__ sets up the registers that hold a module's layers and parameters, so nothing can be stored before it.",
+     "Call `super().__init__()` first in __init__, before it assigns any layer or parameter."),
+    (("argmax(): argument 'dim' must be int, not tuple",), "argmax-over-two-axes",
+     "{name} gave argmax a tuple of axes: argmax (unlike amax) reduces one axis, as the index it returns counts "
+     "along one axis.",
+     "Flatten the axes into one and take its argmax, `k = scores.flatten(1).argmax(-1)`, then recover the two "
+     "indices: `k // n` and `k % n`, with n the size of the last axis."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",

@@ -142,7 +142,8 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
         return (f"F.cross_entropy reads the classes from dim 1, so on logits of shape (B, n, L) = {(B, n, L)} it "
                 f"took the sequence axis n = {n} for the classes.", "classes-on-sequence-axis",
                 "Flatten to (B·n, L) and (B·n,), or move L to dim 1 with `logits.transpose(1, 2)`.")
-    if "-100 is out of bounds" in str(err):
+    # F.one_hot of the labels (for a squared error or a BCE) meets -100 too: torch's words alone before
+    if "-100 is out of bounds" in str(err) or "Class values must be non-negative" in str(err):
         return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
     # only one of the two flattened: the generic "print both shapes" (raised-ValueError) before

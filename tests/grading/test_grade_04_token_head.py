@@ -153,6 +153,12 @@ WRONG = [
             nll = F.cross_entropy(flat, target.clamp(min=0), reduction="none")
             return (nll.sum() - nll[~keep].detach().sum()) / keep.sum()
         """, mistake="gradient-reaches-unlabelled"),
+    # one-hot targets for a squared error, made of every label, -100 included
+    Wrong("token_loss-one-hot-of-every-label", "token_loss", """
+        def token_loss(logits, labels):
+            target = F.one_hot(labels, logits.shape[-1]).float()
+            return F.mse_loss(logits, target)
+        """, mistake="minus-100-used-as-class"),
     # --- bio_to_spans -------------------------------------------------------------------------------
     Wrong("bio_to_spans-drops-I-after-O", "bio_to_spans", """
         def bio_to_spans(tags):

@@ -191,6 +191,7 @@ register("span_loss", [
     wrong("end-only", lambda s, e, st, en: _ce(e, en)),
     wrong("larger-of-the-two", lambda s, e, st, en: torch.maximum(_ce(s, st), _ce(e, en))),
     wrong("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en)),
+    wrong("operator-precedence", lambda s, e, st, en: _ce(s, st) + _ce(e, en) / 2),
     wrong("nll-on-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2),
     wrong("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2),
     wrong("targets-swapped", lambda s, e, st, en: (_ce(s, en) + _ce(e, st)) / 2),

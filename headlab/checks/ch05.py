@@ -268,6 +268,10 @@ span_loss = Exercise(
         ("larger-of-the-two", "that is the larger of the start and end losses; the loss is their mean: add them, halve "
          "the sum.", "Replace the maximum of the two losses with their sum divided by 2."),
         ("not-halved", "you added the start and end losses without halving the sum.", "Divide the sum by 2."),
+        # `a + b / 2`: only "expected (CE(start) + CE(end)) / 2" before
+        ("operator-precedence", "that is CE(start) + CE(end) / 2: `/` binds before `+`, so only the end loss was "
+         "halved.", "Put the sum in parentheses before dividing: `(F.cross_entropy(start_logits, start) + "
+         "F.cross_entropy(end_logits, end)) / 2`."),
         ("nll-on-logits", "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a "
          "cross-entropy needs log-probabilities, so the log-softmax over the positions is missing.",
          "Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),

@@ -9,7 +9,7 @@ import ast
 import pytest
 import torch
 
-from headlab.checks import ch01, ch02, ch04, ch05, ch06, ch07, ch08
+from headlab.checks import ch01, ch02, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
 
@@ -68,15 +68,6 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     return float(total)
 
 
-class TokenClassifierWithoutSuper(torch.nn.Module):
-    def __init__(self, d, num_labels, dropout=0.1):   # no super().__init__(): the first layer cannot be stored
-        self.dropout = torch.nn.Dropout(dropout)
-        self.classifier = torch.nn.Linear(d, num_labels)
-
-    def forward(self, H):
-        return self.classifier(self.dropout(H))
-
-
 def best_span_argmax_over_two_axes(start_logits, end_logits, allowed, max_len):
     allowed = allowed.bool()
     n = start_logits.shape[1]
@@ -102,10 +93,9 @@ def best_span_argmax_over_two_axes(start_logits, end_logits, allowed, max_len):
     # in the kernel's step of a head, met by the driver
     (ch02.Pooler, PoolerDoublingItsOutputInPlace, "in-place-on-saved-tensor",
      "expected version 0 instead. Pooler.forward wrote in place"),
-    (ch04.TokenClassifier, TokenClassifierWithoutSuper, "no-super-init", "before `super().__init__()` had run"),
     (ch05.best_span, best_span_argmax_over_two_axes, "argmax-over-two-axes", "gave argmax a tuple of axes"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
-        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "TokenClassifier-no-super",
+        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place",
         "best_span-argmax-two-axes"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:

@@ -5,11 +5,12 @@ which operation in its first line, and keeps the code of the fix for a repeat (t
 from __future__ import annotations
 
 import ast
+from functools import partial
 
 import pytest
 import torch
 
-from headlab.checks import ch01, ch02, ch05, ch06, ch07, ch08
+from headlab.checks import ch01, ch02, ch04, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
 
@@ -78,6 +79,21 @@ def best_span_argmax_over_two_axes(start_logits, end_logits, allowed, max_len):
     return torch.stack([k // n, k % n], dim=-1)
 
 
+def token_loss_viewed_after_a_transpose(logits, labels):
+    flat = logits.transpose(1, 2).view(-1, logits.shape[-1])   # the classes on dim 1, then flattened with view
+    return torch.nn.functional.cross_entropy(flat, labels.view(-1))
+
+
+def best_span_for_one_example(start_logits, end_logits, allowed, max_len):
+    allowed = allowed.bool()
+    n = start_logits.shape[1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    scores = start_logits.masked_fill(~allowed, float("-inf"))[:, :, None] + \
+        end_logits.masked_fill(~allowed, float("-inf"))[:, None, :]
+    k = scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")).flatten(1).argmax(-1).item()
+    return torch.tensor([[k // n, k % n]])
+
+
 # (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
 # vocabulary test reads each key's proof (tests/mistakes.py)
 @pytest.mark.parametrize("check, wrong, key, words", [
@@ -94,9 +110,13 @@ def best_span_argmax_over_two_axes(start_logits, end_logits, allowed, max_len):
     (ch02.Pooler, PoolerDoublingItsOutputInPlace, "in-place-on-saved-tensor",
      "expected version 0 instead. Pooler.forward wrote in place"),
     (ch05.best_span, best_span_argmax_over_two_axes, "argmax-over-two-axes", "gave argmax a tuple of axes"),
+    # on the two-sentence case (one sentence's transpose is still a view: there it is classes-on-sequence-axis)
+    (partial(ch04.token_loss, cases=ch04.LOSS_CASES[1:]), token_loss_viewed_after_a_transpose,
+     "view-on-non-contiguous", "called `.view(...)` on a"),
+    (ch05.best_span, best_span_for_one_example, "item-of-many-values", "turned a tensor of several values into one"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
-        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place",
-        "best_span-argmax-two-axes"])
+        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
+        "token_loss-view", "best_span-item"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

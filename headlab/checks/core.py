@@ -222,6 +222,16 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "along one axis.",
      "Flatten the axes into one and take its argmax, `k = scores.flatten(1).argmax(-1)`, then recover the two "
      "indices: `k // n` and `k % n`, with n the size of the last axis."),
+    # `.view` after a transpose, and `.item()` or float() of a batch: torch's words alone (raised-*) before
+    (("view size is not compatible with input tensor's size and stride",), "view-on-non-contiguous",
+     "{name} called `.view(...)` on a tensor whose memory does not run in the order of its shape (the result of a "
+     "transpose, a permute or `.T`): view only relabels the memory as it lies, and cannot reorder it.",
+     "Use `.reshape(...)`, which copies the values when it must, or call `.contiguous()` before `.view(...)`."),
+    (("elements cannot be converted to Scalar", "only one element tensors can be converted to Python scalars"),
+     "item-of-many-values",
+     "{name} turned a tensor of several values into one Python number (`.item()`, `int(...)` or `float(...)`): "
+     "those take a tensor of exactly one value, and a batch holds one per row.",
+     "Keep the batch as a tensor and compute every row at once; take `.item()` only of a single value."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",

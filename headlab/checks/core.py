@@ -232,6 +232,20 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} turned a tensor of several values into one Python number (`.item()`, `int(...)` or `float(...)`): "
      "those take a tensor of exactly one value, and a batch holds one per row.",
      "Keep the batch as a tensor and compute every row at once; take `.item()` only of a single value."),
+    # torch.stack(i, j), a softmax method without its dim, NumPy on the graph: torch's words alone (raised-*) before
+    (("argument 'tensors' (position 1) must be tuple of Tensors, not Tensor",
+      "stack() takes from 1 to 2 positional arguments"), "tensors-not-in-a-list",
+     "{name} gave torch.stack (or torch.cat) its tensors as separate arguments: it takes one list of tensors, and "
+     "its next argument is the axis.",
+     "Put the tensors in a list: `torch.stack([a, b], dim=-1)`."),
+    (('softmax() missing 1 required positional arguments: "dim"',), "softmax-without-dim",
+     "{name} called `.softmax()` (or `.log_softmax()`) without an axis: torch cannot guess which axis holds the "
+     "scores to normalise, and on a batch the wrong one mixes examples.",
+     "Name the axis of the scores: `x.softmax(dim=-1)`, `x.log_softmax(dim=-1)`."),
+    (("Can't call numpy() on Tensor that requires grad",), "numpy-on-graph",
+     "{name} handed a tensor that carries the graph to NumPy (an `np.` function, or `.numpy()`): NumPy cannot carry "
+     "a gradient, so the loss would train nothing. `.detach()` silences the error and keeps that flaw.",
+     "Compute with torch's own functions (`torch.log`, `torch.exp`, `.softmax(dim=-1)`) on the tensors as they are."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",

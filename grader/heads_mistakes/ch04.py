@@ -57,6 +57,7 @@ register("token_loss", [
     wrong("labels-shifted-right", lambda lo, la: _ce_sum(lo[:, :-1], la[:, 1:]) / _kept(la[:, 1:])),
     wrong("softmax-first", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la)),
     wrong("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la)),
+    wrong("classes-on-sequence-axis", lambda lo, la: F.nll_loss(lo.log_softmax(1).flatten(0, 1), la.flatten())),
     wrong("nll-on-logits", lambda lo, la: F.nll_loss(lo.flatten(0, 1), la.flatten())),
     wrong("binary-cross-entropy", lambda lo, la: F.binary_cross_entropy_with_logits(*_one_hot(lo, la))),
     wrong("mse-not-cross-entropy", lambda lo, la: F.mse_loss(*_one_hot(lo, la))),

@@ -195,6 +195,8 @@ register("span_loss", [
     wrong("nll-on-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2),
     wrong("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2),
     wrong("targets-swapped", lambda s, e, st, en: (_ce(s, en) + _ce(e, st)) / 2),
+    wrong("same-logits-twice", lambda s, e, st, en: (_ce(s, st) + _ce(s, en)) / 2),   # the end loss on start logits
+    wrong("same-logits-twice", lambda s, e, st, en: (_ce(e, st) + _ce(e, en)) / 2),
     wrong("summed-over-batch", lambda s, e, st, en: (_ce(s, st, "sum") + _ce(e, en, "sum")) / 2),
     wrong("softmax-over-batch", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2),
     # a squared error of the logits, of the softmax, of the argmax positions (the kernel's table, in this order)

@@ -10,7 +10,6 @@ import torch
 from . import heads
 from .core import CheckFailed, call, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, train_pass
-from .heads import linear_swapped
 from .engine import Exercise, Mistake, backward_through, judge_gradients, reference, same, show
 from .shared import table
 
@@ -72,7 +71,7 @@ def _crashes(H: torch.Tensor, L: int) -> list[tuple[str, str, str]]:
     return [(f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} "
              "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis"),
             # only "a shape does not fit the operation" (raised-RuntimeError) before
-            *linear_swapped(d, L, "num_labels")]
+            *heads.linear_swapped(d, L, "num_labels")]
 
 
 _logits = Exercise(
@@ -207,6 +206,10 @@ token_loss = Exercise(
          "than two axes it reads them from dim 1.",
          "Either flatten the logits as they are, `logits.flatten(0, 1)` with `labels.flatten()` (no transpose before "
          "it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, not flattened."),
+        # log_softmax(dim=1), as for (N, C) scores, on (B, n, L) logits: only "the mean cross-entropy ... is" before
+        ("classes-on-sequence-axis", "your log_softmax ran over dim 1, which holds the n positions of (B, n, L) logits, "
+         "not the L labels: each label's probabilities were normalised across the sentence.",
+         "Normalise over the labels, the last axis: `logits.log_softmax(dim=-1)`."),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities.",
          "Use F.cross_entropy, which applies log-softmax itself."),
         # span_loss's words for the same losses; here they got only "the mean cross-entropy ... is" before

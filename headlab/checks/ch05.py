@@ -279,6 +279,11 @@ span_loss = Exercise(
          "raw logits.", "Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
         ("targets-swapped", "you swapped the targets: score start logits against the start positions, end logits "
          "against the ends.", "Pair `start_logits` with `start` and `end_logits` with `end`."),
+        # a line copied and half edited, one scorer's logits read twice: only "expected (CE(start) + ...)" before
+        *[("same-logits-twice", f"the {other} loss reads {which}_logits: both targets were scored against the {which} "
+           f"logits. The {other} positions are scored by {other}_logits.",
+           f"Use `F.cross_entropy({other}_logits, {other})` for the {other} loss.")
+          for which, other in [("start", "end"), ("end", "start")]],
         ("summed-over-batch", "that is {B} × the expected value: you summed over the {B} examples; average them.",
          "Drop `reduction=\"sum\"` (the default is the mean), or divide by the batch size."),
         ("softmax-over-batch", "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's "
@@ -539,8 +544,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
              "weight or gradient in forward or in a hook.")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
-    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: _linear(X, scorers), seed,
-                    None)
+    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: _linear(X, scorers), seed, None)
 
 
 __all__ = ["span_head", "best_span", "span_loss", "CheckFailed"]

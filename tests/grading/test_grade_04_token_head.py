@@ -153,6 +153,12 @@ WRONG = [
             nll = F.cross_entropy(flat, target.clamp(min=0), reduction="none")
             return (nll.sum() - nll[~keep].detach().sum()) / keep.sum()
         """, mistake="gradient-reaches-unlabelled"),
+    # log_softmax over dim 1, as for (N, C) scores, on (B, n, L) logits
+    Wrong("token_loss-log-softmax-over-positions", "token_loss", """
+        def token_loss(logits, labels):
+            log_p = logits.log_softmax(dim=1)
+            return F.nll_loss(log_p.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        """, mistake="classes-on-sequence-axis"),
     # one-hot targets for a squared error, made of every label, -100 included
     Wrong("token_loss-one-hot-of-every-label", "token_loss", """
         def token_loss(logits, labels):

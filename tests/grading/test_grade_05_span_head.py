@@ -341,6 +341,9 @@ WRONG = [
     Wrong.edit("span_loss-halves-only-the-end-loss", "span_loss",
                "(F.cross_entropy(start_logits, start) + F.cross_entropy(end_logits, end)) / 2",
                "F.cross_entropy(start_logits, start) + F.cross_entropy(end_logits, end) / 2", "operator-precedence"),
+    # the start line copied for the end and only its target changed
+    Wrong.edit("span_loss-end-loss-on-start-logits", "span_loss", "F.cross_entropy(end_logits, end)",
+               "F.cross_entropy(start_logits, end)", "same-logits-twice"),
     Wrong("span_loss-targets-swapped", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return (F.cross_entropy(start_logits, end) + F.cross_entropy(end_logits, start)) / 2

@@ -70,13 +70,19 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     return float(total)
 
 
-def best_span_argmax_over_two_axes(start_logits, end_logits, allowed, max_len):
+def _band_scores(start_logits, end_logits, allowed, max_len):
+    """best_span's (B, n, n) table of span scores, −inf off the band and outside the allowed positions, and n."""
     allowed = allowed.bool()
     n = start_logits.shape[1]
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
     scores = start_logits.masked_fill(~allowed, float("-inf"))[:, :, None] + \
         end_logits.masked_fill(~allowed, float("-inf"))[:, None, :]
-    k = scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")).argmax(dim=(1, 2))   # one axis only
+    return scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")), n
+
+
+def best_span_argmax_over_two_axes(*inputs):
+    scores, n = _band_scores(*inputs)
+    k = scores.argmax(dim=(1, 2))   # one axis only
     return torch.stack([k // n, k % n], dim=-1)
 
 
@@ -85,23 +91,15 @@ def token_loss_viewed_after_a_transpose(logits, labels):
     return torch.nn.functional.cross_entropy(flat, labels.view(-1))
 
 
-def best_span_for_one_example(start_logits, end_logits, allowed, max_len):
-    allowed = allowed.bool()
-    n = start_logits.shape[1]
-    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    scores = start_logits.masked_fill(~allowed, float("-inf"))[:, :, None] + \
-        end_logits.masked_fill(~allowed, float("-inf"))[:, None, :]
-    k = scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")).flatten(1).argmax(-1).item()
+def best_span_for_one_example(*inputs):
+    scores, n = _band_scores(*inputs)
+    k = scores.flatten(1).argmax(-1).item()   # one number for the whole batch
     return torch.tensor([[k // n, k % n]])
 
 
-def best_span_stacking_without_a_list(start_logits, end_logits, allowed, max_len):
-    allowed = allowed.bool()
-    n = start_logits.shape[1]
-    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    scores = start_logits.masked_fill(~allowed, float("-inf"))[:, :, None] + \
-        end_logits.masked_fill(~allowed, float("-inf"))[:, None, :]
-    k = scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")).flatten(1).argmax(-1)
+def best_span_stacking_without_a_list(*inputs):
+    scores, n = _band_scores(*inputs)
+    k = scores.flatten(1).argmax(-1)
     return torch.stack(k // n, k % n, dim=-1)   # two tensors, not a list of them
 
 

@@ -222,16 +222,11 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "along one axis.",
      "Flatten the axes into one and take its argmax, `k = scores.flatten(1).argmax(-1)`, then recover the two "
      "indices: `k // n` and `k % n`, with n the size of the last axis."),
-    # `.view` after a transpose, and `.item()` or float() of a batch: torch's words alone (raised-*) before
+    # `.view` after a transpose: torch's words alone (raised-RuntimeError) before
     (("view size is not compatible with input tensor's size and stride",), "view-on-non-contiguous",
      "{name} called `.view(...)` on a tensor whose memory does not run in the order of its shape (the result of a "
      "transpose, a permute or `.T`): view only relabels the memory as it lies, and cannot reorder it.",
      "Use `.reshape(...)`, which copies the values when it must, or call `.contiguous()` before `.view(...)`."),
-    (("elements cannot be converted to Scalar", "only one element tensors can be converted to Python scalars"),
-     "item-of-many-values",
-     "{name} turned a tensor of several values into one Python number (`.item()`, `int(...)` or `float(...)`): "
-     "those take a tensor of exactly one value, and a batch holds one per row.",
-     "Keep the batch as a tensor and compute every row at once; take `.item()` only of a single value."),
     # torch.stack(i, j), a softmax method without its dim, NumPy on the graph: torch's words alone (raised-*) before
     (("argument 'tensors' (position 1) must be tuple of Tensors, not Tensor",
       "stack() takes from 1 to 2 positional arguments"), "tensors-not-in-a-list",
@@ -241,11 +236,18 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
     (('softmax() missing 1 required positional arguments: "dim"',), "softmax-without-dim",
      "{name} called `.softmax()` (or `.log_softmax()`) without an axis: torch cannot guess which axis holds the "
      "scores to normalise, and on a batch the wrong one mixes examples.",
-     "Name the axis of the scores: `x.softmax(dim=-1)`, `x.log_softmax(dim=-1)`."),
+     "Name the axis of the scores: `x.softmax(dim=-1)`, `x.log_softmax(dim=-1)` when each row's scores lie on the "
+     "last axis, as a head's logits do."),
     (("Can't call numpy() on Tensor that requires grad",), "numpy-on-graph",
      "{name} handed a tensor that carries the graph to NumPy (an `np.` function, or `.numpy()`): NumPy cannot carry "
      "a gradient, so the loss would train nothing. `.detach()` silences the error and keeps that flaw.",
      "Compute with torch's own functions (`torch.log`, `torch.exp`, `.softmax(dim=-1)`) on the tensors as they are."),
+    # `.item()` or float() of a batch, one value asked of several as below: torch's words alone (raised-*) before
+    (("elements cannot be converted to Scalar", "only one element tensors can be converted to Python scalars"),
+     "item-of-many-values",
+     "{name} turned a tensor of several values into one Python number (`.item()`, `int(...)` or `float(...)`): "
+     "those take a tensor of exactly one value, and a batch holds one per row.",
+     "Keep the batch as a tensor and compute every row at once; take `.item()` only of a single value."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",

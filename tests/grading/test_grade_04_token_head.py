@@ -54,11 +54,11 @@ WRONG = [
         ("in-place-dropout", "nn.Dropout(dropout, inplace=True)", "changed-input"),
         ("dropout1d-drops-whole-tokens", "nn.Dropout1d(dropout)", "drops-whole-vectors"),
     ]),
-    Wrong.edit("TokenClassifier-no-bias", "TokenClassifier", "nn.Linear(d, num_labels)",
-               "nn.Linear(d, num_labels, bias=False)", "no-bias"),
-    # nn.Linear's sizes given as (out, in): torch's shape error and "print the shapes" before
-    Wrong.edit("TokenClassifier-linear-sizes-swapped", "TokenClassifier", "nn.Linear(d, num_labels)",
-               "nn.Linear(num_labels, d)", "linear-sizes-swapped"),
+    *Wrong.edits("TokenClassifier", "nn.Linear(d, num_labels)", [
+        ("no-bias", "nn.Linear(d, num_labels, bias=False)", "no-bias"),
+        # nn.Linear's sizes given as (out, in): torch's shape error and "print the shapes" before
+        ("linear-sizes-swapped", "nn.Linear(num_labels, d)", "linear-sizes-swapped"),
+    ]),
     Wrong.edit("TokenClassifier-default-dropout-0.5", "TokenClassifier", "dropout: float = 0.1",
                "dropout: float = 0.5", "wrong-default-dropout"),
     # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so

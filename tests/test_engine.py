@@ -477,9 +477,9 @@ def test_a_module_without_super_init_is_told_to_call_it():
         def __init__(self, d, num_labels, dropout=0.1):
             self.linear = torch.nn.Linear(d, num_labels)   # before nn.Module.__init__: torch refuses
 
-    with pytest.raises(CheckFailed, match=r"Call `super\(\)\.__init__\(\)` first") as caught:
+    with pytest.raises(CheckFailed, match=r"before `super\(\)\.__init__\(\)` had run") as caught:
         ch04.TokenClassifier(Head)
-    assert caught.value.mistake == "raised-AttributeError"
+    assert caught.value.mistake == "no-super-init" and "Call `super().__init__()` first" in caught.value.fix
 
 
 def test_an_argmax_of_a_bool_mask_is_told_to_convert_it():

@@ -298,3 +298,30 @@ def test_a_pooler_that_hides_its_linear_is_still_judged_on_a_non_symmetric_weigh
     with pytest.raises(CheckFailed) as caught:
         ch02.Pooler(TransposedHidingItsLinear)
     assert caught.value.mistake == "linear-weight-not-transposed"
+
+
+class _SwappedTokenClassifier(nn.Module):   # nn.Linear's sizes in the order (out, in)
+    def __init__(self, d, num_labels, dropout=0.1):
+        super().__init__()
+        self.dropout, self.classifier = nn.Dropout(dropout), nn.Linear(num_labels, d)
+
+    def forward(self, H):
+        return self.classifier(self.dropout(H))
+
+
+class _SwappedSpanHead(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.qa_outputs = nn.Linear(2, d)
+
+    def forward(self, H):
+        return self.qa_outputs(H).unbind(-1)
+
+
+@pytest.mark.parametrize("check, head", [(ch04.TokenClassifier, _SwappedTokenClassifier),
+                                         (ch05.span_head, _SwappedSpanHead)])
+def test_a_linear_layer_built_with_its_sizes_swapped_is_named(check, head):
+    """nn.Linear(num_labels, d) for nn.Linear(d, num_labels): torch's shape error and "print the shapes" before."""
+    with pytest.raises(CheckFailed) as caught:
+        check(head)
+    assert caught.value.mistake == "linear-sizes-swapped" and "(in_features, out_features)" in str(caught.value)

@@ -5,11 +5,13 @@ which operation in its first line, and keeps the code of the fix for a repeat (t
 from __future__ import annotations
 
 import ast
+from functools import partial
 
+import numpy as np
 import pytest
 import torch
 
-from headlab.checks import ch01, ch02, ch05, ch06, ch07, ch08
+from headlab.checks import ch01, ch02, ch04, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
 
@@ -68,6 +70,50 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     return float(total)
 
 
+def _band_scores(start_logits, end_logits, allowed, max_len):
+    """best_span's (B, n, n) table of span scores, −inf off the band and outside the allowed positions, and n."""
+    allowed = allowed.bool()
+    n = start_logits.shape[1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    scores = start_logits.masked_fill(~allowed, float("-inf"))[:, :, None] + \
+        end_logits.masked_fill(~allowed, float("-inf"))[:, None, :]
+    return scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")), n
+
+
+def best_span_argmax_over_two_axes(*inputs):
+    scores, n = _band_scores(*inputs)
+    k = scores.argmax(dim=(1, 2))   # one axis only
+    return torch.stack([k // n, k % n], dim=-1)
+
+
+def token_loss_viewed_after_a_transpose(logits, labels):
+    flat = logits.transpose(1, 2).view(-1, logits.shape[-1])   # the classes on dim 1, then flattened with view
+    return torch.nn.functional.cross_entropy(flat, labels.view(-1))
+
+
+def best_span_for_one_example(*inputs):
+    scores, n = _band_scores(*inputs)
+    k = scores.flatten(1).argmax(-1).item()   # one number for the whole batch
+    return torch.tensor([[k // n, k % n]])
+
+
+def best_span_stacking_without_a_list(*inputs):
+    scores, n = _band_scores(*inputs)
+    k = scores.flatten(1).argmax(-1)
+    return torch.stack(k // n, k % n, dim=-1)   # two tensors, not a list of them
+
+
+def span_loss_log_softmax_without_dim(start_logits, end_logits, start, end):
+    nll = torch.nn.functional.nll_loss
+    return (nll(start_logits.log_softmax(), start) + nll(end_logits.log_softmax(), end)) / 2
+
+
+def token_loss_through_numpy(logits, labels):
+    keep = labels != -100
+    p = logits.softmax(-1)[keep].gather(1, labels[keep][:, None])
+    return -torch.as_tensor(np.log(p)).mean()   # NumPy's log of a tensor that carries the graph
+
+
 # (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
 # vocabulary test reads each key's proof (tests/mistakes.py)
 @pytest.mark.parametrize("check, wrong, key, words", [
@@ -83,8 +129,17 @@ def mean_of_bool_hits(probs, labels, n_bins=10):
     # in the kernel's step of a head, met by the driver
     (ch02.Pooler, PoolerDoublingItsOutputInPlace, "in-place-on-saved-tensor",
      "expected version 0 instead. Pooler.forward wrote in place"),
+    (ch05.best_span, best_span_argmax_over_two_axes, "argmax-over-two-axes", "gave argmax a tuple of axes"),
+    # on the two-sentence case (one sentence's transpose is still a view: there it is classes-on-sequence-axis)
+    (partial(ch04.token_loss, cases=ch04.LOSS_CASES[1:]), token_loss_viewed_after_a_transpose,
+     "view-on-non-contiguous", "called `.view(...)` on a"),
+    (ch05.best_span, best_span_for_one_example, "item-of-many-values", "turned a tensor of several values into one"),
+    (ch05.best_span, best_span_stacking_without_a_list, "tensors-not-in-a-list", "its tensors as separate arguments"),
+    (ch05.span_loss, span_loss_log_softmax_without_dim, "softmax-without-dim", "without an axis"),
+    (ch04.token_loss, token_loss_through_numpy, "numpy-on-graph", "carries the graph to NumPy"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
-        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place"])
+        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
+        "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

@@ -57,6 +57,7 @@ register("token_loss", [
     wrong("labels-shifted-right", lambda lo, la: _ce_sum(lo[:, :-1], la[:, 1:]) / _kept(la[:, 1:])),
     wrong("softmax-first", lambda lo, la: _ce_sum(lo.softmax(-1), la) / _kept(la)),
     wrong("classes-on-sequence-axis", lambda lo, la: F.cross_entropy(lo, la)),
+    wrong("classes-on-sequence-axis", lambda lo, la: F.nll_loss(lo.log_softmax(1).flatten(0, 1), la.flatten())),
     wrong("nll-on-logits", lambda lo, la: F.nll_loss(lo.flatten(0, 1), la.flatten())),
     wrong("binary-cross-entropy", lambda lo, la: F.binary_cross_entropy_with_logits(*_one_hot(lo, la))),
     wrong("mse-not-cross-entropy", lambda lo, la: F.mse_loss(*_one_hot(lo, la))),
@@ -76,6 +77,13 @@ def _merged(spans: list[tuple], joins: Callable[[tuple, tuple], bool]) -> list[t
     return out
 
 
+def _left_open(tags: list[str], spans: list[tuple]) -> list[tuple]:
+    """Every entity left open through the O tags after it: it ends where the next one starts (an I- of its own type
+    after the O tags continues it), or at the end of the sentence."""
+    starts = [(t, s) for k, (t, s, _) in enumerate(spans) if not (k and spans[k - 1][0] == t and tags[s][:2] == "I-")]
+    return [(t, s, e) for (t, s), (_, e) in zip(starts, [*starts[1:], (None, len(tags))])]
+
+
 register("bio_to_spans", [
     wrong("keeps-the-prefix", lambda tags, spans: [(tags[s], s, e) for _, s, e in spans]),
     wrong("keeps-the-prefix", lambda tags, spans: [(tags[s][1:], s, e) for _, s, e in spans]),
@@ -86,4 +94,5 @@ register("bio_to_spans", [
     wrong("last-entity-not-closed", lambda tags, spans: [sp for sp in spans if sp[2] != len(tags)]),
     wrong("each-tag-its-own-entity", lambda tags, spans: [(t, k, k + 1) for t, s, e in spans for k in range(s, e)]),
     wrong("fields-out-of-order", lambda tags, spans: [(s, e, t) for t, s, e in spans]),
+    wrong("o-does-not-close", _left_open),
 ])

@@ -154,6 +154,7 @@ register("best_span", [
     twist("zeros-outside-band", _zeros_outside_band),
     twist("zeros-outside-band", lambda *a: _zeros_outside_band(*a, log_probs=True)),
     twist("flat-index", lambda E, s, e, allowed, m: E[:, 0] * s.shape[1] + E[:, 1]),
+    twist("end-as-offset", lambda E, s, e, allowed, m: E - E[:, :1] * torch.tensor([0, 1])),
 ])
 
 
@@ -190,9 +191,12 @@ register("span_loss", [
     wrong("end-only", lambda s, e, st, en: _ce(e, en)),
     wrong("larger-of-the-two", lambda s, e, st, en: torch.maximum(_ce(s, st), _ce(e, en))),
     wrong("not-halved", lambda s, e, st, en: _ce(s, st) + _ce(e, en)),
+    wrong("operator-precedence", lambda s, e, st, en: _ce(s, st) + _ce(e, en) / 2),
     wrong("nll-on-logits", lambda s, e, st, en: -(_pick(s, st) + _pick(e, en)) / 2),
     wrong("softmax-first", lambda s, e, st, en: (_ce(s.softmax(-1), st) + _ce(e.softmax(-1), en)) / 2),
     wrong("targets-swapped", lambda s, e, st, en: (_ce(s, en) + _ce(e, st)) / 2),
+    wrong("same-logits-twice", lambda s, e, st, en: (_ce(s, st) + _ce(s, en)) / 2),   # the end loss on start logits
+    wrong("same-logits-twice", lambda s, e, st, en: (_ce(e, st) + _ce(e, en)) / 2),
     wrong("summed-over-batch", lambda s, e, st, en: (_ce(s, st, "sum") + _ce(e, en, "sum")) / 2),
     wrong("softmax-over-batch", lambda s, e, st, en: (_ce(s, st, dim=0) + _ce(e, en, dim=0)) / 2),
     # a squared error of the logits, of the softmax, of the argmax positions (the kernel's table, in this order)

@@ -27,7 +27,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         b = torch.randn(L, generator=g)   # nonzero, so "only the bias" is visible
         # H, then each position H[:, i:i+1] alone, twice each in eval mode; then a step from H
         ran = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 300 + k, [H, *(H[:, i:i + 1] for i in range(n))],
-                        [W, b], passes=2, step=True, crashes=_crashes(H))
+                        [W, b], passes=2, step=True, crashes=_crashes(H, L))
         right = reference("TokenClassifier", H, W, b)
         (out, again), where = ran["outs"][0], _logits.where(H, W, b)
         heads.random_at_eval(same(out, right, math.inf) and not same(again, out, 0), cls, ran, "TokenClassifier", "H",
@@ -44,7 +44,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
                         [W, b])
         # At p = 1 every feature is dropped; the train-mode cases below judge dropout's place, rate and scale
         (train,) = heads.run(cls, "TokenClassifier", "H", (d, L), seed + 400 + k, [H], [W, b], {"dropout": 1.0}, True,
-                             crashes=_crashes(H))["outs"][0]
+                             crashes=_crashes(H, L))["outs"][0]
         if isinstance(train, torch.Tensor) and not bool(train.isfinite().all()):
             fail(f"TokenClassifier({d}, {L}, dropout=1.0) in train mode returned NaN or infinite logits: a dropout "
                  "written by hand divides by 1 − p, which is 0 at p = 1. At p = 1 every feature is dropped, so the "
@@ -55,7 +55,7 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
         g = torch.Generator().manual_seed(seed + 500 + k)
         H, W = torch.rand(50, 40, d, generator=g) + 1.0, identity_on_top(d, L, g)   # away from 0: a zero is dropout's
         train_pass(cls, "TokenClassifier", "H", H, W, torch.randn(L, generator=g), p, seed + 600 + k, (50, 40, L),
-                   f"(B, n, num_labels) = {(50, 40, L)}", _crashes(H))
+                   f"(B, n, num_labels) = {(50, 40, L)}", _crashes(H, L))
     passed("TokenClassifier", len(cases) + len(TRAIN_CASES))
 
 
@@ -64,11 +64,14 @@ def TokenClassifier(cls: Callable, cases: Sequence | None = None, seed: int = 0)
 TRAIN_CASES = [(4, 9, 0.5), (3, 6, 0.25), (4, 9, None)]
 
 
-def _crashes(H: torch.Tensor) -> list[tuple[str, str, str]]:
-    """torch's words for a Linear fed H transposed, (B, d, n), with the hint that names it."""
+def _crashes(H: torch.Tensor, L: int) -> list[tuple[str, str, str]]:
+    """torch's words for a Linear fed H transposed, (B, d, n), and for nn.Linear(num_labels, d), each with the hint that
+    names it."""
     B, n, d = H.shape
     return [(f"({B * d}x{n} and", f"nn.Linear acts on the last axis of its input, which must hold the d = {d} "
-             "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis")]
+             "features: apply it to H of shape (B, n, d) as it is, not to a transposed H.", "linear-on-wrong-axis"),
+            # only "a shape does not fit the operation" (raised-RuntimeError) before
+            *heads.linear_swapped(d, L, "num_labels")]
 
 
 _logits = Exercise(
@@ -138,7 +141,8 @@ def _crash_hint(err: Exception, logits: torch.Tensor, labels: torch.Tensor) -> t
         return (f"F.cross_entropy reads the classes from dim 1, so on logits of shape (B, n, L) = {(B, n, L)} it "
                 f"took the sequence axis n = {n} for the classes.", "classes-on-sequence-axis",
                 "Flatten to (B·n, L) and (B·n,), or move L to dim 1 with `logits.transpose(1, 2)`.")
-    if "-100 is out of bounds" in str(err):
+    # F.one_hot of the labels (for a squared error or a BCE) meets -100 too: torch's words alone before
+    if "-100 is out of bounds" in str(err) or "Class values must be non-negative" in str(err):
         return ("The label -100 is not a class: positions labelled -100 ([CLS], [SEP], padding) must be left "
                 "out of the loss.", "minus-100-used-as-class", "Use ignore_index=-100, or a mask.")
     # only one of the two flattened: the generic "print both shapes" (raised-ValueError) before
@@ -202,6 +206,10 @@ token_loss = Exercise(
          "than two axes it reads them from dim 1.",
          "Either flatten the logits as they are, `logits.flatten(0, 1)` with `labels.flatten()` (no transpose before "
          "it), or keep the batch shape and move L to dim 1: `logits.transpose(1, 2)`, not flattened."),
+        # log_softmax(dim=1), as for (N, C) scores, on (B, n, L) logits: only "the mean cross-entropy ... is" before
+        ("classes-on-sequence-axis", "your log_softmax ran over dim 1, which holds the n positions of (B, n, L) logits, "
+         "not the L labels: each label's probabilities were normalised across the sentence.",
+         "Normalise over the labels, the last axis: `logits.log_softmax(dim=-1)`."),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities.",
          "Use F.cross_entropy, which applies log-softmax itself."),
         # span_loss's words for the same losses; here they got only "the mean cross-entropy ... is" before
@@ -298,6 +306,12 @@ SPANS = Exercise("bio_to_spans", mistakes=[   # judged by bio_to_spans: the engi
             lambda tags, spans: "Your entities hold the right type, start and end, but as (start, end, type), "
                                 "spaCy's order; the contract's order is (type, start, end), e.g. ('PER', 0, 2).",
             "Append `(kind, start, end)`: the type first, then the start, then the end."),
+    # an O read as nothing, so the open entity runs on through it: only "you returned X" before
+    Mistake("o-does-not-close",
+            lambda tags, spans: "Your entities run on through the O tags after them, up to the next entity or the "
+                                "end of the sentence: an O is outside every entity, so it closes the open one (and an "
+                                "I-X after it starts a new X entity).",
+            "When the tag is O, close the open entity there, ending at this position, and leave nothing open."),
 ])
 
 __all__ = ["TokenClassifier", "token_loss", "bio_to_spans", "CheckFailed"]

@@ -3,6 +3,7 @@ the checks search for spans only under the mistakes' wrong rules."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -92,40 +93,14 @@ BAND_FIX = "Score every pair i ≤ j ≤ i + max_len − 1 and keep the best."
 MASK_FIX = "`start_logits.masked_fill(~allowed, float('-inf'))`, and the same for end_logits."
 
 
-class _RowByRow(Exercise):
-    """best_span's exercise as its check runs it: each case's rows are also run alone, and a row's answer may not
-    depend on the other rows. BEST_SPAN itself is the engine's, case by case (as tests/test_engine.py replays it)."""
-
-    def _attempt(self, fn: Callable, inputs: tuple) -> Any:
-        """(output, rows, each row's output alone). The rows are compared only where the output has the right shape,
-        but called whatever it is, so that the calls the grader replays do not depend on the learner's outputs; a
-        crash is kept, not raised, until every row has been called too."""
-        B = len(inputs[0])
-        rows = [(*(x[b:b + 1].clone() for x in inputs[:3]), inputs[3]) for b in range(B)] if B > 1 else []
-        out, *alone = [Exercise._attempt(self, fn, given) for given in [inputs, *rows]]
-        failed = [run for run in [out, *alone] if isinstance(run, CheckFailed)]
-        if failed:
-            return failed[0]
-        return (out, rows, alone) if isinstance(out, torch.Tensor) and out.shape == (B, 2) else (out, [], [])
-
-    def _judge_confirmed(self, out: Any, expected: Any, inputs: tuple, others: list[tuple]) -> None:
-        (out, rows, alone), others = out, [(*given, run[0]) for *given, run in others]
-        for b, got in enumerate(alone):
-            if isinstance(got, torch.Tensor) and got.shape == (1, 2) and got[0].tolist() != out[b].tolist():
-                fail(f"row {b}'s answer depends on the other rows: in the batch you return {out[b].tolist()}, for "
-                     f"row {b} alone {got.tolist()}. A softmax (or max) over the batch axis (dim 0) mixes rows; "
-                     "P_start and P_end are each normalised over the positions of ONE row (dim -1).",
-                     "depends-on-other-rows")
-        super()._judge_confirmed(out, expected, inputs, others)
-        for got, want, given in zip(alone, expected[:, None], rows):
-            self.judge(got, want, given)
-
-
 def best_span(fn: Callable, cases: Sequence | None = None) -> None:
     """Run `fn(start_logits, end_logits, allowed, max_len)` on each case, on each of its rows alone, and
-    with `allowed` as 0/1 integers."""
+    with `allowed` as 0/1 integers. BEST_SPAN itself is the engine's, case by case (as tests/test_engine.py replays
+    it)."""
     cases = BEST_SPAN_CASES if cases is None else cases
-    _RowByRow(**{**vars(BEST_SPAN), "then": lambda fn: _integer_mask(fn, cases)})(fn, cases)
+    replace(BEST_SPAN, then=lambda fn: _integer_mask(fn, cases), rows=(
+        "A softmax (or max) over the batch axis (dim 0) mixes rows; P_start and P_end are each normalised over the "
+        "positions of ONE row (dim -1)."))(fn, cases)
 
 
 def _integer_mask(fn: Callable, cases: Sequence) -> None:
@@ -224,6 +199,11 @@ BEST_SPAN = Exercise(
         ("flat-index", "one number per row, i·n + j, the argmax of the flattened table of span scores, not the pair "
          "(i, j) it stands for. Turn it back into a pair: i = k // n, j = k % n, with n the number of positions.",
          "`i, j = k // n, k % n`, then `torch.stack([i, j], dim=-1)`."),
+        # the band searched as a (B, n, max_len) table of (start, offset) scores, its offset k returned as the end:
+        # only "returned X; expected Y" before
+        ("end-as-offset", "each end here is j − i, the span's offset from its start (as a table of scores indexed by "
+         "start and offset gives it), not the end's position: the answer is tokens i … j, with j = i + offset.",
+         "Add the start back before returning: `torch.stack([i, i + k], dim=-1)`, k the offset."),
     ]))
 
 
@@ -288,6 +268,10 @@ span_loss = Exercise(
         ("larger-of-the-two", "that is the larger of the start and end losses; the loss is their mean: add them, halve "
          "the sum.", "Replace the maximum of the two losses with their sum divided by 2."),
         ("not-halved", "you added the start and end losses without halving the sum.", "Divide the sum by 2."),
+        # `a + b / 2`: only "expected (CE(start) + CE(end)) / 2" before
+        ("operator-precedence", "that is CE(start) + CE(end) / 2: `/` binds before `+`, so only the end loss was "
+         "halved.", "Put the sum in parentheses before dividing: `(F.cross_entropy(start_logits, start) + "
+         "F.cross_entropy(end_logits, end)) / 2`."),
         ("nll-on-logits", "that is minus the target's raw logit, what `F.nll_loss` gives when it is handed logits: a "
          "cross-entropy needs log-probabilities, so the log-softmax over the positions is missing.",
          "Apply log_softmax(dim=-1) to the logits first, or use `F.cross_entropy`, which does both."),
@@ -295,6 +279,11 @@ span_loss = Exercise(
          "raw logits.", "Remove the `.softmax(...)`: give F.cross_entropy the logits as they are."),
         ("targets-swapped", "you swapped the targets: score start logits against the start positions, end logits "
          "against the ends.", "Pair `start_logits` with `start` and `end_logits` with `end`."),
+        # a line copied and half edited, one scorer's logits read twice: only "expected (CE(start) + ...)" before
+        *[("same-logits-twice", f"the {other} loss reads {which}_logits: both targets were scored against the {which} "
+           f"logits. The {other} positions are scored by {other}_logits.",
+           f"Use `F.cross_entropy({other}_logits, {other})` for the {other} loss.")
+          for which, other in [("start", "end"), ("end", "start")]],
         ("summed-over-batch", "that is {B} × the expected value: you summed over the {B} examples; average them.",
          "Drop `reduction=\"sum\"` (the default is the mean), or divide by the batch size."),
         ("softmax-over-batch", "that is a softmax over the batch axis (dim 0), which mixes the examples. Each row's "
@@ -348,7 +337,7 @@ def _drive(cls, H: torch.Tensor, d: int, seed: int, **asked) -> dict:
         # Where B ≤ 2, only the position axis of the (B, n, 2) scores holds more than two entries (n > 2)
         *[("too many values to unpack (expected 2)", f"{POSITION_AXIS} `unbind(1)` gives one (B, 2) tensor per "
            f"position, n = {n} of them, too many to unpack into two. {SPLIT_LAST}", "splits-position-axis")]
-        * (B <= 2)])
+        * (B <= 2), *heads.linear_swapped(d, 2)])
     ran["outs"] = [[_logits(o, x.shape) for o in outs] for outs, x in zip(ran["outs"], [H, probes])]
     if "gradients" in ran:
         ran["gradients"]["stepped"] = _logits(ran["gradients"]["stepped"], probes.shape)
@@ -555,8 +544,7 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
              "weight or gradient in forward or in a hook.")
     # Last, as the rules above say more about what they catch (a detached output is "not-connected"): lesson
     # 05 fine-tunes the encoder through the head, so a head that passes no gradient back to H freezes it.
-    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: _linear(X, scorers), seed,
-                    None)
+    judge_gradients(loaded["gradients"], "SpanHead", "H", H, lambda X: _linear(X, scorers), seed, None)
 
 
 __all__ = ["span_head", "best_span", "span_loss", "CheckFailed"]

@@ -211,6 +211,43 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} called a module class on a tensor, e.g. `nn.Tanh(x)`: that builds a new module and hands x to its "
      "constructor, which takes no tensor.",
      "Build the module once (`self.act = nn.Tanh()` in __init__) and call it on x, or use the function, `torch.tanh(x)`."),
+    # a class's __init__ without `super().__init__()` first, and argmax given two axes, as torch's amax takes them:
+    # a hint under raised-AttributeError, and torch's words alone (raised-TypeError), before
+    (("before Module.__init__() call",), "no-super-init",
+     "{name}'s __init__ assigned a layer or a parameter before `super().__init__()` had run: nn.Module's own "
+     "__init__ sets up the registers that hold a module's layers and parameters, so nothing can be stored before it.",
+     "Call `super().__init__()` first in __init__, before it assigns any layer or parameter."),
+    (("argmax(): argument 'dim' must be int, not tuple",), "argmax-over-two-axes",
+     "{name} gave argmax a tuple of axes: argmax (unlike amax) reduces one axis, as the index it returns counts "
+     "along one axis.",
+     "Flatten the axes into one and take its argmax, `k = scores.flatten(1).argmax(-1)`, then recover the two "
+     "indices: `k // n` and `k % n`, with n the size of the last axis."),
+    # `.view` after a transpose: torch's words alone (raised-RuntimeError) before
+    (("view size is not compatible with input tensor's size and stride",), "view-on-non-contiguous",
+     "{name} called `.view(...)` on a tensor whose memory does not run in the order of its shape (the result of a "
+     "transpose, a permute or `.T`): view only relabels the memory as it lies, and cannot reorder it.",
+     "Use `.reshape(...)`, which copies the values when it must, or call `.contiguous()` before `.view(...)`."),
+    # torch.stack(i, j), a softmax method without its dim, NumPy on the graph: torch's words alone (raised-*) before
+    (("argument 'tensors' (position 1) must be tuple of Tensors, not Tensor",
+      "stack() takes from 1 to 2 positional arguments"), "tensors-not-in-a-list",
+     "{name} gave torch.stack (or torch.cat) its tensors as separate arguments: it takes one list of tensors, and "
+     "its next argument is the axis.",
+     "Put the tensors in a list: `torch.stack([a, b], dim=-1)`."),
+    (('softmax() missing 1 required positional arguments: "dim"',), "softmax-without-dim",
+     "{name} called `.softmax()` (or `.log_softmax()`) without an axis: torch cannot guess which axis holds the "
+     "scores to normalise, and on a batch the wrong one mixes examples.",
+     "Name the axis of the scores: `x.softmax(dim=-1)`, `x.log_softmax(dim=-1)` when each row's scores lie on the "
+     "last axis, as a head's logits do."),
+    (("Can't call numpy() on Tensor that requires grad",), "numpy-on-graph",
+     "{name} handed a tensor that carries the graph to NumPy (an `np.` function, or `.numpy()`): NumPy cannot carry "
+     "a gradient, so the loss would train nothing. `.detach()` silences the error and keeps that flaw.",
+     "Compute with torch's own functions (`torch.log`, `torch.exp`, `.softmax(dim=-1)`) on the tensors as they are."),
+    # `.item()` or float() of a batch, one value asked of several as below: torch's words alone (raised-*) before
+    (("elements cannot be converted to Scalar", "only one element tensors can be converted to Python scalars"),
+     "item-of-many-values",
+     "{name} turned a tensor of several values into one Python number (`.item()`, `int(...)` or `float(...)`): "
+     "those take a tensor of exactly one value, and a batch holds one per row.",
+     "Keep the batch as a tensor and compute every row at once; take `.item()` only of a single value."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",

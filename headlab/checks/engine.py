@@ -88,6 +88,9 @@ class Exercise:
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
     convert: type = torch.Tensor               # the kind of its mistakes' outputs, as written (_converted)
     refuted: Callable[[Mistake], bool] = lambda mistake: False   # whether other cases rule it out (_judge_confirmed)
+    # Set: each case's rows are also run alone, as cases of their own after it, and a row whose answer alone differs
+    # from its answer in the batch fails depends-on-other-rows, with these words on why
+    rows: str = ""
 
     def __post_init__(self):
         self.mistakes = [m if m.index >= 0 else replace(m, index=i) for i, m in enumerate(self.mistakes)]
@@ -95,15 +98,17 @@ class Exercise:
     def __call__(self, fn: Callable, cases: Sequence | None = None) -> None:
         require_function(fn, self.name)
         cases = [self.read(case) for case in (self.cases if cases is None else cases)]
+        runs = [run for case in cases for run in [case, *self._rows(*case)]]   # with `rows`, its rows after each case
         # Every output first, so that a mistake is named only if it also explains the other cases; a crash
         # or a refusal is still reported in its case's turn.
-        outs = [self._attempt(fn, inputs) for inputs, _ in cases]
+        outs = [self._attempt(fn, inputs) for inputs, _ in runs]
         unclear = None   # the first wrong case that two mistakes explain equally well
-        for i, ((inputs, expected), out) in enumerate(zip(cases, outs)):
+        for i, ((inputs, expected), out) in enumerate(zip(runs, outs)):
             if isinstance(out, CheckFailed):
                 raise out
+            self._same_alone(out, inputs, outs[i + 1:i + 1 + len(self._rows(inputs, expected))])
             try:
-                self._judge_confirmed(out, expected, inputs, [c + (o,) for j, (c, o) in enumerate(zip(cases, outs))
+                self._judge_confirmed(out, expected, inputs, [c + (o,) for j, (c, o) in enumerate(zip(runs, outs))
                                                              if j != i and not isinstance(o, CheckFailed)])
             except Unclear as err:   # a later case may tell which mistake it is
                 unclear = unclear or err
@@ -112,6 +117,20 @@ class Exercise:
         if self.then is not None:
             self.then(fn)
         passed(self.name, len(cases))
+
+    def _rows(self, inputs: tuple, expected: Any) -> list[tuple]:
+        """With `rows`, each row of a case of several alone, (inputs, expected): its tensors cut to that row."""
+        B = len(inputs[0]) if self.rows else 1
+        return [(tuple(x[b:b + 1].clone() if isinstance(x, torch.Tensor) else x for x in inputs), expected[b:b + 1])
+                for b in range(B)] if B > 1 else []
+
+    def _same_alone(self, out: Any, inputs: tuple, alone: list) -> None:
+        """Fail if a row's answer alone differs from its answer in the batch (where both have the right shape)."""
+        right = isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(self.shape(*inputs))
+        for b, got in enumerate(alone if right else []):
+            if isinstance(got, torch.Tensor) and got.shape == out[b:b + 1].shape and not same(got, out[b:b + 1], 0.0):
+                fail(f"row {b}'s answer depends on the other rows: in the batch you return {show(out[b])}, for row {b} "
+                     f"alone {show(got)}. {self.rows}", "depends-on-other-rows")
 
     def _attempt(self, fn: Callable, inputs: tuple) -> Any:
         try:

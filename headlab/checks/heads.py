@@ -108,6 +108,14 @@ def no_train_only_layer(differ: bool, name: str, contract: str, where: str = "")
              "Remove that layer from the head; dropout, where a model wants it, goes before the head.")
 
 
+def linear_swapped(d: int, K: int, outputs: str = "") -> list[tuple[str, str, str]]:
+    """A head's crash row (see `built`) for its Linear layer built as nn.Linear(K, d) instead of nn.Linear(d, K): torch's
+    words when it meets H's d features. `outputs` names K as the constructor does (num_labels), if it does."""
+    return [(f"x{d} and {K}x{d})", f"nn.Linear takes (in_features, out_features), in that order: built as "
+             f"`nn.Linear({outputs or K}, d)` it expects {K} input features and meets the d = {d} features of each "
+             f"position. The head maps them to {K} scores: `nn.Linear(d, {outputs or K})`.", "linear-sizes-swapped")]
+
+
 def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, str, str]]) -> None:
     stage = raised.get("stage")
     try:
@@ -126,4 +134,4 @@ def _explain(raised: dict, name: str, spec: dict, crashes: Sequence[tuple[str, s
 
 
 __all__ = ["spec", "built", "run", "layer_built_in_forward", "random_at_eval", "dropout_at_eval",
-           "no_train_only_layer"]
+           "no_train_only_layer", "linear_swapped"]

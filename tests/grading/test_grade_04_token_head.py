@@ -54,8 +54,11 @@ WRONG = [
         ("in-place-dropout", "nn.Dropout(dropout, inplace=True)", "changed-input"),
         ("dropout1d-drops-whole-tokens", "nn.Dropout1d(dropout)", "drops-whole-vectors"),
     ]),
-    Wrong.edit("TokenClassifier-no-bias", "TokenClassifier", "nn.Linear(d, num_labels)",
-               "nn.Linear(d, num_labels, bias=False)", "no-bias"),
+    *Wrong.edits("TokenClassifier", "nn.Linear(d, num_labels)", [
+        ("no-bias", "nn.Linear(d, num_labels, bias=False)", "no-bias"),
+        # nn.Linear's sizes given as (out, in): torch's shape error and "print the shapes" before
+        ("linear-sizes-swapped", "nn.Linear(num_labels, d)", "linear-sizes-swapped"),
+    ]),
     Wrong.edit("TokenClassifier-default-dropout-0.5", "TokenClassifier", "dropout: float = 0.1",
                "dropout: float = 0.5", "wrong-default-dropout"),
     # A red team's forgery (issue 25, K1/K5/K6): a frozen parameter whose forward writes `.grad` itself, so
@@ -150,6 +153,18 @@ WRONG = [
             nll = F.cross_entropy(flat, target.clamp(min=0), reduction="none")
             return (nll.sum() - nll[~keep].detach().sum()) / keep.sum()
         """, mistake="gradient-reaches-unlabelled"),
+    # log_softmax over dim 1, as for (N, C) scores, on (B, n, L) logits
+    Wrong("token_loss-log-softmax-over-positions", "token_loss", """
+        def token_loss(logits, labels):
+            log_p = logits.log_softmax(dim=1)
+            return F.nll_loss(log_p.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        """, mistake="classes-on-sequence-axis"),
+    # one-hot targets for a squared error, made of every label, -100 included
+    Wrong("token_loss-one-hot-of-every-label", "token_loss", """
+        def token_loss(logits, labels):
+            target = F.one_hot(labels, logits.shape[-1]).float()
+            return F.mse_loss(logits, target)
+        """, mistake="minus-100-used-as-class"),
     # --- bio_to_spans -------------------------------------------------------------------------------
     Wrong("bio_to_spans-drops-I-after-O", "bio_to_spans", """
         def bio_to_spans(tags):
@@ -205,6 +220,20 @@ WRONG = [
                 kind, start = (None, i) if tag == "O" else (tag, i)
             return spans
         """, mistake="keeps-the-prefix"),
+    # An O skipped like a continuation: the open entity runs on through it (an I-X after it continues an open X)
+    Wrong("bio_to_spans-O-skipped", "bio_to_spans", """
+        def bio_to_spans(tags):
+            spans, kind, start = [], None, 0
+            for i, tag in enumerate(tags):
+                if tag == "O" or (tag.startswith("I-") and tag[2:] == kind):
+                    continue
+                if kind is not None:
+                    spans.append((kind, start, i))
+                kind, start = tag[2:], i
+            if kind is not None:
+                spans.append((kind, start, len(tags)))
+            return spans
+        """, mistake="o-does-not-close"),
     # Closes the last entity by appending "O" to the caller's list: the grader sees list inputs change too.
     Wrong.edit("bio_to_spans-appends-to-the-callers-tags", "bio_to_spans", 'enumerate([*tags, "O"])',
                'enumerate(tags.append("O") or tags)', "changed-input"),

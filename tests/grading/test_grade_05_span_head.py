@@ -230,6 +230,8 @@ WRONG = [
     Wrong.edit("best_span-band-transposed", "best_span", "band = (i <= j) & (j <= i + max_len - 1)",
                "band = torch.ones(n, n, dtype=torch.bool).tril().triu(-(max_len - 1))", "backward-spans"),
     Wrong.edit("best_span-strict-band", "best_span", "band = (i <= j)", "band = (i < j)", "one-token-spans-excluded"),
+    # nn.Linear's sizes given as (out, in): torch's shape error and "print the shapes" before
+    Wrong.edit("SpanHead-linear-sizes-swapped", "SpanHead", "nn.Linear(d, 2)", "nn.Linear(2, d)", "linear-sizes-swapped"),
     Wrong.edit("SpanHead-pair-from-T", "SpanHead", "logits.unbind(dim=-1)", "logits.T", "logits-transposed"),
     # Found by a simulated student: a ValueError, "returned a tuple" or the expected shape before.
     *Wrong.edits("SpanHead", "logits.unbind(dim=-1)", [
@@ -252,6 +254,19 @@ WRONG = [
             flat = (s[:, :, None] + e[:, None, :]).triu().tril(max_len - 1).flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="zeros-outside-band"),
+    # The band as a (B, n, max_len) table of (start, offset) scores, its flat argmax read back as (i, offset)
+    Wrong("best_span-offset-table", "best_span", """
+        def best_span(start_logits, end_logits, allowed, max_len):
+            allowed = allowed.bool()
+            B, n = start_logits.shape
+            s = start_logits.masked_fill(~allowed, float("-inf"))
+            e = end_logits.masked_fill(~allowed, float("-inf"))
+            table = torch.full((B, n, max_len), float("-inf"))
+            for k in range(min(max_len, n)):
+                table[:, :n - k, k] = s[:, :n - k] + e[:, k:]
+            flat = table.flatten(1).argmax(-1)
+            return torch.stack([flat // max_len, flat % max_len], dim=-1)
+        """, mistake="end-as-offset"),
     Wrong.edit("best_span-end-not-masked", "best_span",
                'log_p_end = end_logits.masked_fill(~allowed, float("-inf")).log_softmax(dim=-1)',
                "log_p_end = end_logits.log_softmax(dim=-1)", "end-not-restricted"),
@@ -323,6 +338,12 @@ WRONG = [
         def span_loss(start_logits, end_logits, start, end):
             return F.cross_entropy(start_logits, start) + F.cross_entropy(end_logits, end)
         """, mistake="not-halved"),
+    Wrong.edit("span_loss-halves-only-the-end-loss", "span_loss",
+               "(F.cross_entropy(start_logits, start) + F.cross_entropy(end_logits, end)) / 2",
+               "F.cross_entropy(start_logits, start) + F.cross_entropy(end_logits, end) / 2", "operator-precedence"),
+    # the start line copied for the end and only its target changed
+    Wrong.edit("span_loss-end-loss-on-start-logits", "span_loss", "F.cross_entropy(end_logits, end)",
+               "F.cross_entropy(start_logits, end)", "same-logits-twice"),
     Wrong("span_loss-targets-swapped", "span_loss", """
         def span_loss(start_logits, end_logits, start, end):
             return (F.cross_entropy(start_logits, end) + F.cross_entropy(end_logits, start)) / 2

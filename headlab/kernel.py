@@ -72,26 +72,36 @@ def _publish(pub: Any, data: dict) -> None:
     """Send `data` as display data, as ipykernel's publisher does, but past the hooks a notebook can register on it
     (`display_pub.register_hook`: a red team's hook rewrote the answers on their way out) and through the channel
     as it was when this module was imported (`_CHANNEL`), in the lesson's setup cell: the Session is shared with
-    sys.stdout, sys.stderr and every widget, and red teams replaced its `send` through each of them."""
+    sys.stdout, sys.stderr and every widget, and red teams replaced its `send`, then its `pack`, through each of
+    them. The message is packed, signed and sent here as Session.send does, by the functions taken then."""
     if _CHANNEL is None:   # not ipykernel's publisher (or imported outside a kernel): the publisher's own publish
         pub.publish(data=data, metadata={})
         return
-    publisher, session, socket, flush, message, send = _CHANNEL
+    publisher, session, socket, flush, message, pack, auth, send_multipart = _CHANNEL
     flush(publisher)   # the cell's prints first, as publish does
     msg = message(session, "display_data", {"data": data, "metadata": {}, "transient": {}},
                   parent=publisher.parent_header)
-    send(session, socket, msg, ident=publisher.topic)
+    parts = [pack(msg[part]) for part in ("header", "parent_header", "metadata", "content")]
+    signature = b""
+    if auth is not None:   # the key's HMAC, as Session.sign computes it
+        digest = auth.copy()
+        for part in parts:
+            digest.update(part)
+        signature = digest.hexdigest().encode()
+    send_multipart(socket, [publisher.topic, b"<IDS|MSG>", signature, *parts])   # jupyter_client's DELIM
 
 
 def _channel() -> tuple | None:
-    """(publisher, its session, its socket, and the class functions that flush, build and send a message), taken
-    now: functions of the classes, not attributes looked up when the answers leave, so that a `send` replaced
-    later on the session or its class is not the one called."""
+    """(publisher, its session, its socket, the class functions that flush and build a message, the session's
+    packer and a copy of its signing HMAC, and the socket class's send), taken now: not attributes looked up when
+    the answers leave, so that a `send` or `pack` replaced later on the session or its class is not the one called."""
     pub = getattr(_shell(), "display_pub", None)
     session, socket = getattr(pub, "session", None), getattr(pub, "pub_socket", None)
     if session is None or socket is None or not hasattr(type(pub), "_flush_streams"):
         return None
-    return pub, session, socket, type(pub)._flush_streams, type(session).msg, type(session).send
+    auth = session.auth.copy() if session.auth is not None else None
+    return (pub, session, socket, type(pub)._flush_streams, type(session).msg, session.pack, auth,
+            type(socket).send_multipart)
 
 
 def _shell():

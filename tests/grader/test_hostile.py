@@ -195,7 +195,7 @@ ANSWER_LATER = SOL["padding_mask"].replace("def padding_mask(", "def _right(") +
 # given a `send` (on the object and on its class) that turns a transposed causal_mask into the right one on its way
 # out. respond sends through the class functions it took at import, in the setup cell, so the answers leave as given.
 TRANSPOSED = SOL["causal_mask"].replace("return j <= i", "return j >= i")
-SESSION_SEND = textwrap.dedent("""\
+FIX_ANSWERS = textwrap.dedent("""\
     import sys, base64, torch
     def _fix(msg):
         for key, v in msg.get('content', {}).get('data', {}).items():
@@ -208,11 +208,19 @@ SESSION_SEND = textwrap.dedent("""\
                         t['b'] = base64.b64encode(m.t().contiguous().numpy().tobytes()).decode()
         return msg
     _session = sys.stdout.session
+    """)
+SESSION_SEND = FIX_ANSWERS + textwrap.dedent("""\
     _send = type(_session).send
     def _rewriting_send(self, stream, msg_or_type, *a, **k):
         return _send(self, stream, _fix(msg_or_type) if isinstance(msg_or_type, dict) else msg_or_type, *a, **k)
     type(_session).send = _rewriting_send
     _session.send = lambda *a, **k: _rewriting_send(_session, *a, **k)
+    """)
+# Red team 9 (held out; written here): the same fix in the session's `pack`, which its `send` calls through the
+# instance. respond packs and signs with the packer and key it took at import.
+SESSION_PACK = FIX_ANSWERS + textwrap.dedent("""\
+    _pack = _session.pack
+    _session.pack = lambda part: _pack(_fix({'content': part})['content'] if 'data' in part else part)
     """)
 # A module written into the kernel's folder under the name of an installed course import, then imported by that
 # name: without the grader's -P it was found before site-packages, and its code (hex, unread by the flags) replaced
@@ -264,6 +272,7 @@ EXPECTED = {
     "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, True),   # its thread: flagged
     "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
     "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
+    "session-pack": (2, True),
     "shadow-module": (2, False),   # the installed safetensors is imported, not the file the notebook wrote
 }
 
@@ -289,6 +298,7 @@ def build(root):
     submit(root, "forgery-kit", with_cells(rel, (IMPORTS, FORGE_MORE)))
     submit(root, "bad-signature", with_cells(fill(rel, SOL), ("test_padding_mask", BAD_SIGNATURE)))
     submit(root, "session-send", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_SEND)))
+    submit(root, "session-pack", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_PACK)))
     submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))

@@ -131,7 +131,16 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
     special_id = (drawn[(drawn >= 0) & (drawn < NUM_SPECIAL)].tolist() + [None])[0]
     outside_id = (drawn[(drawn < 0) | (drawn >= vocab_size)].tolist() + [None])[0]
     (b, i), (c, j) = _at(chosen & special), _at(~chosen & changed)
+    # One value other than −100 (and than the ids) at every protected position: what the labels meant to be ignored
+    unchosen = labels[special].unique()
+    ignored = int(unchosen[0]) if len(unchosen) == 1 and not torch.equal(labels[special], ids[special]) else -100
     _first([
+        # -1 (pytorch-transformers 1.x's ignore value) or 0: labels-everywhere, "an id at every position", before
+        ("wrong-ignore-value", ignored != -100, f"your labels hold {ignored} at the positions that were not chosen "
+         "(the special ones, for a start): an unchosen position is marked −100, the `ignore_index` of "
+         "F.cross_entropy, which leaves it out of the loss. Any other value is read as a class to predict there (or, "
+         "below 0 and not −100, makes the loss raise).", "Start the labels from `torch.full_like(ids, -100)` and copy the original "
+         "ids at the chosen positions: `torch.where(chosen, ids, -100)`."),
         ("labels-everywhere", bool(chosen.all()) and bool(special.any()) and p != 1.0, "your labels hold an id at "
          "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
          "the loss is taken over the chosen positions only."),
@@ -203,6 +212,12 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          "where it is below p."),
         ("wrong-fraction", abs(fraction - target) > 0.025, f"you chose {fraction:.1%} of the non-special "
          f"positions {called}; each non-special position must be chosen with probability p = {target}."),
+        # `inputs[chosen][u < 0.8] = mask_id` writes into the copy a boolean index returns: no-random-words before
+        ("inputs-not-corrupted", unchanged > 0.97, f"every chosen position kept its id in your inputs ({split}): "
+         "nothing was replaced by [MASK] or a random word. If you wrote into `inputs[chosen][...]`, that assignment "
+         "changed a copy: indexing with a boolean mask returns a new tensor, so the second index writes into it, not "
+         "into inputs.", "Index once with the combined mask, `inputs[chosen & (u < 0.8)] = mask_id`, or build the "
+         "inputs with `torch.where(chosen & (u < 0.8), mask_id, ids)`."),
         ("all-become-mask", masked > 0.97, f"every chosen token became [MASK] ({split}). The recipe: of the "
          "chosen positions, 80 % → [MASK], 10 % → a random word, 10 % unchanged."),
         ("no-random-words", random < 0.02 and unchanged > 0.15, f"no chosen token was replaced by a random word "

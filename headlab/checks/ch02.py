@@ -361,6 +361,11 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     ("assumes-right-padding", "max_pool took the max over the first ℓ positions of each row, ℓ its number of real "
      "tokens{where}: the real ones only when the padding comes last. Here a row is left-padded, its real tokens last: "
      "select them with the mask itself, not by their count.", "Fill the positions where the mask is False with "
-     "`-torch.inf`, then take the max over dim=1.")])
+     "`-torch.inf`, then take the max over dim=1."),
+    # `H * mask + (1 - mask) * -inf`, an additive mask made by multiplying: a row of NaN (wrong-values) before
+    ("nan-from-zero-times-inf", "max_pool returned NaN in every row{where}: 0 · (−inf) is NaN, not 0, so a −inf "
+     "multiplied by the mask or by `1 - mask`, as in `H * mask + (1 - mask) * float('-inf')`, puts NaN at every real "
+     "position, and a NaN wins every max. Put −inf at the padding positions without multiplying by it.",
+     "`H.masked_fill(~mask.bool()[:, :, None], float('-inf'))` (or `torch.where`), then `.amax(dim=1)`.")])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

@@ -120,6 +120,22 @@ WRONG = [
                 inputs[b, drawn] = torch.randint(NUM_SPECIAL, vocab_size, (len(drawn),), generator=generator)
             return inputs, labels
         """, mistake="fixed-count-per-row"),
+    # The ignore value of pytorch-transformers 1.x: named labels-everywhere ("an id at every position") before
+    Wrong.edit("mask_tokens-ignore-value-minus-one", "mask_tokens", "torch.full_like(ids, -100)",
+               "torch.full_like(ids, -1)", "wrong-ignore-value"),
+    # A chained boolean index writes into a copy, so the inputs never change: named no-random-words before
+    Wrong("mask_tokens-chained-index-assignment", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
+            labels = torch.where(chosen, ids, -100)
+            inputs = ids.clone()
+            u = torch.rand(ids.shape, generator=generator)[chosen]
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)[chosen]
+            inputs[chosen][u < 0.8] = mask_id
+            swap = (u >= 0.8) & (u < 0.9)
+            inputs[chosen][swap] = words[swap]
+            return inputs, labels
+        """, mistake="inputs-not-corrupted"),
     Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", BIAS, "self.bias = torch.zeros(V)", "no-output-bias"),
     Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
                "projection-not-transposed"),

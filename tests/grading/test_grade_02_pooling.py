@@ -118,6 +118,9 @@ WRONG = [
         # Found by a simulated student: it passed while every real value was above -100.
         ("fill-minus-hundred", "H.masked_fill(padding, -100.0).amax(dim=1)", "zero-fill"),
         ("detached", f"{MAX}.detach()", "no-gradient"),
+        # an additive mask made by multiplying: 0 · (−inf) is NaN at every real position
+        ("times-minus-inf", "(H * mask[:, :, None] + (1 - mask[:, :, None].float()) * float('-inf')).amax(dim=1)",
+         "nan-from-zero-times-inf"),
     ]),
     *Wrong.edits("max_pool", ".amax(dim=1)", [
         ("returns-values-and-indices", ".max(dim=1)", "values-and-indices"),

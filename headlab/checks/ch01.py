@@ -273,6 +273,11 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
         ("values to unpack", "MLMHead.forward must accept h of any leading shape (…, d), a batch (B, n, d) or "
          "flat positions (N, d): do not unpack h.shape into a fixed number of sizes. Take `h.shape[-1]` if you "
          "need d; nn.Linear and nn.LayerNorm act on the last axis whatever comes before it.", "fixed-rank-input"),
+        # torch's words for `self.embedding(t)`: "tied to the embedding" taken for calling it (raised-RuntimeError)
+        ("'indices' to have one of the following scalar types", "The head called the nn.Embedding itself on float "
+         "features: an embedding looks rows up by token id, it does not score features. Tying shares its weight: "
+         "multiply the transformed features by `embedding.weight` transposed (or use `F.linear(t, "
+         "embedding.weight, bias)`).", "embedding-called-on-features"),
     ]
 
 
@@ -308,9 +313,10 @@ HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + 
      "you return log-probabilities; return raw logits"),
     # BERT's config (`layer_norm_eps=1e-12`): "after one step ... a weight did not move" (parameters-without-gradient)
     # before, or "the logits differ" where the eps moved them by more than the tolerance
-    ("layernorm-eps", "your LayerNorm's eps is 1e-12, BERT's `layer_norm_eps`, not nn.LayerNorm's default 1e-5. It "
-     "changes the logits little where a position's features vary a lot, more where they vary little, and their "
-     "gradients more still: the lesson's transform is `nn.LayerNorm(d)`, its eps left as it is",
+    # 1e-6 too, which was told "your eps is 1e-12"
+    ("layernorm-eps", "your LayerNorm's eps is far below nn.LayerNorm's default 1e-5 (BERT's `layer_norm_eps` is "
+     "1e-12). It changes the logits little where a position's features vary a lot, more where they vary little, and "
+     "their gradients more still: the lesson's transform is `nn.LayerNorm(d)`, its eps left as it is",
      "Build the LayerNorm as `nn.LayerNorm(d)`, without `eps=...`."),
 ])
 

@@ -224,6 +224,10 @@ def _raised(err, H, mask) -> tuple[str, str, str] | None:
         ("count-without-keepdim", sizes == (d, B), f"A value with one entry per row, shape (B,) = ({B},), met the "
          f"d = {d} features: keep the axis of a per-row count, so that a (B, 1) count divides each row.",
          "`mask.sum(dim=1, keepdim=True)` has shape (B, 1)."),
+        # `mask.sum(0)[:, None]` or a (B, n, 1) mask summed over dim 0: the generic "print their .shape" before
+        ("count-over-batch-axis", sizes == (B, n), f"A value with one entry per position, n = {n}, met the B = {B} "
+         "rows: the mask was summed over the batch axis (dim=0). The count that divides a row is that row's number "
+         "of real tokens, its mask summed over the positions.", "`mask.sum(dim=1, keepdim=True)` has shape (B, 1)."),
         ("mask-on-feature-axis", set(sizes) == {n, d}, f"The mask's n = {n} positions met H's d = {d} features: a "
          "(B, n) mask must be lined up with H's position axis, and broadcast over the d features.",
          "`mask[:, :, None]` has shape (B, n, 1).")]:

@@ -270,8 +270,7 @@ def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
         return (H, mask.to(dtype)), torch.as_tensor(expected, dtype=torch.float32)
 
     def explain(out, expected, H, mask):   # the first wrong row, which a large tensor would hide
-        b = next((b for b in range(len(out)) if not torch.allclose(out[b].double(), expected[b].double(), atol=1e-4)),
-                 0)
+        b = next(b for b in range(len(out)) if not torch.allclose(out[b].double(), expected[b].double(), atol=1e-4))
         length = int(mask.bool()[b].sum())
         return (f"{name} row {b} (length {length}) is {show(out[b])}; the {what} of its {length} real vectors is "
                 f"{show(expected[b])}{_where(H, mask)}.")
@@ -354,8 +353,7 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     ("keeps-position-axis", "max_pool returned shape ({B}, 1, {d}){where}: it kept the position axis. The result is "
      "(B, d) = ({B}, {d}).", "Drop `keepdim=True` from the max over positions."),
     ("zero-fill", "max_pool filled the padding with zeros{where}. When every real value of a feature is negative, the "
-     "0 of a padding position wins the max: padding must never win.",
-     FILL_FIX),
+     "0 of a padding position wins the max: padding must never win.", FILL_FIX),
     ("padding-included", "max_pool took the max over every position, padding included{where}; padding positions must "
      "never win.", "Fill them with -inf before the max."),
     ("inverted-mask", "max_pool filled the real tokens and kept the padding{where}: the mask is True (or 1) on real "

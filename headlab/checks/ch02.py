@@ -366,8 +366,8 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
      "`-torch.inf`, then take the max over dim=1."),
     # `H * mask + (1 - mask) * -inf`, an additive mask made by multiplying: a row of NaN (wrong-values) before
     ("nan-from-zero-times-inf", "max_pool returned NaN in every row{where}: 0 · (−inf) is NaN, not 0, so a −inf "
-     "multiplied by the mask or by `1 - mask`, as in `H * mask + (1 - mask) * float('-inf')`, puts NaN at every real "
-     "position, and a NaN wins every max. Put −inf at the padding positions without multiplying by it.",
+     "multiplied by the mask or by 1 − mask, as in `H + (1 - mask.float()[:, :, None]) * float('-inf')`, puts NaN at "
+     "every real position, and a NaN wins every max. Put −inf at the padding positions without multiplying by it.",
      "`H.masked_fill(~mask.bool()[:, :, None], float('-inf'))` (or `torch.where`), then `.amax(dim=1)`.")])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

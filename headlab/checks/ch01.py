@@ -220,6 +220,13 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          "inputs with `torch.where(chosen & (u < 0.8), mask_id, ids)`."),
         ("all-become-mask", masked > 0.97, f"every chosen token became [MASK] ({split}). The recipe: of the "
          "chosen positions, 80 % → [MASK], 10 % → a random word, 10 % unchanged."),
+        # Sequential draws, [MASK] with 0.8 and then a random word with 0.1 of the rest: 0.2 · 0.1 = 2 %, told "no
+        # chosen token was replaced by a random word" (no-random-words) or wrong-split before
+        ("random-share-of-the-rest", abs(random - 0.02) < 0.012 and abs(masked - 0.8) < 0.04, f"only {random:.1%} "
+         f"of the chosen tokens became a random word ({split}), about 0.1 of the 20 % left after masking: the 10 % "
+         "is a share of all chosen positions, so half of those not masked get a random word (0.5 · 20 % = 10 %).",
+         "Draw the random words among the chosen positions not masked with probability 0.5, or decide all three "
+         "with one uniform draw per position: below 0.8 [MASK], from 0.8 to 0.9 a random word."),
         ("no-random-words", random < 0.02 and unchanged > 0.15, f"no chosen token was replaced by a random word "
          f"({split}); 10 % of the chosen ones must be."),
         ("none-unchanged", unchanged < 0.03, f"no chosen token was left unchanged ({split}); 10 % of the chosen "

@@ -146,10 +146,17 @@ def Pooler(cls, cases=None) -> None:
 def _judge_pooler(cls, case) -> None:
     """Judge `cls` on one case, its (d, d) weight W and (d,) bias b loaded into its state_dict (kernel.load)."""
     (d, W, b, c), expected = _pooler.read(case)
-    # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
-    ran = heads.run(cls, "Pooler", "c", (d,), d, [c], [W, b], step=True, crashes=[(
-        f"1x{len(c)} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape "
-        f"(B, d) = {tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again")])
+    B = len(c)
+    column = (f"The formula W c + b is written for one vector c, a column; here c is a batch, one [CLS] vector per ROW, "
+              f"shape (B, d) = {tuple(c.shape)}. For rows the same map is c Wᵀ + b, which is what calling the nn.Linear "
+              "layer on c computes.")   # weight-times-batch
+    ran = heads.run(cls, "Pooler", "c", (d,), d, [c], [W, b], step=True, crashes=[
+        # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
+        (f"1x{B} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape (B, d) = "
+         f"{tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again"),
+        # torch's words for `W @ c`, then for `W @ c.T + b` (raised-RuntimeError, "print the .shape", before)
+        (f"({d}x{d} and {B}x{d})", column, "weight-times-batch"),
+        (f"size of tensor a ({B}) must match the size of tensor b ({d})", column, "weight-times-batch")])
     # Random with every weight at zero, which a dropout on c or on the output is not: a layer made in forward
     zeroed = heads.run(cls, "Pooler", "c", **{**ran["asked"], "fill": "zeros", "passes": 2, "step": False})["outs"][0]
     heads.layer_built_in_forward(all(isinstance(o, torch.Tensor) for o in zeroed) and not torch.equal(*zeroed),

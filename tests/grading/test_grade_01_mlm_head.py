@@ -136,6 +136,17 @@ WRONG = [
             inputs[chosen][swap] = words[swap]
             return inputs, labels
         """, mistake="inputs-not-corrupted"),
+    # Sequential draws as in transformers' collator, with 0.1 where it has 0.5: 2 % random words, told "no chosen
+    # token was replaced by a random word" before
+    Wrong("mask_tokens-random-words-with-0.1-of-the-rest", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = torch.bernoulli(torch.full(ids.shape, p), generator=generator).bool() & ~special_mask.bool()
+            labels = torch.where(chosen, ids, -100)
+            masked = torch.bernoulli(torch.full(ids.shape, 0.8), generator=generator).bool() & chosen
+            swapped = torch.bernoulli(torch.full(ids.shape, 0.1), generator=generator).bool() & chosen & ~masked
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            return torch.where(masked, mask_id, torch.where(swapped, words, ids)), labels
+        """, mistake="random-share-of-the-rest"),
     Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", BIAS, "self.bias = torch.zeros(V)", "no-output-bias"),
     Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
                "projection-not-transposed"),

@@ -25,6 +25,8 @@ WRONG = [
         # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them), as Pooler-no-bias's
         # and mean_pool-sums-the-padding's below:
         ("takes-position-0-again", "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
+        # the lesson's W c + b written for a batch of rows: torch's words alone before
+        ("weight-times-batch", "torch.tanh(self.dense.weight @ c + self.dense.bias)", "weight-times-batch"),
         ("tanh-before-dense", "self.dense(torch.tanh(c))", "tanh-before-dense"),
         ("linear-weight-not-transposed", "torch.tanh(c @ self.dense.weight + self.dense.bias)",
          "linear-weight-not-transposed"),

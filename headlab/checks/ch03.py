@@ -74,8 +74,12 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
     for d, K, B in cases:
         x, W = torch.randn(B, d, generator=g) * 3, torch.randn(K, d, generator=g) / math.sqrt(d)
         b, run_seed = _bias_and_seed(K, g)
+        # torch's words for `nn.Linear(num_classes, d)` (raised-RuntimeError, "print the .shape", before)
+        swapped = (f"({B}x{d} and {K}x{d})", f"nn.Linear takes (in_features, out_features): the head maps the d = {d} "
+                   f"features of each example to K = {K} class scores, `nn.Linear(d, num_classes)`, and yours was "
+                   "built the other way round.", "linear-sizes-swapped")
         ran = heads.run(cls, "SequenceClassifier", "pooled", (d, K), run_seed, [x], [W, b], {"dropout": 0.5},
-                        passes=2, step=True)
+                        passes=2, step=True, crashes=[swapped])
         out, again = ran["outs"][0]
         differ = isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again)
         heads.random_at_eval(differ, cls, ran, "SequenceClassifier", "pooled", _eval.where(x, W, b))

@@ -272,6 +272,8 @@ def _head_inputs(V: int, d: int, seed: int) -> tuple:
 
 def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
     """The crashes this exercise invites: (torch's or Python's words, hint, mistake key)."""
+    bias = (f"The output bias adds one number to each of the V = {V} word scores: its shape is (V,), not (d,) = ({d},) "
+            "like the dense layer's.", "output-bias-of-size-d")
     return [
         (f"and {V}x{d})", f"embedding.weight has shape (V, d) = ({V}, {d}): to score the d features against each "
          "of the V words, multiply by its transpose (`.T`), so that the logits come out (…, V).",
@@ -280,6 +282,9 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
         ("values to unpack", "MLMHead.forward must accept h of any leading shape (…, d), a batch (B, n, d) or "
          "flat positions (N, d): do not unpack h.shape into a fixed number of sizes. Take `h.shape[-1]` if you "
          "need d; nn.Linear and nn.LayerNorm act on the last axis whatever comes before it.", "fixed-rank-input"),
+        # torch's words for an output bias of d entries, in F.linear, then added (raised-RuntimeError before)
+        (f"expanded size of the tensor ({V}) must match the existing size ({d})", *bias),
+        (f"size of tensor a ({V}) must match the size of tensor b ({d})", *bias),
         # torch's words for `self.embedding(t)`: "tied to the embedding" taken for calling it (raised-RuntimeError)
         ("'indices' to have one of the following scalar types", "The head called the nn.Embedding itself on float "
          "features: an embedding looks rows up by token id, it does not score features. Tying shares its weight: "

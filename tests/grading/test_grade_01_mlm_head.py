@@ -214,6 +214,9 @@ WRONG = [
     # "tied to the embedding" taken for calling it: torch's words alone (raised-RuntimeError) before
     Wrong.edit("MLMHead-calls-the-embedding", "MLMHead", LOGITS, "self.embedding(t) + self.bias",
                "embedding-called-on-features"),
+    # the dense layer's size given to the output bias: torch's words alone before
+    Wrong.edit("MLMHead-output-bias-of-size-d", "MLMHead", BIAS, "self.bias = nn.Parameter(torch.zeros(d))",
+               "output-bias-of-size-d"),
     Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",
                "fixed-rank-input"),
     Wrong("mlm_loss-over-every-position", "mlm_loss", """

@@ -385,6 +385,11 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  "or keep the embedding and use its weight.", "cloned-projection",
                  "Drop the `.clone()` (or the new `nn.Parameter`) around embedding.weight: assign the Parameter "
                  "itself.")
+        # No dropout in train mode either, where the lesson pre-trains through the head (a dropout passed before)
+        trained = heads.run(cls, "MLMHead", "h", **{**ran["asked"], "inputs": [h], "passes": 1, "train": True,
+                                                     "step": False})["outs"][0][0]
+        heads.no_train_only_layer(not _close(trained, out), "MLMHead", "The head computes LayerNorm(GELU(Linear(h)))"
+                                  " @ E.T + bias", _head_where(h, W, v, E, b))
         # BERT's eps moves the logits by less than the tolerance on most inputs, and a step of training by more, so
         # judge_gradients took it for a weight that did not train: it is named wherever the outputs after the public
         # step are BERT's eps head's and far nearer to them (4×) than to the right head's, whatever the tolerance says

@@ -217,6 +217,9 @@ WRONG = [
     # the dense layer's size given to the output bias: torch's words alone before
     Wrong.edit("MLMHead-output-bias-of-size-d", "MLMHead", BIAS, "self.bias = nn.Parameter(torch.zeros(d))",
                "output-bias-of-size-d"),
+    # BERT's MLM head holds no dropout: passed before, its train-mode outputs never looked at
+    Wrong.edit("MLMHead-dropout-in-head", "MLMHead", TRANSFORM,
+               "t = F.dropout(self.norm(self.act(self.dense(h))), 0.1, self.training)", "dropout-in-head"),
     Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",
                "fixed-rank-input"),
     Wrong("mlm_loss-over-every-position", "mlm_loss", """

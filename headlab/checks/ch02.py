@@ -375,6 +375,10 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     ("nan-from-zero-times-inf", "max_pool returned NaN in every row{where}: 0 · (−inf) is NaN, not 0, so a −inf "
      "multiplied by the mask or by 1 − mask, as in `H + (1 - mask.float()[:, :, None]) * float('-inf')`, puts NaN at "
      "every real position, and a NaN wins every max. Put −inf at the padding positions without multiplying by it.",
-     "`H.masked_fill(~mask.bool()[:, :, None], float('-inf'))` (or `torch.where`), then `.amax(dim=1)`.")])
+     "`H.masked_fill(~mask.bool()[:, :, None], float('-inf'))` (or `torch.where`), then `.amax(dim=1)`."),
+    # `_, pooled = H.max(1)`, the classifier's `_, predicted = torch.max(outputs, 1)`: "keeps H's dtype" before
+    ("returns-indices", "max_pool returned the positions of the maxima, not their values{where}: `.max(dim=1)` gives "
+     "the pair (values, indices), and its second part, `.indices` or `argmax`, says where each maximum is.",
+     "Return the values: `.max(dim=1).values`, or `.amax(dim=1)`.")])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

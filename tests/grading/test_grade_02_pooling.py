@@ -128,6 +128,8 @@ WRONG = [
     ]),
     *Wrong.edits("max_pool", ".amax(dim=1)", [
         ("returns-values-and-indices", ".max(dim=1)", "values-and-indices"),
+        # the prediction idiom `_, predicted = torch.max(outputs, 1)`: "max_pool returned dtype torch.int64" before
+        ("returns-the-indices", ".max(dim=1)[1]", "returns-indices"),
         ("max-over-features", ".amax(dim=-1)", "over-features"),
         ("keepdim-then-squeeze", ".amax(dim=1, keepdim=True).squeeze()", "squeeze-drops-batch-axis"),
     ]),

@@ -205,12 +205,12 @@ WRONG = [
     Wrong.edit("MLMHead-reinitialises-the-embedding", "MLMHead", "self.embedding = embedding",
                "self.embedding = embedding\n        nn.init.normal_(self.embedding.weight)", "changed-embedding"),
     Wrong.edit("MLMHead-detached-h", "MLMHead", "self.dense(h)", "self.dense(h.detach())", "input-detached"),
-    # BERT's config (layer_norm_eps=1e-12): told parameters-without-gradient, or passed, as the hidden seed fell
-    Wrong.edit("MLMHead-bert-layernorm-eps", "MLMHead", "nn.LayerNorm(d)", "nn.LayerNorm(d, eps=1e-12)",
-               "layernorm-eps"),
-    # T5's and many models' 1e-6: named, but told "your LayerNorm's eps is 1e-12" before
-    Wrong.edit("MLMHead-layernorm-eps-1e-6", "MLMHead", "nn.LayerNorm(d)", "nn.LayerNorm(d, eps=1e-6)",
-               "layernorm-eps"),
+    *Wrong.edits("MLMHead", "nn.LayerNorm(d)", [
+        # BERT's config (layer_norm_eps=1e-12): told parameters-without-gradient, or passed, as the hidden seed fell
+        ("bert-layernorm-eps", "nn.LayerNorm(d, eps=1e-12)", "layernorm-eps"),
+        # T5's and many models' 1e-6: named, but told "your LayerNorm's eps is 1e-12" before
+        ("layernorm-eps-1e-6", "nn.LayerNorm(d, eps=1e-6)", "layernorm-eps"),
+    ]),
     # "tied to the embedding" taken for calling it: torch's words alone (raised-RuntimeError) before
     Wrong.edit("MLMHead-calls-the-embedding", "MLMHead", LOGITS, "self.embedding(t) + self.bias",
                "embedding-called-on-features"),

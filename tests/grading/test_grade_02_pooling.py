@@ -102,10 +102,10 @@ WRONG = [
         def mean_pool(H, mask):
             return torch.stack([H[b][mask[b]].mean(dim=0) for b in range(len(H))])   # right with a bool mask only
         """, mistake="integer-mask-as-index"),
-    Wrong.edit("mean_pool-counts-over-the-batch-axis", "mean_pool", "count = weights.sum(dim=1)",
-               "count = weights.sum(dim=0)", "count-over-batch-axis"),
-    Wrong.edit("mean_pool-divides-by-batch-count", "mean_pool", "count = weights.sum(dim=1)", "count = weights.sum()",
-               "divides-by-batch-count"),
+    *Wrong.edits("mean_pool", "count = weights.sum(dim=1)", [
+        ("counts-over-the-batch-axis", "count = weights.sum(dim=0)", "count-over-batch-axis"),
+        ("divides-by-batch-count", "count = weights.sum()", "divides-by-batch-count"),
+    ]),
     # pooled by lengths: right only while every mask is right-padded
     Wrong("mean_pool-slices-the-first-lengths", "mean_pool", """
         def mean_pool(H, mask):

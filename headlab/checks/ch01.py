@@ -10,6 +10,7 @@ names its mistake. The five special tokens have ids 0 … 4, so a random replace
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable, Sequence
 
 import torch
@@ -444,6 +445,13 @@ mlm_loss = Exercise(
             "index: −100 marks the positions that were not chosen, which the loss leaves out.", "unchosen-counted",
             "F.cross_entropy leaves them out by default (ignore_index=-100); or keep only the positions where "
             "`labels != -100`.") if "-100" in str(err) else None),
+           # `logits[keep]` with every label, or the reverse: the generic "print both shapes" (raised-ValueError) before
+           (ValueError, lambda err, logits, labels: ("Only one of logits and labels was filtered to the chosen "
+            "positions: F.cross_entropy pairs row k of its input with target k, so both must keep the same positions.",
+            "filtered-one-not-the-other", "Filter both with one mask: `keep = labels != -100`, then "
+            "`F.cross_entropy(logits[keep], labels[keep])`.")
+            if {int(n) for n in re.findall(r"batch_size \((\d+)\)", str(err))} == {int((labels != -100).sum()),
+                                                                                 labels.numel()} else None),
            ((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
             "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "

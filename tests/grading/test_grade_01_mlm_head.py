@@ -233,6 +233,12 @@ WRONG = [
                 return F.cross_entropy(logits, labels)
             return torch.stack([F.cross_entropy(x, y) for x, y in zip(logits, labels)]).mean()
         """, mistake="mean-of-row-means"),
+    # the logits kept at the chosen positions, the labels all: the generic "print both shapes" before
+    Wrong("mlm_loss-filters-the-logits-only", "mlm_loss", """
+        def mlm_loss(logits, labels):
+            keep = labels != -100
+            return F.cross_entropy(logits[keep], labels.reshape(-1))
+        """, mistake="filtered-one-not-the-other"),
     Wrong.edit("mlm_loss-softmax-first", "mlm_loss", "logits.reshape(", "logits.softmax(-1).reshape(", "softmax-first"),
     Wrong.edit("mlm_loss-sum-not-mean", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")',
                "sum-not-mean"),

@@ -132,6 +132,12 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
     special_id = (drawn[(drawn >= 0) & (drawn < NUM_SPECIAL)].tolist() + [None])[0]
     outside_id = (drawn[(drawn < 0) | (drawn >= vocab_size)].tolist() + [None])[0]
     (b, i), (c, j) = _at(chosen & special), _at(~chosen & changed)
+    # One id that no random word may be (a special or outside the vocabulary) in most of the corrupted positions,
+    # more than one of them: what the answer writes for [MASK]
+    corrupted = inputs[chosen & changed]
+    fixed_id = int(corrupted.mode().values) if len(corrupted) > 1 else mask_id
+    if NUM_SPECIAL <= fixed_id < vocab_size or (corrupted == fixed_id).double().mean() <= 0.5:
+        fixed_id = mask_id   # a word a random draw may give, or no id in most of them: none written for [MASK]
     # One value other than −100 (and than the ids) at every protected position: what the labels meant to be ignored
     unchosen = labels[special].unique()
     ignored = int(unchosen[0]) if len(unchosen) == 1 and not torch.equal(labels[special], ids[special]) else -100
@@ -159,11 +165,11 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
         ("split-over-all-positions", bool((~chosen & changed).any()), f"mask_tokens changed position ({c}, {j}), "
          "whose label is −100. Only chosen positions may be corrupted (and each corrupted position needs its "
          "label); the 80/10/10 split is taken among the chosen positions, not among all positions."),
-        # Before random-draws-specials: a fixed 3 written instead of another mask_id looks like a drawn special.
-        ("mask-id-ignored", mask_id != MASK and bool((inputs[chosen] == MASK).any())
-         and not bool((inputs[chosen] == mask_id).any()), f"mask_tokens was given mask_id={mask_id}, but the "
-         f"positions it masked hold {MASK}: write the mask_id argument itself there, not a fixed id (the caller's "
-         "tokenizer decides which id [MASK] has)."),
+        # Before random-draws-specials and random-outside-vocabulary: a fixed id written instead of mask_id (3 where
+        # another is given, BERT's 103) looks like a drawn special or a word outside the vocabulary.
+        ("mask-id-ignored", fixed_id != mask_id and not bool((inputs[chosen] == mask_id).any()),
+         f"mask_tokens was given mask_id={mask_id}, but the positions it masked hold {fixed_id}: write the mask_id "
+         "argument itself there, not a fixed id (the caller's tokenizer decides which id [MASK] has)."),
         ("random-draws-specials", special_id is not None, f"a random replacement drew the special "
          f"token id {special_id}: random replacements must be non-special words, ids in [{NUM_SPECIAL}, vocab_size) "
          f"(the special tokens are ids 0 … {NUM_SPECIAL - 1})."),

@@ -84,10 +84,12 @@ WRONG = [
     Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", PAIR, "return labels, inputs", "pair-swapped"),
     # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
     # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".
-    Wrong.edit("mask_tokens-mask-id-from-tokenizer", "mask_tokens", "torch.full_like(ids, mask_id)",
-               "torch.full_like(ids, tok.mask_id)", "mask-id-ignored"),
-    Wrong.edit("mask_tokens-fixed-mask-id-3", "mask_tokens", "torch.full_like(ids, mask_id)",
-               "torch.full_like(ids, 3)", "mask-id-ignored"),
+    *Wrong.edits("mask_tokens", "torch.full_like(ids, mask_id)", [
+        ("mask-id-from-tokenizer", "torch.full_like(ids, tok.mask_id)", "mask-id-ignored"),
+        ("fixed-mask-id-3", "torch.full_like(ids, 3)", "mask-id-ignored"),
+        # BERT's [MASK] id: told "a random replacement is outside the vocabulary (id 103)" before
+        ("bert-mask-id-103", "torch.full_like(ids, 103)", "mask-id-ignored"),
+    ]),
     Wrong.edit("mask_tokens-own-seeded-generator", "mask_tokens", SEEDED,
                f"{SEEDED}\n    generator = torch.Generator().manual_seed(0)", "fixed-seed"),
     Wrong.edit("mask_tokens-reseeds-the-generator", "mask_tokens", SEEDED,

@@ -20,7 +20,8 @@ def _padding_row(out, expected, lengths, n) -> str:
 
 # torch's and Python's words when lengths, one length per row, is used as one number: a slice's end, range(...),
 # torch.arange(...), int(...) or .item() (raised-TypeError and the like, torch's words alone, before)
-_ONE_NUMBER = ("single element", "must be Number, not Tensor", "only one element tensors", "cannot be converted to Scalar")
+_ONE_NUMBER = ("single element", "must be Number, not Tensor", "only one element tensors",
+               "cannot be converted to Scalar")
 
 
 def _lengths_hint(err, lengths, n) -> tuple[str, str, str] | None:

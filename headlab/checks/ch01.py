@@ -146,8 +146,8 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
         ("wrong-ignore-value", ignored != -100, f"your labels hold {ignored} at the positions that were not chosen "
          "(the special ones, for a start): an unchosen position is marked −100, the `ignore_index` of "
          "F.cross_entropy, which leaves it out of the loss. Any other value is read as a class to predict there (or, "
-         "below 0 and not −100, makes the loss raise).", "Start the labels from `torch.full_like(ids, -100)` and copy the original "
-         "ids at the chosen positions: `torch.where(chosen, ids, -100)`."),
+         "below 0 and not −100, makes the loss raise).", "Start the labels from `torch.full_like(ids, -100)` and "
+         "copy the original ids at the chosen positions: `torch.where(chosen, ids, -100)`."),
         ("labels-everywhere", bool(chosen.all()) and bool(special.any()) and p != 1.0, "your labels hold an id at "
          "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
          "the loss is taken over the chosen positions only."),

@@ -147,9 +147,9 @@ def _judge_pooler(cls, case) -> None:
     """Judge `cls` on one case, its (d, d) weight W and (d,) bias b loaded into its state_dict (kernel.load)."""
     (d, W, b, c), expected = _pooler.read(case)
     B = len(c)
-    column = (f"The formula W c + b is written for one vector c, a column; here c is a batch, one [CLS] vector per ROW, "
-              f"shape (B, d) = {tuple(c.shape)}. For rows the same map is c Wᵀ + b, which is what calling the nn.Linear "
-              "layer on c computes.")   # weight-times-batch
+    column = (f"The formula W c + b is written for one vector c, a column; here c is a batch, one [CLS] vector per "
+              f"ROW, shape (B, d) = {tuple(c.shape)}. For rows the same map is c Wᵀ + b, which is what calling the "
+              "nn.Linear layer on c computes.")   # weight-times-batch
     ran = heads.run(cls, "Pooler", "c", (d,), d, [c], [W, b], step=True, crashes=[
         # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
         (f"1x{B} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape (B, d) = "

@@ -89,4 +89,6 @@ register("max_pool", [
     *[wrong("over-features", output) for output in (lambda H, m: _fill(H, m, -torch.inf).amax(2),
                                                     lambda H, m: H.amax(2), lambda H, m: _fill(H, m, 0.0).amax(2))],
     _first_lengths(lambda rows: rows.amax(0)),
+    wrong("nan-from-zero-times-inf", lambda H, m: (H * _w(H, m) + (1 - _w(H, m)) * -torch.inf).amax(1)),
+    wrong("returns-indices", lambda H, m: _fill(H, m, -torch.inf).argmax(1)),
 ])

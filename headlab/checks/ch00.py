@@ -18,14 +18,26 @@ def _padding_row(out, expected, lengths, n) -> str:
             f"positions {list(range(length))}; you marked {positions(out[b])}.")
 
 
-def _lengths_unaligned(err, lengths, n) -> tuple[str, str, str] | None:
-    """torch's words when `lengths` (B,) meets the positions (n,) as they are: the sizes that clashed are B and n.
-    Only the generic "print their .shape" hint (raised-RuntimeError) named it before."""
+# torch's and Python's words when lengths, one length per row, is used as one number: a slice's end, range(...),
+# torch.arange(...), int(...) or .item() (raised-TypeError and the like, torch's words alone, before)
+_ONE_NUMBER = ("single element", "must be Number, not Tensor", "only one element tensors",
+               "cannot be converted to Scalar")
+
+
+def _lengths_hint(err, lengths, n) -> tuple[str, str, str] | None:
+    """The mistake a crash shows: `lengths` (B,) met the positions (n,) as they are (the sizes that clashed are B and
+    n; only the generic "print their .shape" hint, raised-RuntimeError, named it before), or it was used as one
+    number (`_ONE_NUMBER`)."""
     if sorted(clashing_sizes(err)) == sorted((len(lengths), n)):
         return (f"lengths has shape (B,) = ({len(lengths)},): compared with the positions, (n,) = ({n},), it lines up "
                 "with their axis, not a row axis of its own. Give lengths a column axis, so that (B, 1) against (1, n) "
                 "broadcasts to (B, n).",
                 "lengths-not-unsqueezed", "`torch.arange(n)[None, :] < lengths[:, None]`.")
+    if any(words in str(err) for words in _ONE_NUMBER):
+        return (f"lengths holds one length per row, {lengths.tolist()}: it is not one number, so it cannot end a "
+                "slice or a range, or be turned into an int, for the whole batch at once. Each row has its own length.",
+                "lengths-as-one-number", "Compare every position with every row's length at once, `torch.arange(n)"
+                "[None, :] < lengths[:, None]`, or loop over the rows and use `int(lengths[b])` for row b.")
 
 
 padding_mask = Exercise(
@@ -45,7 +57,7 @@ padding_mask = Exercise(
     fields=lambda lengths, n: {"B": len(lengths), "n": n},
     dtype_message="{name} returned dtype {got}{where}; a mask is a bool tensor (True on real tokens).",
     unchanged="padding_mask changed the `lengths` tensor it was given; build a new tensor instead.",
-    hints=[(RuntimeError, _lengths_unaligned)],
+    hints=[((RuntimeError, TypeError, ValueError), _lengths_hint)],
     explain=_padding_row,
     mistakes=table([
         ("rows-and-columns-swapped",

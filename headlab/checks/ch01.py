@@ -10,6 +10,7 @@ names its mistake. The five special tokens have ids 0 … 4, so a random replace
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable, Sequence
 
 import torch
@@ -131,7 +132,22 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
     special_id = (drawn[(drawn >= 0) & (drawn < NUM_SPECIAL)].tolist() + [None])[0]
     outside_id = (drawn[(drawn < 0) | (drawn >= vocab_size)].tolist() + [None])[0]
     (b, i), (c, j) = _at(chosen & special), _at(~chosen & changed)
+    # One id that no random word may be (a special or outside the vocabulary) in most of the corrupted positions,
+    # more than one of them: what the answer writes for [MASK]
+    corrupted = inputs[chosen & changed]
+    fixed_id = int(corrupted.mode().values) if len(corrupted) > 1 else mask_id
+    if NUM_SPECIAL <= fixed_id < vocab_size or (corrupted == fixed_id).double().mean() <= 0.5:
+        fixed_id = mask_id   # a word a random draw may give, or no id in most of them: none written for [MASK]
+    # One value other than −100 (and than the ids) at every protected position: what the labels meant to be ignored
+    unchosen = labels[special].unique()
+    ignored = int(unchosen[0]) if len(unchosen) == 1 and not torch.equal(labels[special], ids[special]) else -100
     _first([
+        # -1 (pytorch-transformers 1.x's ignore value) or 0: labels-everywhere, "an id at every position", before
+        ("wrong-ignore-value", ignored != -100, f"your labels hold {ignored} at the positions that were not chosen "
+         "(the special ones, for a start): an unchosen position is marked −100, the `ignore_index` of "
+         "F.cross_entropy, which leaves it out of the loss. Any other value is read as a class to predict there (or, "
+         "below 0 and not −100, makes the loss raise).", "Start the labels from `torch.full_like(ids, -100)` and "
+         "copy the original ids at the chosen positions: `torch.where(chosen, ids, -100)`."),
         ("labels-everywhere", bool(chosen.all()) and bool(special.any()) and p != 1.0, "your labels hold an id at "
          "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
          "the loss is taken over the chosen positions only."),
@@ -149,11 +165,11 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
         ("split-over-all-positions", bool((~chosen & changed).any()), f"mask_tokens changed position ({c}, {j}), "
          "whose label is −100. Only chosen positions may be corrupted (and each corrupted position needs its "
          "label); the 80/10/10 split is taken among the chosen positions, not among all positions."),
-        # Before random-draws-specials: a fixed 3 written instead of another mask_id looks like a drawn special.
-        ("mask-id-ignored", mask_id != MASK and bool((inputs[chosen] == MASK).any())
-         and not bool((inputs[chosen] == mask_id).any()), f"mask_tokens was given mask_id={mask_id}, but the "
-         f"positions it masked hold {MASK}: write the mask_id argument itself there, not a fixed id (the caller's "
-         "tokenizer decides which id [MASK] has)."),
+        # Before random-draws-specials and random-outside-vocabulary: a fixed id written instead of mask_id (3 where
+        # another is given, BERT's 103) looks like a drawn special or a word outside the vocabulary.
+        ("mask-id-ignored", fixed_id != mask_id and not bool((inputs[chosen] == mask_id).any()),
+         f"mask_tokens was given mask_id={mask_id}, but the positions it masked hold {fixed_id}: write the mask_id "
+         "argument itself there, not a fixed id (the caller's tokenizer decides which id [MASK] has)."),
         ("random-draws-specials", special_id is not None, f"a random replacement drew the special "
          f"token id {special_id}: random replacements must be non-special words, ids in [{NUM_SPECIAL}, vocab_size) "
          f"(the special tokens are ids 0 … {NUM_SPECIAL - 1})."),
@@ -203,8 +219,21 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          "where it is below p."),
         ("wrong-fraction", abs(fraction - target) > 0.025, f"you chose {fraction:.1%} of the non-special "
          f"positions {called}; each non-special position must be chosen with probability p = {target}."),
+        # `inputs[chosen][u < 0.8] = mask_id` writes into the copy a boolean index returns: no-random-words before
+        ("inputs-not-corrupted", unchanged > 0.97, f"every chosen position kept its id in your inputs ({split}): "
+         "nothing was replaced by [MASK] or a random word. If you wrote into `inputs[chosen][...]`, that assignment "
+         "changed a copy: indexing with a boolean mask returns a new tensor, so the second index writes into it, not "
+         "into inputs.", "Index once with the combined mask, `inputs[chosen & (u < 0.8)] = mask_id`, or build the "
+         "inputs with `torch.where(chosen & (u < 0.8), mask_id, ids)`."),
         ("all-become-mask", masked > 0.97, f"every chosen token became [MASK] ({split}). The recipe: of the "
          "chosen positions, 80 % → [MASK], 10 % → a random word, 10 % unchanged."),
+        # Sequential draws, [MASK] with 0.8 and then a random word with 0.1 of the rest: 0.2 · 0.1 = 2 %, told "no
+        # chosen token was replaced by a random word" (no-random-words) or wrong-split before
+        ("random-share-of-the-rest", abs(random - 0.02) < 0.012 and abs(masked - 0.8) < 0.04, f"only {random:.1%} "
+         f"of the chosen tokens became a random word ({split}), about 0.1 of the 20 % left after masking: the 10 % "
+         "is a share of all chosen positions, so half of those not masked get a random word (0.5 · 20 % = 10 %).",
+         "Draw the random words among the chosen positions not masked with probability 0.5, or decide all three "
+         "with one uniform draw per position: below 0.8 [MASK], from 0.8 to 0.9 a random word."),
         ("no-random-words", random < 0.02 and unchanged > 0.15, f"no chosen token was replaced by a random word "
          f"({split}); 10 % of the chosen ones must be."),
         ("none-unchanged", unchanged < 0.03, f"no chosen token was left unchanged ({split}); 10 % of the chosen "
@@ -250,6 +279,8 @@ def _head_inputs(V: int, d: int, seed: int) -> tuple:
 
 def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
     """The crashes this exercise invites: (torch's or Python's words, hint, mistake key)."""
+    bias = (f"The output bias adds one number to each of the V = {V} word scores: its shape is (V,), not (d,) = ({d},) "
+            "like the dense layer's.", "output-bias-of-size-d")
     return [
         (f"and {V}x{d})", f"embedding.weight has shape (V, d) = ({V}, {d}): to score the d features against each "
          "of the V words, multiply by its transpose (`.T`), so that the logits come out (…, V).",
@@ -258,6 +289,14 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
         ("values to unpack", "MLMHead.forward must accept h of any leading shape (…, d), a batch (B, n, d) or "
          "flat positions (N, d): do not unpack h.shape into a fixed number of sizes. Take `h.shape[-1]` if you "
          "need d; nn.Linear and nn.LayerNorm act on the last axis whatever comes before it.", "fixed-rank-input"),
+        # torch's words for an output bias of d entries, in F.linear, then added (raised-RuntimeError before)
+        (f"expanded size of the tensor ({V}) must match the existing size ({d})", *bias),
+        (f"size of tensor a ({V}) must match the size of tensor b ({d})", *bias),
+        # torch's words for `self.embedding(t)`: "tied to the embedding" taken for calling it (raised-RuntimeError)
+        ("'indices' to have one of the following scalar types", "The head called the nn.Embedding itself on float "
+         "features: an embedding looks rows up by token id, it does not score features. Tying shares its weight: "
+         "multiply the transformed features by `embedding.weight` transposed (or use `F.linear(t, "
+         "embedding.weight, bias)`).", "embedding-called-on-features"),
     ]
 
 
@@ -293,9 +332,10 @@ HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + 
      "you return log-probabilities; return raw logits"),
     # BERT's config (`layer_norm_eps=1e-12`): "after one step ... a weight did not move" (parameters-without-gradient)
     # before, or "the logits differ" where the eps moved them by more than the tolerance
-    ("layernorm-eps", "your LayerNorm's eps is 1e-12, BERT's `layer_norm_eps`, not nn.LayerNorm's default 1e-5. It "
-     "changes the logits little where a position's features vary a lot, more where they vary little, and their "
-     "gradients more still: the lesson's transform is `nn.LayerNorm(d)`, its eps left as it is",
+    # 1e-6 too, which was told "your eps is 1e-12"
+    ("layernorm-eps", "your LayerNorm's eps is far below nn.LayerNorm's default 1e-5 (BERT's `layer_norm_eps` is "
+     "1e-12). It changes the logits little where a position's features vary a lot, more where they vary little, and "
+     "their gradients more still: the lesson's transform is `nn.LayerNorm(d)`, its eps left as it is",
      "Build the LayerNorm as `nn.LayerNorm(d)`, without `eps=...`."),
 ])
 
@@ -352,6 +392,11 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                  "or keep the embedding and use its weight.", "cloned-projection",
                  "Drop the `.clone()` (or the new `nn.Parameter`) around embedding.weight: assign the Parameter "
                  "itself.")
+        # No dropout in train mode either, where the lesson pre-trains through the head (a dropout passed before)
+        trained = heads.run(cls, "MLMHead", "h", **{**ran["asked"], "inputs": [h], "passes": 1, "train": True,
+                                                     "step": False})["outs"][0][0]
+        heads.no_train_only_layer(not _close(trained, out), "MLMHead", "The head computes LayerNorm(GELU(Linear(h)))"
+                                  " @ E.T + bias", _head_where(h, W, v, E, b))
         # BERT's eps moves the logits by less than the tolerance on most inputs, and a step of training by more, so
         # judge_gradients took it for a weight that did not train: it is named wherever the outputs after the public
         # step are BERT's eps head's and far nearer to them (4×) than to the right head's, whatever the tolerance says
@@ -406,6 +451,13 @@ mlm_loss = Exercise(
             "index: −100 marks the positions that were not chosen, which the loss leaves out.", "unchosen-counted",
             "F.cross_entropy leaves them out by default (ignore_index=-100); or keep only the positions where "
             "`labels != -100`.") if "-100" in str(err) else None),
+           # `logits[keep]` with every label, or the reverse: the generic "print both shapes" (raised-ValueError) before
+           (ValueError, lambda err, logits, labels: ("Only one of logits and labels was filtered to the chosen "
+            "positions: F.cross_entropy pairs row k of its input with target k, so both must keep the same positions.",
+            "filtered-one-not-the-other", "Filter both with one mask: `keep = labels != -100`, then "
+            "`F.cross_entropy(logits[keep], labels[keep])`.")
+            if {int(n) for n in re.findall(r"batch_size \((\d+)\)", str(err))} == {int((labels != -100).sum()),
+                                                                                 labels.numel()} else None),
            ((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
             "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "

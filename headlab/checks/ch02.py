@@ -146,10 +146,17 @@ def Pooler(cls, cases=None) -> None:
 def _judge_pooler(cls, case) -> None:
     """Judge `cls` on one case, its (d, d) weight W and (d,) bias b loaded into its state_dict (kernel.load)."""
     (d, W, b, c), expected = _pooler.read(case)
-    # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
-    ran = heads.run(cls, "Pooler", "c", (d,), d, [c], [W, b], step=True, crashes=[(
-        f"1x{len(c)} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape "
-        f"(B, d) = {tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again")])
+    B = len(c)
+    column = (f"The formula W c + b is written for one vector c, a column; here c is a batch, one [CLS] vector per "
+              f"ROW, shape (B, d) = {tuple(c.shape)}. For rows the same map is c Wᵀ + b, which is what calling the "
+              "nn.Linear layer on c computes.")   # weight-times-batch
+    ran = heads.run(cls, "Pooler", "c", (d,), d, [c], [W, b], step=True, crashes=[
+        # torch's "1xB and dxd": B numbers, one per sequence, reached the d → d layer, so c was indexed again
+        (f"1x{B} and {d}x{d}", f"Pooler.forward receives c, the [CLS] vectors cls_pool already took, shape (B, d) = "
+         f"{tuple(c.shape)}: do not index it again; apply the dense layer to c itself.", "indexes-c-again"),
+        # torch's words for `W @ c`, then for `W @ c.T + b` (raised-RuntimeError, "print the .shape", before)
+        (f"({d}x{d} and {B}x{d})", column, "weight-times-batch"),
+        (f"size of tensor a ({B}) must match the size of tensor b ({d})", column, "weight-times-batch")])
     # Random with every weight at zero, which a dropout on c or on the output is not: a layer made in forward
     zeroed = heads.run(cls, "Pooler", "c", **{**ran["asked"], "fill": "zeros", "passes": 2, "step": False})["outs"][0]
     heads.layer_built_in_forward(all(isinstance(o, torch.Tensor) for o in zeroed) and not torch.equal(*zeroed),
@@ -224,6 +231,10 @@ def _raised(err, H, mask) -> tuple[str, str, str] | None:
         ("count-without-keepdim", sizes == (d, B), f"A value with one entry per row, shape (B,) = ({B},), met the "
          f"d = {d} features: keep the axis of a per-row count, so that a (B, 1) count divides each row.",
          "`mask.sum(dim=1, keepdim=True)` has shape (B, 1)."),
+        # `mask.sum(0)[:, None]` or a (B, n, 1) mask summed over dim 0: the generic "print their .shape" before
+        ("count-over-batch-axis", sizes == (B, n), f"A value with one entry per position, n = {n}, met the B = {B} "
+         "rows: the mask was summed over the batch axis (dim=0). The count that divides a row is that row's number "
+         "of real tokens, its mask summed over the positions.", "`mask.sum(dim=1, keepdim=True)` has shape (B, 1)."),
         ("mask-on-feature-axis", set(sizes) == {n, d}, f"The mask's n = {n} positions met H's d = {d} features: a "
          "(B, n) mask must be lined up with H's position axis, and broadcast over the d features.",
          "`mask[:, :, None]` has shape (B, n, 1).")]:
@@ -266,8 +277,7 @@ def _pool(kind: type, name: str, cases, what: str, rows: list[tuple]):
         return (H, mask.to(dtype)), torch.as_tensor(expected, dtype=torch.float32)
 
     def explain(out, expected, H, mask):   # the first wrong row, which a large tensor would hide
-        b = next((b for b in range(len(out)) if not torch.allclose(out[b].double(), expected[b].double(), atol=1e-4)),
-                 0)
+        b = next(b for b in range(len(out)) if not torch.allclose(out[b].double(), expected[b].double(), atol=1e-4))
         length = int(mask.bool()[b].sum())
         return (f"{name} row {b} (length {length}) is {show(out[b])}; the {what} of its {length} real vectors is "
                 f"{show(expected[b])}{_where(H, mask)}.")
@@ -350,8 +360,7 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     ("keeps-position-axis", "max_pool returned shape ({B}, 1, {d}){where}: it kept the position axis. The result is "
      "(B, d) = ({B}, {d}).", "Drop `keepdim=True` from the max over positions."),
     ("zero-fill", "max_pool filled the padding with zeros{where}. When every real value of a feature is negative, the "
-     "0 of a padding position wins the max: padding must never win.",
-     FILL_FIX),
+     "0 of a padding position wins the max: padding must never win.", FILL_FIX),
     ("padding-included", "max_pool took the max over every position, padding included{where}; padding positions must "
      "never win.", "Fill them with -inf before the max."),
     ("inverted-mask", "max_pool filled the real tokens and kept the padding{where}: the mask is True (or 1) on real "
@@ -361,6 +370,15 @@ max_pool = _pool(_MaxPool, "max_pool", MAX_CASES, "feature-wise max", [
     ("assumes-right-padding", "max_pool took the max over the first ℓ positions of each row, ℓ its number of real "
      "tokens{where}: the real ones only when the padding comes last. Here a row is left-padded, its real tokens last: "
      "select them with the mask itself, not by their count.", "Fill the positions where the mask is False with "
-     "`-torch.inf`, then take the max over dim=1.")])
+     "`-torch.inf`, then take the max over dim=1."),
+    # `H * mask + (1 - mask) * -inf`, an additive mask made by multiplying: a row of NaN (wrong-values) before
+    ("nan-from-zero-times-inf", "max_pool returned NaN in every row{where}: 0 · (−inf) is NaN, not 0, so a −inf "
+     "multiplied by the mask or by 1 − mask, as in `H + (1 - mask.float()[:, :, None]) * float('-inf')`, puts NaN at "
+     "every real position, and a NaN wins every max. Put −inf at the padding positions without multiplying by it.",
+     "`H.masked_fill(~mask.bool()[:, :, None], float('-inf'))` (or `torch.where`), then `.amax(dim=1)`."),
+    # `_, pooled = H.max(1)`, the classifier's `_, predicted = torch.max(outputs, 1)`: "keeps H's dtype" before
+    ("returns-indices", "max_pool returned the positions of the maxima, not their values{where}: `.max(dim=1)` gives "
+     "the pair (values, indices), and its second part, `.indices` or `argmax`, says where each maximum is.",
+     "Return the values: `.max(dim=1).values`, or `.amax(dim=1)`.")])
 
 __all__ = ["cls_pool", "Pooler", "mean_pool", "max_pool", "CheckFailed"]

@@ -6,7 +6,7 @@ import math
 import torch
 
 from . import heads
-from .core import CheckFailed, passed, require_module_class
+from .core import CheckFailed, fail, passed, require_module_class
 from .dropout import identity_on_top, train_pass
 from .engine import Exercise, first_difference, inputs_as, judge_gradients, reference, show
 from .shared import table
@@ -74,11 +74,22 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
     for d, K, B in cases:
         x, W = torch.randn(B, d, generator=g) * 3, torch.randn(K, d, generator=g) / math.sqrt(d)
         b, run_seed = _bias_and_seed(K, g)
+        # torch's words for `nn.Linear(num_classes, d)` (raised-RuntimeError, "print the .shape", before)
+        swapped = (f"({B}x{d} and {K}x{d})", f"nn.Linear takes (in_features, out_features): the head maps the d = {d} "
+                   f"features of each example to K = {K} class scores, `nn.Linear(d, num_classes)`, and yours was "
+                   "built the other way round.", "linear-sizes-swapped")
         ran = heads.run(cls, "SequenceClassifier", "pooled", (d, K), run_seed, [x], [W, b], {"dropout": 0.5},
-                        passes=2, step=True)
+                        passes=2, step=True, crashes=[swapped])
         out, again = ran["outs"][0]
         differ = isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again)
         heads.random_at_eval(differ, cls, ran, "SequenceClassifier", "pooled", _eval.where(x, W, b))
+        # `nn.Linear(d, 1)` for K classes, binary cross-entropy's single logit: "returned shape (B, 1)" before
+        if K > 1 and isinstance(out, torch.Tensor) and tuple(out.shape) == (B, 1):
+            fail(f"SequenceClassifier({d}, {K}) returned one score per example, shape {tuple(out.shape)}: a "
+                 f"classification head returns K = {K} logits per example, one per class, for F.cross_entropy (one "
+                 "logit and a sigmoid is binary cross-entropy's form, not this head's). Only num_classes = 1, "
+                 "regression, gives one number per example.", "one-logit-for-k-classes",
+                 "Build the layer from the argument: `nn.Linear(d, num_classes)`.")
         _eval.judge(out, reference("SequenceClassifier", x, W, b), (x, W, b))
         judge_gradients(ran["gradients"], f"SequenceClassifier({d}, {K})", "pooled", x, "SequenceClassifier", run_seed,
                         [W, b])

@@ -18,6 +18,13 @@ WRONG = [
     # a (B,) tensor against an (n,) one, with no [:, None]: torch's broadcasting error
     Wrong.edit("padding_mask-lengths-without-their-axis", "padding_mask", MASK, "positions < lengths",
                "lengths-not-unsqueezed"),
+    # lengths taken for one number, the end of one slice for the whole batch: torch's words alone before
+    Wrong("padding_mask-slices-to-lengths", "padding_mask", """
+        def padding_mask(lengths, n):
+            mask = torch.zeros(len(lengths), n, dtype=torch.bool)
+            mask[:, :lengths] = True
+            return mask
+        """, mistake="lengths-as-one-number"),
     Wrong.edit("padding_mask-rows-and-columns-swapped", "padding_mask", MASK, "positions[:, None] < lengths[None, :]",
                "rows-and-columns-swapped"),
     Wrong("causal_mask-sees-the-future", "causal_mask", """

@@ -84,10 +84,12 @@ WRONG = [
     Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", PAIR, "return labels, inputs", "pair-swapped"),
     # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
     # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".
-    Wrong.edit("mask_tokens-mask-id-from-tokenizer", "mask_tokens", "torch.full_like(ids, mask_id)",
-               "torch.full_like(ids, tok.mask_id)", "mask-id-ignored"),
-    Wrong.edit("mask_tokens-fixed-mask-id-3", "mask_tokens", "torch.full_like(ids, mask_id)",
-               "torch.full_like(ids, 3)", "mask-id-ignored"),
+    *Wrong.edits("mask_tokens", "torch.full_like(ids, mask_id)", [
+        ("mask-id-from-tokenizer", "torch.full_like(ids, tok.mask_id)", "mask-id-ignored"),
+        ("fixed-mask-id-3", "torch.full_like(ids, 3)", "mask-id-ignored"),
+        # BERT's [MASK] id: told "a random replacement is outside the vocabulary (id 103)" before
+        ("bert-mask-id-103", "torch.full_like(ids, 103)", "mask-id-ignored"),
+    ]),
     Wrong.edit("mask_tokens-own-seeded-generator", "mask_tokens", SEEDED,
                f"{SEEDED}\n    generator = torch.Generator().manual_seed(0)", "fixed-seed"),
     Wrong.edit("mask_tokens-reseeds-the-generator", "mask_tokens", SEEDED,
@@ -120,6 +122,33 @@ WRONG = [
                 inputs[b, drawn] = torch.randint(NUM_SPECIAL, vocab_size, (len(drawn),), generator=generator)
             return inputs, labels
         """, mistake="fixed-count-per-row"),
+    # The ignore value of pytorch-transformers 1.x: named labels-everywhere ("an id at every position") before
+    Wrong.edit("mask_tokens-ignore-value-minus-one", "mask_tokens", "torch.full_like(ids, -100)",
+               "torch.full_like(ids, -1)", "wrong-ignore-value"),
+    # A chained boolean index writes into a copy, so the inputs never change: named no-random-words before
+    Wrong("mask_tokens-chained-index-assignment", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
+            labels = torch.where(chosen, ids, -100)
+            inputs = ids.clone()
+            u = torch.rand(ids.shape, generator=generator)[chosen]
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)[chosen]
+            inputs[chosen][u < 0.8] = mask_id
+            swap = (u >= 0.8) & (u < 0.9)
+            inputs[chosen][swap] = words[swap]
+            return inputs, labels
+        """, mistake="inputs-not-corrupted"),
+    # Sequential draws as in transformers' collator, with 0.1 where it has 0.5: 2 % random words, told "no chosen
+    # token was replaced by a random word" before
+    Wrong("mask_tokens-random-words-with-0.1-of-the-rest", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = torch.bernoulli(torch.full(ids.shape, p), generator=generator).bool() & ~special_mask.bool()
+            labels = torch.where(chosen, ids, -100)
+            masked = torch.bernoulli(torch.full(ids.shape, 0.8), generator=generator).bool() & chosen
+            swapped = torch.bernoulli(torch.full(ids.shape, 0.1), generator=generator).bool() & chosen & ~masked
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            return torch.where(masked, mask_id, torch.where(swapped, words, ids)), labels
+        """, mistake="random-share-of-the-rest"),
     Wrong.edit("MLMHead-bias-not-a-parameter", "MLMHead", BIAS, "self.bias = torch.zeros(V)", "no-output-bias"),
     Wrong.edit("MLMHead-projection-not-transposed", "MLMHead", LOGITS, "t @ self.embedding.weight + self.bias",
                "projection-not-transposed"),
@@ -178,9 +207,21 @@ WRONG = [
     Wrong.edit("MLMHead-reinitialises-the-embedding", "MLMHead", "self.embedding = embedding",
                "self.embedding = embedding\n        nn.init.normal_(self.embedding.weight)", "changed-embedding"),
     Wrong.edit("MLMHead-detached-h", "MLMHead", "self.dense(h)", "self.dense(h.detach())", "input-detached"),
-    # BERT's config (layer_norm_eps=1e-12): told parameters-without-gradient, or passed, as the hidden seed fell
-    Wrong.edit("MLMHead-bert-layernorm-eps", "MLMHead", "nn.LayerNorm(d)", "nn.LayerNorm(d, eps=1e-12)",
-               "layernorm-eps"),
+    *Wrong.edits("MLMHead", "nn.LayerNorm(d)", [
+        # BERT's config (layer_norm_eps=1e-12): told parameters-without-gradient, or passed, as the hidden seed fell
+        ("bert-layernorm-eps", "nn.LayerNorm(d, eps=1e-12)", "layernorm-eps"),
+        # T5's and many models' 1e-6: named, but told "your LayerNorm's eps is 1e-12" before
+        ("layernorm-eps-1e-6", "nn.LayerNorm(d, eps=1e-6)", "layernorm-eps"),
+    ]),
+    # "tied to the embedding" taken for calling it: torch's words alone (raised-RuntimeError) before
+    Wrong.edit("MLMHead-calls-the-embedding", "MLMHead", LOGITS, "self.embedding(t) + self.bias",
+               "embedding-called-on-features"),
+    # the dense layer's size given to the output bias: torch's words alone before
+    Wrong.edit("MLMHead-output-bias-of-size-d", "MLMHead", BIAS, "self.bias = nn.Parameter(torch.zeros(d))",
+               "output-bias-of-size-d"),
+    # BERT's MLM head holds no dropout: passed before, its train-mode outputs never looked at
+    Wrong.edit("MLMHead-dropout-in-head", "MLMHead", TRANSFORM,
+               "t = F.dropout(self.norm(self.act(self.dense(h))), 0.1, self.training)", "dropout-in-head"),
     Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",
                "fixed-rank-input"),
     Wrong("mlm_loss-over-every-position", "mlm_loss", """
@@ -194,6 +235,12 @@ WRONG = [
                 return F.cross_entropy(logits, labels)
             return torch.stack([F.cross_entropy(x, y) for x, y in zip(logits, labels)]).mean()
         """, mistake="mean-of-row-means"),
+    # the logits kept at the chosen positions, the labels all: the generic "print both shapes" before
+    Wrong("mlm_loss-filters-the-logits-only", "mlm_loss", """
+        def mlm_loss(logits, labels):
+            keep = labels != -100
+            return F.cross_entropy(logits[keep], labels.reshape(-1))
+        """, mistake="filtered-one-not-the-other"),
     Wrong.edit("mlm_loss-softmax-first", "mlm_loss", "logits.reshape(", "logits.softmax(-1).reshape(", "softmax-first"),
     Wrong.edit("mlm_loss-sum-not-mean", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="sum")',
                "sum-not-mean"),

@@ -25,6 +25,8 @@ WRONG = [
         # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them), as Pooler-no-bias's
         # and mean_pool-sums-the-padding's below:
         ("takes-position-0-again", "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
+        # the lesson's W c + b written for a batch of rows: torch's words alone before
+        ("weight-times-batch", "torch.tanh(self.dense.weight @ c + self.dense.bias)", "weight-times-batch"),
         ("tanh-before-dense", "self.dense(torch.tanh(c))", "tanh-before-dense"),
         ("linear-weight-not-transposed", "torch.tanh(c @ self.dense.weight + self.dense.bias)",
          "linear-weight-not-transposed"),
@@ -100,8 +102,10 @@ WRONG = [
         def mean_pool(H, mask):
             return torch.stack([H[b][mask[b]].mean(dim=0) for b in range(len(H))])   # right with a bool mask only
         """, mistake="integer-mask-as-index"),
-    Wrong.edit("mean_pool-divides-by-batch-count", "mean_pool", "count = weights.sum(dim=1)", "count = weights.sum()",
-               "divides-by-batch-count"),
+    *Wrong.edits("mean_pool", "count = weights.sum(dim=1)", [
+        ("counts-over-the-batch-axis", "count = weights.sum(dim=0)", "count-over-batch-axis"),
+        ("divides-by-batch-count", "count = weights.sum()", "divides-by-batch-count"),
+    ]),
     # pooled by lengths: right only while every mask is right-padded
     Wrong("mean_pool-slices-the-first-lengths", "mean_pool", """
         def mean_pool(H, mask):
@@ -118,9 +122,14 @@ WRONG = [
         # Found by a simulated student: it passed while every real value was above -100.
         ("fill-minus-hundred", "H.masked_fill(padding, -100.0).amax(dim=1)", "zero-fill"),
         ("detached", f"{MAX}.detach()", "no-gradient"),
+        # an additive mask made by multiplying: 0 · (−inf) is NaN at every real position
+        ("times-minus-inf", "(H * mask[:, :, None] + (1 - mask[:, :, None].float()) * float('-inf')).amax(dim=1)",
+         "nan-from-zero-times-inf"),
     ]),
     *Wrong.edits("max_pool", ".amax(dim=1)", [
         ("returns-values-and-indices", ".max(dim=1)", "values-and-indices"),
+        # the prediction idiom `_, predicted = torch.max(outputs, 1)`: "max_pool returned dtype torch.int64" before
+        ("returns-the-indices", ".max(dim=1)[1]", "returns-indices"),
         ("max-over-features", ".amax(dim=-1)", "over-features"),
         ("keepdim-then-squeeze", ".amax(dim=1, keepdim=True).squeeze()", "squeeze-drops-batch-axis"),
     ]),

@@ -17,6 +17,13 @@ WRONG = [
     ]),
     Wrong.edit("SequenceClassifier-dropout-on-at-eval", HEAD, "self.dropout(pooled)",
                "F.dropout(pooled, self.dropout.p, training=True)", "dropout-at-eval"),
+    *Wrong.edits(HEAD, "nn.Linear(d, num_classes)", [
+        # nn.Linear's two sizes in the wrong order: torch's words alone before
+        ("linear-sizes-swapped", "nn.Linear(num_classes, d)", "linear-sizes-swapped"),
+        # binary cross-entropy's single logit for two classes: "returned shape (B, 1)" before
+        ("one-logit-for-two-classes", "nn.Linear(d, 1 if num_classes == 2 else num_classes)",
+         "one-logit-for-k-classes"),
+    ]),
     Wrong.edit("SequenceClassifier-regression-B-by-1", HEAD, "return logits.squeeze(-1)", "return logits",
                "regression-b-by-1"),
     *Wrong.edits(HEAD, LOGITS, [

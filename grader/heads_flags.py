@@ -33,6 +33,7 @@ import functools
 import json
 import os
 import re
+import string
 
 from heads_code import (CODE_MAGICS, MAGIC_METHODS, SHELL_METHODS, TIMERS, bindings, bound_values, call_root,
                         chain_root, dotted, free_names, imports, module_level_stores, names_in, names_of, parse,
@@ -101,7 +102,8 @@ COURSE_IMPORTS = {"__future__", "torch", "numpy", "matplotlib", "headlab", "IPyt
 # Special attributes honest code reads or calls (`super().__init__()`, `type(m).__name__`, `torch.__version__`);
 # any other (`__globals__`, `__subclasses__`, `__self__`, `__wrapped__`, `__bases__`...) is a way around the flags.
 PLAIN_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__version__", "__call__",
-                 "__len__", "__repr__", "__str__", "__getitem__", "__iter__", "__next__", "__contains__", "__eq__",
+                 "__len__", "__repr__", "__str__", "__getitem__", "__setitem__", "__iter__", "__next__", "__contains__",
+                 "__eq__",
                  "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__add__", "__mul__", "__matmul__",
                  "__enter__", "__exit__", "__main__", "__future__", "__file__", "__module__", "__annotations__",
                  "__all__", "__slots__", "__post_init__", "__bool__", "__neg__", "__sub__", "__truediv__"}
@@ -149,12 +151,13 @@ GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading"}
 # What reaches an attribute by a name the code computes ("__glo" + "bals__"), which no answer needs
 BY_COMPUTED_NAME = {"getattr", "setattr", "delattr", "hasattr", "builtins.getattr"}
 BY_NAME_GETTERS = {"operator.attrgetter", "operator.methodcaller"}
-# The magics honest notebooks use; any other (`%run`, `%load_ext`, `%config`...) runs code the grader cannot read or
-# changes IPython, and is flagged. The code of CODE_MAGICS is read as part of its cell (heads_code.parse).
+# The magics honest notebooks use; any other (`%run`, `%load_ext`, `%config`, `%debug` with its statement...) runs
+# code the grader cannot read or changes IPython, and is flagged. The code of CODE_MAGICS is read as part of its cell
+# (heads_code.parse).
 COURSE_MAGICS = CODE_MAGICS | {"matplotlib", "pip", "conda", "writefile", "file", "html", "markdown", "latex",
                                "javascript", "js", "svg", "pwd", "cd", "env", "who", "whos", "who_ls",
                                "precision", "history", "lsmagic", "magic", "pinfo", "pinfo2", "psearch", "page",
-                               "autoreload", "pdb", "debug", "xmode", "reset", "reset_selective"}
+                               "autoreload", "pdb", "xmode", "reset", "reset_selective"}
 # Module names a notebook never rebinds (`import numpy as torch`, `headlab = ...`), besides those the release binds;
 # other watched names are free for a variable (`io`, `random`, `json`): the grader's line reads none of them.
 REBOUND = {"torch", "headlab", "IPython", "builtins", "__builtins__", "sys", "os"}
@@ -260,12 +263,26 @@ def _constant(node: ast.AST, value) -> bool:
     return isinstance(node, ast.Constant) and node.value is value
 
 
+def _format_path_parts(text: str) -> list[str]:
+    """The attribute names and keys of the `{fields}` in `text` (`{0.session}`: ["0", "session"]), as str.format and
+    string.Formatter.get_field follow them; none if `text` is not a format string."""
+    if "{" not in text:
+        return []
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(text) if name]
+    except ValueError:
+        return []
+    return [part for name in names for part in re.split(r"[.\[\]]", name) if part]
+
+
 def _everyday_magic(call: ast.Call) -> bool:
     """Whether a magic call is one honest notebooks make: COURSE_MAGICS, `%load_ext`/`%reload_ext autoreload`, and
     `%config` of the inline backend's figures (any other `%config` sets IPython's own machinery, and evaluates its
     value as Python)."""
     name, args = call.args[0].value, [a.value for a in call.args[1:] if isinstance(a, ast.Constant)]
     line = args[0].strip() if args else ""
+    if name == "matplotlib":   # a backend by name; `module://x` imports x
+        return re.fullmatch(r"(-[-\w]+\s*)*\w*", line) is not None
     return name in COURSE_MAGICS or (name in ("load_ext", "reload_ext") and line == "autoreload") or (
         name == "config" and re.fullmatch(r"InlineBackend\.\w+\s*=\s*['\"][\w-]+['\"]", line) is not None)
 
@@ -281,6 +298,27 @@ def _own_object(target: ast.AST, tree: ast.Module) -> bool:
     values = bound_values(target.id, tree)
     return bool(values) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in classes
                                 for v in values)
+
+
+def _own_target(target: ast.AST, tree: ast.Module, aliases: dict[str, str], made_by: str | None = None) -> bool:
+    """Whether attributes set on `target` are the student's own: `_own_object`, a class the notebook defines and binds
+    no other way (`Run._count += 1`), or the class of self (`type(self).runs += 1`). `made_by`: classes of that module
+    make the student's own objects too (`m = torch.nn.Linear(2, 3)`)."""
+    if isinstance(target, ast.Call) and dotted(target.func, aliases) == "type" and len(target.args) == 1:
+        return isinstance(target.args[0], ast.Name) and target.args[0].id in ("self", "cls")
+    if not isinstance(target, ast.Name) or target.id in aliases or any(
+            isinstance(a, ast.arg) and a.arg == target.id for a in ast.walk(tree)):
+        return _own_object(target, tree)
+    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    # what rebinds the name; an attribute or item set on it (`box._n = 1`) does not
+    rebound = [(t, v) for node in ast.walk(tree) for t, v in bindings(node)
+               if not isinstance(t, (ast.Attribute, ast.Subscript)) and target.id in names_in(t)]
+    if target.id in classes:
+        return not rebound
+    made = lambda call: isinstance(call.func, ast.Name) and call.func.id in classes and call.func.id not in aliases \
+        or made_by is not None and (resolved(call.func, aliases) or "").startswith(made_by) and _is_object(
+            resolved(call.func, aliases))
+    return bool(rebound) and all(isinstance(t, ast.Name) and isinstance(v, ast.Call) and made(v) for t, v in rebound)
 
 
 def _namespace_read_plainly(call: ast.Call, parent: ast.AST | None, tree: ast.Module, aliases: dict[str, str]) -> bool:
@@ -377,10 +415,11 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                         continue   # os.environ["CUDA_VISIBLE_DEVICES"] = "", cudnn.deterministic = True: settings
                     if base:
                         found.append(f"patches a module: assigns {base}.{getattr(part, 'attr', '[...]')}")
-                    elif isinstance(part, ast.Attribute) and _through_expression(part):
+                    elif isinstance(part, ast.Attribute) and _through_expression(part) and not _own_target(
+                            part.value, notebook or tree, aliases):
                         found.append(f"patches an object: assigns an attribute of {shown(part.value)}")
-                    elif isinstance(part, ast.Attribute) and part.attr.startswith("_") and not (
-                            isinstance(part.value, ast.Name) and part.value.id in ("self", "cls")):
+                    elif isinstance(part, ast.Attribute) and part.attr.startswith("_") and not _own_target(
+                            part.value, notebook or tree, aliases):
                         # K._secret_step = ..., with K a module that inspect.getmodule handed over
                         found.append(f"patches an object: assigns a private attribute {shown(part)}")
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and \
@@ -403,7 +442,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 # globals()["get_" + "ipython"]() is the shell, by a name no rule reads
                 found.append(f"reads the notebook's namespace: {func}()")
             elif func == "vars" and node.args and not watched(node.args[0]) and not _namespace_read_plainly(
-                    node, parents.get(id(node)), notebook or tree, aliases):
+                    node, parents.get(id(node)), notebook or tree, aliases) and not (
+                    shown(node.args[0]) not in ("self", "cls")   # a plain function's `self` can be anything
+                    and _own_target(node.args[0], notebook or tree, aliases, made_by="torch.nn.")):
                 # vars(sys.stdout)["session"]: an attribute by a name no rule reads (red team 8)
                 found.append(f"reads an object's namespace: vars({shown(node.args[0])})")
             if any(k.arg == "trust_remote_code" and not _constant(k.value, False) for k in node.keywords):
@@ -479,6 +520,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"touches IPython's execution machinery: {attr}")
             if isinstance(node, ast.Attribute) and attr in LINK_ATTRS:
                 found.append(f"creates links: {attr}()")
+            if isinstance(node, ast.Attribute) and attr in ("get_field", "get_value") or full == "string.Formatter":
+                found.append(f"reaches an object by a path in a string: {full or attr}")   # Formatter().get_field
             if isinstance(node, ast.Attribute) and attr == "__getattribute__":
                 found.append("reaches an attribute by a computed name: __getattribute__")
             if attr in SCHEDULERS:
@@ -519,6 +562,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             named = [word for word in CHANNEL_WORDS if word in node.value]
             if named:   # mock.patch("headlab.kernel.respond"), open(".heads_answers/...")
                 found.append(f"touches the grader's channel: names {named[0]}")
+            fields = [p for p in _format_path_parts(node.value) if p.startswith("_") and p not in PLAIN_DUNDERS]
+            if fields:   # "{0.__globals__[headlab].kernel}": str.format and Formatter.get_field follow the path
+                found.append(f"reaches an attribute by a path in a format string: {fields[0]}")
             if node.value in FUNCTION_INTERNALS:   # getattr(f, "__globals__")
                 found.append(f"reaches into a function's internals: {node.value}")
             elif _special(node.value):   # getattr(cls, "__subclasses__")
@@ -602,6 +648,8 @@ def _by_name_flags(func: str, call: ast.Call, tree: ast.Module, aliases: dict[st
     for name in sorted(names):
         if name in internals or _special(name):
             flags.append(f"reaches IPython's or a function's internals by name: {func}(..., {name!r})")
+        elif func in SETTERS and name.startswith("_") and not _own_target(target, tree, aliases):
+            flags.append(f"patches an object: sets a private attribute by name: {func}(..., {name!r})")
         elif module and not module.endswith("()") and (root(module) != "torch" or name.startswith("_")):
             flags.append(f"reads a module's attribute by name: {func}({module}, {name!r})")
     return flags

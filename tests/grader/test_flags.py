@@ -195,6 +195,17 @@ FORGERIES = {
     "dynamic-module": "from transformers.dynamic_module_utils import get_class_from_dynamic_module",
     "private-part-of-a-library": "import sklearn.utils\nload = sklearn.utils._joblib.load",
     "widened-unpickling": "import torch\ntorch.serialization.add_safe_globals([exec])",
+    # Red team 9 (held out; written here): an object by a path in a string, IPython's debugger running a statement,
+    # a backend imported from a module the notebook wrote, a private name set by setattr on a handed-over module
+    "formatter-get-field": "import string, sys\nsess = string.Formatter().get_field('0.session', [sys.stdout], {})[0]",
+    "formatter-subclass": "from string import Formatter\nclass Keep(Formatter):\n    pass",
+    "format-path-to-a-module": "def f():\n    pass\ntext = '{0.__globals__[headlab].kernel}'.format(f)",
+    "debugger-statement": "%debug --breakpoint bp.py:1 print(1)",
+    "debugger-cell": "%%debug --breakpoint bp.py:1\nimport sys",
+    "backend-from-a-written-module": "%matplotlib module://mplbp",
+    "private-name-by-setattr": "import sys\nthing = sys.modules\nsetattr(thing, '_secret_step', print)",
+    "vars-of-self-in-a-function": "import sys\ndef f(self):\n    return vars(self)['session']\nf(sys.stdout)",
+    "private-on-a-rebound-name": "import sys\nclass Bag:\n    pass\nbag = Bag()\nbag = sys.stdout\nbag._x = 1",
     "torch-native-library": "import torch\ntorch.classes.load_library('libhelp.so')",
     "animation-writer": "from matplotlib import animation\nimport matplotlib\n"
                         "matplotlib.rcParams['animation.ffmpeg_path'] = '/bin/sh'",
@@ -272,6 +283,13 @@ HONEST = {
                                "%reset -f",
     "own-functions-by-name": "import random\nfor name in ['padding_mask', 'causal_mask']:\n"
                              "    print(name, globals()[name], random.random())",
+    # Red team 9's false holds: private attributes of the notebook's own classes and instances, a hook's item set
+    "own-private-attributes": "class Run:\n    _count = 0\n    def __init__(self):\n        Run._count += 1\n"
+                              "        type(self).runs = 1\nclass Bag:\n    pass\nbag_of_mine = Bag()\n"
+                              "bag_of_mine._hidden = 1",
+    "vars-of-a-layer": "layer = torch.nn.Linear(2, 3)\nprint(sorted(vars(layer).keys())[:5])",
+    "hook-item-set": "acts = {}\nkeep = lambda m, i, o: acts.__setitem__('x', o)",
+    "plain-format-and-backend": "%matplotlib inline\nprint('{:.3f} {name}'.format(1.0, name='x'))",
     "looks-at-imports": "import sys, logging\nprint(sys.path)\nlogging.basicConfig(level=logging.INFO)\n"
                         "logging.getLogger('lesson').info('start')",
     # not Python, so nothing runs: itertools.repeat's string, a field IPython cannot evaluate

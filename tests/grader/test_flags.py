@@ -186,7 +186,7 @@ FORGERIES = {
     "exec-in-a-map": "list(map(exec, [note]))",
     "vars-as-a-value": "import sys\nread = vars\nsess = read(sys.stdout)['ses' + 'sion']",
     # imports by a name or a path the code gives: a module the notebook wrote runs unread
-    "import-path-edited": "import sys\nsys.path.append('.')\nimport tqdm",
+    "import-path-edited": "import sys\nwhere = sys.path\nwhere.insert(0, '.')\nimport tqdm",
     "import-path-by-name": "from sys import path\npath.insert(0, '')",
     "logging-config-factory": "import logging.config\nlogging.config.dictConfig({'version': 1, 'handlers': "
                               "{'h': {'()': 'helpers.make'}}})",

@@ -90,7 +90,7 @@ def test_a_loss_that_takes_minus_100_for_a_class_is_named(wrong):
         return wrong(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
     with pytest.raises(CheckFailed, match="used the label −100 as a class index") as failed:
         ch01.mlm_loss(flat)
-    assert failed.value.mistake == "unchosen-counted"
+    assert failed.value.mistake == "minus-100-used-as-class"   # lesson 04's key: one mistake, one key
 
 
 def test_a_loss_averaged_per_sequence_is_named():
@@ -102,7 +102,7 @@ def test_a_loss_averaged_per_sequence_is_named():
         return torch.stack([F.cross_entropy(x, y) for x, y in zip(logits, labels)]).mean()
     with pytest.raises(CheckFailed, match="mean of those means") as failed:
         ch01.mlm_loss(per_sequence)
-    assert failed.value.mistake == "mean-of-row-means"
+    assert failed.value.mistake == "mean-per-sentence"   # lesson 04's key
 
 
 @pytest.mark.parametrize("count", [round, int])   # rounded as original BERT's data script does, or down

@@ -56,12 +56,12 @@ def _flat(key: str, loss: Callable):
 
 register("mlm_loss", [
     _flat("divides-by-all-positions", lambda x, y, keep: F.cross_entropy(x, y, reduction="none")[keep].sum() / len(y)),
-    _flat("unchosen-counted", lambda x, y, keep: F.cross_entropy(x, y)),
+    _flat("minus-100-as-class-0", lambda x, y, keep: F.cross_entropy(x, y)),
     _flat("sum-not-mean", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum")),
     _flat("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep])),
     _flat("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep])),
     # a loop over the sequences of a batch (B, n, V); flat positions (N, V) hold no sequence, so it does not apply
-    wrong("mean-of-row-means", lambda logits, labels: torch.stack([F.cross_entropy(x, y) for x, y in zip(
+    wrong("mean-per-sentence", lambda logits, labels: torch.stack([F.cross_entropy(x, y) for x, y in zip(
         logits, labels)]).mean() if logits.dim() == 3 else None),
 ], right=lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)))
 

@@ -448,7 +448,8 @@ mlm_loss = Exercise(
         torch.tensor([[1, -100, 2], [-100, 0, -100]])),
     # First: torch's "Target -100 is out of bounds" was told to print shapes, and under (B, n, V) to move axes
     hints=[((IndexError, RuntimeError), lambda err, logits, labels: ("Your loss used the label −100 as a class "
-            "index: −100 marks the positions that were not chosen, which the loss leaves out.", "unchosen-counted",
+            "index: −100 marks the positions that were not chosen, which the loss leaves out.",
+            "minus-100-used-as-class",
             "F.cross_entropy leaves them out by default (ignore_index=-100); or keep only the positions where "
             "`labels != -100`.") if "-100" in str(err) else None),
            # `logits[keep]` with every label, or the reverse: the generic "print both shapes" (raised-ValueError) before
@@ -466,13 +467,13 @@ mlm_loss = Exercise(
     mistakes=table(says=_loss_said, rows=[
         ("divides-by-all-positions", "you averaged over every position, the unchosen ones (label −100) included; "
          "divide by the number of chosen positions only"),
-        ("unchosen-counted", "you computed the loss at every position, treating label −100 as a word; only positions "
-         "whose label is not −100 count"),
+        ("minus-100-as-class-0", "you computed the loss at every position, treating label −100 as a word; only "
+         "positions whose label is not −100 count"),
         ("sum-not-mean", "you summed the losses; mlm_loss is the mean over the chosen positions"),
         ("softmax-first", "you applied softmax before cross-entropy, which applies its own log-softmax: pass the raw "
          "logits"),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
-        ("mean-of-row-means", "you took each sequence's mean loss, then the mean of those means: a sequence with "
+        ("mean-per-sentence", "you took each sequence's mean loss, then the mean of those means: a sequence with "
          "one chosen position then weighs as much as one with many. mlm_loss is the mean over every chosen position "
          "of the batch at once", "Flatten logits to (-1, V) and labels to (-1,), and take one cross-entropy over "
          "all of them."),

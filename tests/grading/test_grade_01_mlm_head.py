@@ -234,7 +234,7 @@ WRONG = [
             if logits.dim() == 2:
                 return F.cross_entropy(logits, labels)
             return torch.stack([F.cross_entropy(x, y) for x, y in zip(logits, labels)]).mean()
-        """, mistake="mean-of-row-means"),
+        """, mistake="mean-per-sentence"),
     # the logits kept at the chosen positions, the labels all: the generic "print both shapes" before
     Wrong("mlm_loss-filters-the-logits-only", "mlm_loss", """
         def mlm_loss(logits, labels):

@@ -92,7 +92,7 @@ def _causal_entry(out, expected, n) -> str:
 
 # An additive mask's value where a key is blocked: -inf, or a large finite number in its place (finfo's, the 1e9 of
 # many tutorials, BERT's -10000), which softmax turns into a weight of 0 all the same: one row of the table each
-ADDITIVE_FILLS = [("-inf", float("-inf")), ("torch.finfo(torch.float32).min", torch.finfo(torch.float32).min),
+ADDITIVE_FILLS = [("-inf", float("-inf")), ("`torch.finfo(torch.float32).min`", torch.finfo(torch.float32).min),
                   ("-1e9", -1e9), ("-10000", -1e4)]
 
 

@@ -57,6 +57,8 @@ def _twice(s, x):
     (make_head(lambda s, x: s.linear(F.dropout(x, s.p, s.training) * (2 if s.training else 1))), "wrong-scale"),
     (make_head(lambda s, x: s.linear(s.dropout(x)) + (1 if s.training else 0)), "not-dropout-then-linear"),
     (make_head(_twice), "wrong-dropout-rate"),
+    # the rate as TensorFlow 1's keep_prob: told drops-whole-vectors at p = 0.25, d = 3 before
+    (make_head(lambda s, x: s.linear(F.dropout(x, 1 - s.p, s.training))), "keep-probability-as-rate"),
     (make_head(lambda s, x: s.linear(s.dropout(x) * (torch.arange(x.shape[1]) + 1 if s.training else 1))),
      "uneven-scaling"),
 ])

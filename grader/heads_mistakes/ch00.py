@@ -2,6 +2,8 @@
 E with its twist, or a constant mask."""
 import torch
 
+from headlab.checks.ch00 import ADDITIVE_FILLS
+
 from . import register, twist, wrong
 
 register("padding_mask", [
@@ -17,7 +19,8 @@ register("padding_mask", [
 ])
 
 register("causal_mask", [
-    twist("additive-float", lambda E, n: torch.zeros(n, n).masked_fill(~E, float("-inf"))),
+    *[twist("additive-float", lambda E, n, fill=fill: torch.zeros(n, n).masked_fill(~E, fill))
+      for _, fill in ADDITIVE_FILLS],
     twist("sees-the-future", lambda E, n: E.T),
     twist("without-diagonal", lambda E, n: E & ~torch.eye(n, dtype=torch.bool)),
     twist("inverted", lambda E, n: ~E),

@@ -90,6 +90,12 @@ def _causal_entry(out, expected, n) -> str:
     return f"causal_mask[{i}, {j}] is {bool(out[i, j])} for n={n}, but query {i} {should} see key {j}."
 
 
+# An additive mask's value where a key is blocked: -inf, or a large finite number in its place (finfo's, the 1e9 of
+# many tutorials, BERT's -10000), which softmax turns into a weight of 0 all the same: one row of the table each
+ADDITIVE_FILLS = [("-inf", float("-inf")), ("`torch.finfo(torch.float32).min`", torch.finfo(torch.float32).min),
+                  ("-1e9", -1e9), ("-10000", -1e4)]
+
+
 causal_mask = Exercise(
     "causal_mask",
     # (n, expected) by hand. n = 1 comes last: there, several mistakes give the same 1 × 1 answer.
@@ -106,9 +112,10 @@ causal_mask = Exercise(
     dtype_message="{name} returned dtype {got}{where}; it must be a bool mask.",
     explain=_causal_entry,
     mistakes=table([
-        ("additive-float",
-         "causal_mask returned an additive float mask (0 and -inf){where}. The contract asks for a bool mask, True "
-         "where query i may see key j; attention code turns it into -inf itself."),
+        *[("additive-float",
+           f"causal_mask returned an additive float mask, 0 where a key may be seen and {fill} where not{{where}}. "
+           "The contract asks for a bool mask, True where query i may see key j; attention code turns it into the "
+           "additive form itself.") for fill, _ in ADDITIVE_FILLS],
         ("sees-the-future",
          "causal_mask lets query i see keys j ≥ i, the future{where}: that is the upper triangle. A causal model "
          "sees the past and itself: [i, j] True iff j ≤ i (lower triangle)."),

@@ -54,9 +54,15 @@ def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | N
     require_function(fn, "mask_tokens")
     exact = EXACT_CASES if exact is None else exact
     cases = STAT_CASES if cases is None else cases
-    for ids, special, p, expected in exact:
-        ids, special = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool)
-        _, labels = _run_mask(fn, ids, special, 12, MASK, p, seed=0)
+    exact = [(torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool), p, expected)
+             for ids, special, p, expected in exact]
+    # Every exact case's call first: at p = 0 labels whose torch.where values are swapped hold an id at every position,
+    # as labels-everywhere's do, and only a case with p = 1 tells them apart.
+    calls = [_call_mask(fn, ids, special, 12, MASK, p, seed=0) for ids, special, p, _ in exact]
+    swapped = any(p == 1.0 and _labels_swapped(out, ids, special)
+                  for (ids, special, p, _), (out, _) in zip(exact, calls))
+    for (ids, special, p, expected), called in zip(exact, calls):
+        _, labels = _run_mask(fn, ids, special, 12, MASK, p, 0, called, swapped)
         expected, chosen = torch.as_tensor(expected, dtype=torch.long), labels != -100
         where = f"your labels are {labels.tolist()} for ids={ids.tolist()}, special_mask={special.tolist()}, p={p}"
         _first([
@@ -98,16 +104,22 @@ def _at(mask: torch.Tensor) -> tuple[int, int]:
     return tuple(mask.nonzero()[0].tolist()) if bool(mask.any()) else (0, 0)
 
 
-def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
-    """Call fn with a generator seeded with `seed` and check the rules that hold for every draw; returns (inputs,
-    labels)."""
+def _call_mask(fn, ids, special, vocab_size, mask_id, p, seed: int) -> tuple:
+    """fn's output with a generator seeded with `seed`, and the names of the caller's tensors it changed in place."""
     before = ids.clone(), special.clone()
     out = call(fn, "mask_tokens", ids, special, vocab_size, mask_id, generator=torch.Generator().manual_seed(seed),
                **({} if p is None else {"p": p}))
-    for name, now, was in (("ids", ids, before[0]), ("special_mask", special, before[1])):
-        if not torch.equal(now, was):
-            fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy and return new tensors: "
-                 "the caller still needs it.", "changed-input", f"`{name}.clone()` is a copy.")
+    return out, [name for name, now, was in (("ids", ids, before[0]), ("special_mask", special, before[1]))
+                 if not torch.equal(now, was)]
+
+
+def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int, called: tuple | None = None, swapped=False):
+    """Call fn with a generator seeded with `seed` (or take `called`, what `_call_mask` gave) and check the rules that
+    hold for every draw; returns (inputs, labels). `swapped`: fn's labels at p = 1 were the right ones' opposite."""
+    out, changed = _call_mask(fn, ids, special, vocab_size, mask_id, p, seed) if called is None else called
+    for name in changed[:1]:
+        fail(f"mask_tokens modified the caller's `{name}` tensor in place. Work on a copy and return new tensors: "
+             "the caller still needs it.", "changed-input", f"`{name}.clone()` is a copy.")
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         fail(f"mask_tokens must return a pair (inputs, labels); it returned {a_type(out)}.", "not-a-pair",
              "Return the two tensors together, inputs first: `(inputs, labels)`.")
@@ -141,6 +153,7 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
     # One value other than −100 (and than the ids) at every protected position: what the labels meant to be ignored
     unchosen = labels[special].unique()
     ignored = int(unchosen[0]) if len(unchosen) == 1 and not torch.equal(labels[special], ids[special]) else -100
+    everywhere = bool(chosen.all()) and bool(special.any()) and p != 1.0   # labels-everywhere's sign
     _first([
         # -1 (pytorch-transformers 1.x's ignore value) or 0: labels-everywhere, "an id at every position", before
         ("wrong-ignore-value", ignored != -100, f"your labels hold {ignored} at the positions that were not chosen "
@@ -148,7 +161,13 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
          "F.cross_entropy, which leaves it out of the loss. Any other value is read as a class to predict there (or, "
          "below 0 and not −100, makes the loss raise).", "Start the labels from `torch.full_like(ids, -100)` and "
          "copy the original ids at the chosen positions: `torch.where(chosen, ids, -100)`."),
-        ("labels-everywhere", bool(chosen.all()) and bool(special.any()) and p != 1.0, "your labels hold an id at "
+        # before labels-everywhere, which is what the swap looks like at p = 0 (mask_tokens: `swapped`)
+        ("labels-where-swapped", everywhere and swapped,
+         "your labels are the original ids where a position was NOT chosen (the specials included) and −100 where it "
+         "was: the two values of the labels' `torch.where` are swapped. With p=1.0 every non-special position is "
+         "chosen, and your labels are −100 on all of them.", "`torch.where(chosen, ids, -100)`: the condition's True "
+         "positions take the second argument, the original id."),
+        ("labels-everywhere", everywhere, "your labels hold an id at "
          "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
          "the loss is taken over the chosen positions only."),
         ("special-chosen", bool((chosen & special).any()), f"mask_tokens chose a protected position: row {b}, "
@@ -179,6 +198,14 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int):
     return inputs, labels
 
 
+def _labels_swapped(out, ids, special) -> bool:
+    """Whether the labels of `out`, fn's output with p = 1, are −100 at every non-special position and the original id
+    at every special one: the right labels' opposite, what `torch.where(chosen, -100, ids)` gives."""
+    labels = out[1] if isinstance(out, (tuple, list)) and len(out) == 2 else None
+    return (isinstance(labels, torch.Tensor) and labels.shape == ids.shape and bool(special.any())
+            and torch.equal(labels[special], ids[special]) and bool((labels[~special] == -100).all()))
+
+
 def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -> None:
     ids, special = synthetic_batch(1500, 32, vocab_size, seed)
     inputs, labels = _run_mask(fn, ids, special, vocab_size, mask_id, p, seed)
@@ -196,6 +223,10 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
     # each length all choosing one number has a chance far below 1e-20. A fixed count per row chooses one number.
     words, picked = (~special).sum(1), chosen.sum(1)
     fixed = 0 < target < 1 and all(picked[words == w].unique().numel() == 1 for w in words.unique())
+    # One draw per row, `torch.rand(B, 1) < p`: every row chose all of its words or none. A right draw leaves one of
+    # the ~1400 rows of two words or more half chosen with chance far above 1 − 1e-20.
+    several = words > 1
+    whole = 0 < target < 1 and bool(((picked == 0) | (picked == words))[several].all())
     _first([
         ("comparison-reversed", abs(target - 0.5) > 0.1 and abs(fraction - (1 - target)) < 0.025,
          f"you chose {fraction:.1%} of the non-special positions {called}, about 1 − p: is your comparison "
@@ -210,6 +241,11 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          f"changed carry a label ({split} of the labelled ones): the chosen positions left unchanged (10 % of "
          "them) must get their label too, the original id. Build labels from every chosen position, before the "
          "80/10/10 split decides what the inputs hold there."),
+        ("whole-rows-chosen", whole, f"each row chose all of its non-special positions or none of them {called}: "
+         f"{int((picked > 0).sum())} of the 1500 rows were chosen whole, the others not at all. That is one draw per "
+         "row, such as `torch.rand(len(ids), 1) < p`; each non-special position is chosen on its own with "
+         "probability p.", "Draw one number per position, `torch.rand(ids.shape, generator=generator)`, and choose "
+         "the positions where it is below p."),
         # Before wrong-fraction: a count rounded down per row also chooses fewer than p of the positions.
         ("fixed-count-per-row", fixed, f"rows of as many words always chose as many positions {called}: each row "
          f"of {int(words.max())} words chose {int(picked[words == words.max()][0])}. That is a fixed count per row, "

@@ -70,6 +70,13 @@ def judge_train_pass(out: torch.Tensor, again: torch.Tensor, x: torch.Tensor, W:
     # nn.Dropout drops each feature on its own: a whole vector goes with chance p^d. Dropout1d and Dropout2d
     # drop whole channels, which on these shapes are whole vectors (or whole examples).
     whole = (~kept).all(dim=1).double().mean().item()
+    # `nn.Dropout(1 - p)`, TensorFlow 1's keep_prob: 1 − p zeroed, each feature on its own, so whole vectors go with
+    # chance (1 − p)^d (0.42 at p = 0.25, d = 3: drops-whole-vectors, before). Away from p = 0.5, where 1 − p is p.
+    if (p is not None and abs(frac - (1 - want)) < 0.04 and abs(frac - want) > 0.04
+            and whole < (frac + frac ** d) / 2):
+        fail(f"in train mode {head} zeroed {frac:.2f} of the input features, about 1 − p = {1 - want:.2f}: the "
+             "dropout argument is the probability of DROPPING a feature (PyTorch's p), not of keeping it (TensorFlow 1's "
+             "keep_prob).", "keep-probability-as-rate", "`nn.Dropout(dropout)`, not `nn.Dropout(1 - dropout)`.")
     if d > 1 and frac > 0.02 and whole > 0.5 * frac:
         fail(f"in train mode {head} dropped whole vectors: {whole:.0%} of its input vectors reached the Linear "
              f"layer as all zeros, while dropout drops each feature on its own (a whole vector of {d} with chance "

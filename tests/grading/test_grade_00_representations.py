@@ -36,6 +36,19 @@ WRONG = [
         def causal_mask(n):
             return torch.full((n, n), float("-inf")).triu(1)
         """, mistake="additive-float"),
+    # finite stand-ins for -inf (all told wrong-dtype before): the 1e9 of many tutorials, finfo's lowest, BERT's -10000
+    Wrong("causal_mask-additive-minus-1e9", "causal_mask", """
+        def causal_mask(n):
+            return torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -1e9)
+        """, mistake="additive-float"),
+    Wrong("causal_mask-additive-finfo-min", "causal_mask", """
+        def causal_mask(n):
+            return torch.full((n, n), torch.finfo(torch.float32).min).triu(1)
+        """, mistake="additive-float"),
+    Wrong("causal_mask-additive-bert-10000", "causal_mask", """
+        def causal_mask(n):
+            return (1.0 - torch.ones(n, n).tril()) * -10000.0
+        """, mistake="additive-float"),
     Wrong("causal_mask-bidirectional", "causal_mask", """
         def causal_mask(n):
             return torch.ones(n, n, dtype=torch.bool)

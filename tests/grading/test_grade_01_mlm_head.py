@@ -51,6 +51,12 @@ WRONG = [
     Wrong.edit("mask_tokens-p-ignored", "mask_tokens", CHOSEN, "< 0.15)", "p-ignored"),
     Wrong.edit("mask_tokens-half-p", "mask_tokens", CHOSEN, "< p / 2)", "not-all-chosen"),
     Wrong.edit("mask_tokens-labels-everywhere", "mask_tokens", PAIR, "return inputs, ids.clone()", "labels-everywhere"),
+    # torch.where's two values swapped: told labels-everywhere before, as at p = 0 both label every position
+    Wrong.edit("mask_tokens-labels-where-swapped", "mask_tokens", "torch.where(chosen, ids, torch.full_like(ids, -100))",
+               "torch.where(chosen, torch.full_like(ids, -100), ids)", "labels-where-swapped"),
+    # one draw per row, every position of a row chosen or none: passed before
+    Wrong.edit("mask_tokens-whole-rows-chosen", "mask_tokens", "torch.rand(ids.shape, generator=generator) < p",
+               "torch.rand(len(ids), 1, generator=generator) < p", "whole-rows-chosen"),
     Wrong.edit("mask_tokens-labels-hold-corrupted-inputs", "mask_tokens", PAIR,
                "return inputs, torch.where(chosen, inputs, -100)", "labels-hold-inputs"),
     Wrong("mask_tokens-split-over-all-positions", "mask_tokens", """

@@ -54,6 +54,9 @@ WRONG = [
                "fixed-dropout-rate"),
     Wrong.edit("SequenceClassifier-dropout1d-drops-whole-examples", HEAD, "nn.Dropout(dropout)",
                "nn.Dropout1d(dropout)", "drops-whole-vectors"),
+    # TensorFlow 1's keep_prob habit: 1 − p zeroed, told drops-whole-vectors at p = 0.25, d = 3 before
+    Wrong.edit("SequenceClassifier-dropout-keep-probability", HEAD, "nn.Dropout(dropout)", "nn.Dropout(1 - dropout)",
+               "keep-probability-as-rate"),
     # A red team's forgery (issue 25, K2): an extra nn.Linear(K, K) hidden from modules() and parameters(); with
     # the grader's weights loaded into the head's state_dict, it changes the outputs.
     Wrong("SequenceClassifier-extra-linear-hidden-from-modules", "SequenceClassifier", """

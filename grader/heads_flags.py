@@ -105,7 +105,7 @@ PLAIN_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__class__",
                  "__len__", "__repr__", "__str__", "__getitem__", "__setitem__", "__iter__", "__next__", "__contains__",
                  "__eq__",
                  "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__add__", "__mul__", "__matmul__",
-                 "__enter__", "__exit__", "__main__", "__future__", "__file__", "__module__", "__annotations__",
+                 "__enter__", "__exit__", "__main__", "__future__", "__file__", "__module__",
                  "__all__", "__slots__", "__post_init__", "__bool__", "__neg__", "__sub__", "__truediv__"}
 # Methods Python calls behind the code's back, on attribute access, deletion, subclassing, pickling or an
 # isinstance check: a class defining one runs code where the grader's reads happen. No answer defines them.
@@ -138,6 +138,8 @@ CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.l
 INSPECT_READS = {"signature", "getsource", "getsourcelines", "getdoc", "cleandoc", "isclass", "isfunction",
                  "ismethod", "ismodule", "getfullargspec", "Parameter", "Signature", "iscoroutinefunction",
                  "isgenerator", "isgeneratorfunction", "isabstract"}
+# What importlib.metadata gives a notebook: a package's version (its entry points load objects by name)
+PACKAGE_VERSIONS = {"importlib.metadata", "importlib.metadata.version", "importlib.metadata.PackageNotFoundError"}
 SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
            "builtins.delattr", "type.__setattr__", "operator.setitem", "operator.delitem", "operator.setattr",
            "operator.delattr"}
@@ -176,6 +178,8 @@ IPYTHON_FOR_STUDENTS = ("IPython.display", "IPython.core.display", "IPython.get_
 LOOKS_AT = {"print", "dir", "repr", "str", "help", "type", "id", "isinstance", "callable", "len", "hash"}
 NAMESPACES = {"vars", "globals", "locals", "builtins.vars", "builtins.globals", "builtins.locals"}
 CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module", "typing.get_type_hints",
+                    "importlib.metadata.EntryPoint", "importlib.metadata.entry_points",
+                    "breakpoint",   # calls sys.breakpointhook, which PYTHONBREAKPOINT names (import_module, say)
                     "inspect.get_annotations", "typing.ForwardRef",
                     "importlib.reload", "builtins.exec", "builtins.eval"}
 
@@ -261,6 +265,16 @@ def _string_name(node: ast.AST, tree: ast.Module) -> bool:
 
 def _constant(node: ast.AST, value) -> bool:
     return isinstance(node, ast.Constant) and node.value is value
+
+
+def _joined_text(node: ast.AST) -> str | None:
+    """The text a `+` of string constants spells, None if any part is not one."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _joined_text(node.left), _joined_text(node.right)
+        return None if left is None or right is None else left + right
+    return None
 
 
 def _format_path_parts(text: str) -> list[str]:
@@ -447,6 +461,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     and _own_target(node.args[0], notebook or tree, aliases, made_by="torch.nn.")):
                 # vars(sys.stdout)["session"]: an attribute by a name no rule reads (red team 8)
                 found.append(f"reads an object's namespace: vars({shown(node.args[0])})")
+            if any(k.arg == "eval_str" and not _constant(k.value, False) for k in node.keywords):
+                found.append(f"runs code from a string: {func}(eval_str=...)")   # inspect.signature evaluates notes
             if any(k.arg == "trust_remote_code" and not _constant(k.value, False) for k in node.keywords):
                 found.append(f"runs code from a model's folder: {func}(trust_remote_code=...)")   # its .py files
             unsafe_load = (func == "torch.load" and any(k.arg == "weights_only" and not _constant(k.value, True)
@@ -558,11 +574,16 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     node.ctx, ast.Load) and not (isinstance(parent, ast.Call) and parent.func is node):
                 # run = exec; run(bytes.fromhex(...).decode()): the call no longer names what it runs
                 found.append(f"runs code from a string or reads a namespace: passes {name} as a value")
+        if isinstance(node, ast.BinOp) and not isinstance(parents.get(id(node)), ast.BinOp):
+            joined = _joined_text(node)   # "headlab" + " . kernel": the words a concatenation spells
+            named = [word for word in CHANNEL_WORDS if joined and word in re.sub(r"\s", "", joined)]
+            if named:
+                found.append(f"touches the grader's channel: names {named[0]}")
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            named = [word for word in CHANNEL_WORDS if word in node.value]
+            named = [word for word in CHANNEL_WORDS if word in re.sub(r"\s", "", node.value)]
             if named:   # mock.patch("headlab.kernel.respond"), open(".heads_answers/...")
                 found.append(f"touches the grader's channel: names {named[0]}")
-            fields = [p for p in _format_path_parts(node.value) if p.startswith("_") and p not in PLAIN_DUNDERS]
+            fields = [p for p in _format_path_parts(node.value) if _special(p)]   # str.format gives a private one's text
             if fields:   # "{0.__globals__[headlab].kernel}": str.format and Formatter.get_field follow the path
                 found.append(f"reaches an attribute by a path in a format string: {fields[0]}")
             if node.value in FUNCTION_INTERNALS:   # getattr(f, "__globals__")
@@ -589,7 +610,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 if any(p.startswith("_") and not p.startswith("__") for p in name.split(".")[1:]):
                     found.append(f"reaches a private part of a module: imports {name}")   # from torch import _C
                 if root(name) not in COURSE_IMPORTS and name not in SPAWN_MODULES and \
-                        not name.startswith("importlib.metadata"):   # a package's version
+                        name not in PACKAGE_VERSIONS:
                     found.append(f"imports a module the course never uses: {name or '.'}")
                 if name in ("sys.modules", "sys._getframe", "inspect.currentframe", "inspect.stack"):
                     found.append(f"inspects frames or modules: imports {name}")

@@ -53,18 +53,20 @@ def respond(grade_id: str, namespace: dict | None = None, folder: str = FOLDER) 
 
     book = json.loads((Path(folder) / "calls.json").read_text())
     out = []
-    for entry in book.get(grade_id, []):
-        name = entry["answer"]
-        answer = namespace if name == GLOBALS else namespace.get(name, _MISSING)
-        results = [] if answer is _MISSING else [_run(answer, call) for call in entry["calls"]]
-        out.append({"answer": describe(answer), "results": results})
-        if answer is not _MISSING and name != GLOBALS:
-            # Later cells that start with uses(answer) run, as after a visible check: whether it passed is
-            # decided outside, and the feedback shows what they do with the answer (never a grade).
-            checked[name] = answer
-    shell = _shell()
-    if shell is not None:   # in a kernel: the results are this cell's output, which the grader reads when it ends
-        _publish(shell.display_pub, {ANSWERS_MIME: {"grade_id": grade_id, "answers": out}})
+    try:
+        for entry in book.get(grade_id, []):
+            name = entry["answer"]
+            answer = namespace if name == GLOBALS else namespace.get(name, _MISSING)
+            results = [] if answer is _MISSING else [_run(answer, call) for call in entry["calls"]]
+            out.append({"answer": describe(answer), "results": results})
+            if answer is not _MISSING and name != GLOBALS:
+                # Later cells that start with uses(answer) run, as after a visible check: whether it passed is
+                # decided outside, and the feedback shows what they do with the answer (never a grade).
+                checked[name] = answer
+    finally:   # whatever stopped the loop: the answers are always given, so a set the notebook showed is a second one
+        shell = _shell()
+        if shell is not None:   # in a kernel: the results are this cell's output, which the grader reads at its end
+            _publish(shell.display_pub, {ANSWERS_MIME: {"grade_id": grade_id, "answers": out}})
     print("Your answers were run on the grader's inputs; the grade is decided outside this notebook.")
 
 
@@ -127,7 +129,11 @@ def _run(answer: Any, call: dict) -> dict:
             return _result(value, args, kwargs, before)
     except NotImplementedError as err:
         return {"raised": {"type": "NotImplementedError", "message": str(err)}}
-    except Exception as err:  # the student's bug: reported by the grader like the check would
+    except KeyboardInterrupt:   # the grader's interrupt at the cell's time limit: stop; respond gives what it has
+        raise
+    except BaseException as err:  # the student's bug, reported by the grader like the check would; a SystemExit or a
+        # class of the notebook's too, which would leave respond before it gives the answers (red team 10 raised one
+        # after showing a forged set of its own; respond's `finally` makes that set a second one)
         return {"raised": {"type": type(err).__name__, "message": safe_str(err)}}
 
 

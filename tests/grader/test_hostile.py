@@ -222,6 +222,14 @@ SESSION_PACK = FIX_ANSWERS + textwrap.dedent("""\
     _pack = _session.pack
     _session.pack = lambda part: _pack(_fix({'content': part})['content'] if 'data' in part else part)
     """)
+# Red team 10 (held out; written here): causal_mask shows a set of answers of its own, then raises what `except
+# Exception` lets through, so that respond left before giving its set and the notebook's was the cell's only one.
+STOP_RESPOND = textwrap.dedent("""\
+    from IPython.display import display
+    def causal_mask(n):
+        display({'application/vnd.heads.' + 'answers+json': {'grade_id': 'test_causal_mask', 'answers': []}}, raw=True)
+        raise KeyboardInterrupt
+    """)
 # A module written into the kernel's folder under the name of an installed course import, then imported by that
 # name: without the grader's -P it was found before site-packages, and its code (hex, unread by the flags) replaced
 # respond so that the transposed causal_mask was answered transposed back (4 of 4, unflagged).
@@ -273,6 +281,7 @@ EXPECTED = {
     "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
     "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
     "session-pack": (2, True),
+    "stop-respond": (2, True),   # its causal_mask scores 0; the mime type it spells is flagged
     "shadow-module": (2, False),   # the installed safetensors is imported, not the file the notebook wrote
 }
 
@@ -299,6 +308,7 @@ def build(root):
     submit(root, "bad-signature", with_cells(fill(rel, SOL), ("test_padding_mask", BAD_SIGNATURE)))
     submit(root, "session-send", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_SEND)))
     submit(root, "session-pack", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_PACK)))
+    submit(root, "stop-respond", fill(rel, {**SOL, "causal_mask": STOP_RESPOND}))
     submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
@@ -570,6 +580,15 @@ def test_formgrader_shows_the_output_without_running_it(graded, browser, tmp_pat
         page.close()
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         assert gb.find_submission(LESSON, "xss-and-scratch").score == 4
+
+
+def test_an_answer_that_stops_respond_leaves_two_sets_not_its_own(graded):
+    """respond gives its answers whatever stopped the loop (a KeyboardInterrupt, as the grader's own interrupt at a time
+    limit, still stops it), so the set the notebook showed is a second one, which the grader refuses."""
+    cell = next(c for c in autograded(graded["root"], "stop-respond").cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "test_causal_mask")
+    shown = "".join(o.get("text", "") + str(o.get("data", "")) + o.get("evalue", "") for o in cell.outputs)
+    assert re.search(r"gave \d+ sets of answers", shown), shown
 
 
 def test_a_later_cell_cannot_change_a_result_already_given(graded):

@@ -370,7 +370,9 @@ def judge(entries: list[dict], answers: list[dict]) -> Verdict:
 
     printed = ""
     if len(answers) != len(entries):
-        return Verdict(False, error="NoAnswers", message="the grader received no answers from this cell")
+        return Verdict(False, error="NoAnswers", message=(
+            f"the grader got answers to {len(answers)} of this cell's {len(entries)} checks: it did not run to the end "
+            "(the time limit, or an answer that stopped it)"))
     for entry, answer in zip(entries, answers):
         description = answer.get("answer", {}) if isinstance(answer, dict) else {}
         if description.get("kind") == "missing":

@@ -15,6 +15,7 @@ MAGIC_METHODS = ("run_line_magic", "run_cell_magic")
 SHELL_METHODS = {"system", "system_raw", "system_piped", "getoutput"}
 # Timers that compile a string they are given (read as code: `timed_code`)
 TIMERS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
+TIMER_NAMES = {t.split(".")[-1] for t in TIMERS}   # how the call is spelled after `from timeit import ...`
 
 
 @functools.lru_cache(maxsize=4096)  # the release's cells recur in every submission
@@ -87,7 +88,7 @@ def expanded_code(tree: ast.AST) -> list[str]:
         arg = node.args[index] if index is not None and len(node.args) > index else None
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and "{" in arg.value):
             continue
-        found += [field for field in _format_fields(arg.value) if _expression(field)]
+        found += [field for field in _format_fields(arg.value) if _parses(field, "eval")]
     return found
 
 
@@ -108,28 +109,20 @@ def timed_code(tree: ast.AST) -> list[str]:
     text that is not Python (`itertools.repeat("two words")`, read here by the call's last name) is left out."""
     found = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call)
-                and (dotted(node.func, {}) or "").split(".")[-1] in {t.split(".")[-1] for t in TIMERS}):
+        if not (isinstance(node, ast.Call) and (dotted(node.func, {}) or "").split(".")[-1] in TIMER_NAMES):
             continue
         given = dict(zip(("stmt", "setup"), node.args[:2])) | {k.arg: k.value for k in node.keywords}
         stmt, setup = ([a.value] if isinstance(a, ast.Constant) and isinstance(a.value, str) else []
                        for a in (given.get("stmt"), given.get("setup")))
-        if (not setup or _statements(setup[0])) and _statements("\n".join(setup + stmt)):
+        if (not setup or _parses(setup[0])) and _parses("\n".join(setup + stmt)):
             found.append("\n".join(setup + stmt))
     return found
 
 
-def _statements(text: str) -> bool:
+def _parses(text: str, mode: str = "exec") -> bool:
+    """Whether `text` is Python: statements (mode "exec") or one expression ("eval")."""
     try:
-        ast.parse(text)
-        return True
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-
-
-def _expression(text: str) -> bool:
-    try:
-        ast.parse(text, mode="eval")
+        ast.parse(text, mode=mode)
         return True
     except (SyntaxError, ValueError, RecursionError):
         return False
@@ -249,17 +242,21 @@ def names_of(expr: ast.AST, tree: ast.Module) -> set[str] | None:
     return _NameValues.of(tree).strings(expr, frozenset())
 
 
-class _NameValues:
-    """What each name of a tree can be bound to, indexed once per tree (a notebook of a thousand getattr calls
-    must not walk itself a thousand times). A binding the index cannot follow (`a, b = ...`, `n += ...`, a
-    function passed as a value, a method) makes the name unknown: a value left out would let a name through."""
+class TreeIndex:
+    """An index of a tree, built once for the tree last asked about: a notebook of a thousand lookups (getattr calls,
+    private attributes set) must not walk itself a thousand times."""
     _last: tuple = (None, None)
 
     @classmethod
-    def of(cls, tree: ast.Module) -> "_NameValues":
+    def of(cls, tree: ast.Module):
         if cls._last[0] is not tree:
-            cls._last = (tree, cls(tree))
+            cls._last = (tree, cls(tree))   # on the subclass: each index keeps its own
         return cls._last[1]
+
+
+class _NameValues(TreeIndex):
+    """What each name of a tree can be bound to. A binding the index cannot follow (`a, b = ...`, `n += ...`, a
+    function passed as a value, a method) makes the name unknown: a value left out would let a name through."""
 
     def __init__(self, tree: ast.Module):
         self.values: dict[str, list] = {}   # name -> the expressions bound to it (None: unknown)

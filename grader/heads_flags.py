@@ -35,7 +35,7 @@ import os
 import re
 import string
 
-from heads_code import (CODE_MAGICS, MAGIC_METHODS, SHELL_METHODS, TIMERS, bindings, bound_values, call_root,
+from heads_code import (CODE_MAGICS, MAGIC_METHODS, SHELL_METHODS, TIMERS, TreeIndex, bindings, bound_values, call_root,
                         chain_root, dotted, free_names, imports, module_level_stores, names_in, names_of, parse,
                         plain_prefix, resolved, root, shown)
 
@@ -301,6 +301,22 @@ def _everyday_magic(call: ast.Call) -> bool:
         name == "config" and re.fullmatch(r"InlineBackend\.\w+\s*=\s*['\"][\w-]+['\"]", line) is not None)
 
 
+class _Owners(TreeIndex):
+    """What `_own_object` and `_own_target` look up in a tree (asked at each private attribute set: a class of 1,500
+    `self._x = ...` lines walked the notebook 1,500 times): the classes it defines, the names its functions take as
+    parameters, and what rebinds each name (an attribute or item set on it does not)."""
+
+    def __init__(self, tree: ast.Module):
+        self.classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        self.params = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+        self.rebound: dict[str, list] = {}
+        for node in ast.walk(tree):
+            for t, v in bindings(node):
+                if not isinstance(t, (ast.Attribute, ast.Subscript)):
+                    for name in set(names_in(t)):
+                        self.rebound.setdefault(name, []).append((t, v))
+
+
 def _own_object(target: ast.AST, tree: ast.Module) -> bool:
     """Whether `target` is the student's own object: `self`/`cls`, or a name bound only to instances of classes the
     notebook defines (`box = Box()`). A name bound to anything else (`out = sys.stdout`) may hold the kernel's."""
@@ -308,7 +324,7 @@ def _own_object(target: ast.AST, tree: ast.Module) -> bool:
         return False
     if target.id in ("self", "cls"):
         return True
-    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    classes = _Owners.of(tree).classes
     values = bound_values(target.id, tree)
     return bool(values) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in classes
                                 for v in values)
@@ -320,18 +336,15 @@ def _own_target(target: ast.AST, tree: ast.Module, aliases: dict[str, str], made
     make the student's own objects too (`m = torch.nn.Linear(2, 3)`)."""
     if isinstance(target, ast.Call) and dotted(target.func, aliases) == "type" and len(target.args) == 1:
         return isinstance(target.args[0], ast.Name) and target.args[0].id in ("self", "cls")
-    if not isinstance(target, ast.Name) or target.id in aliases or any(
-            isinstance(a, ast.arg) and a.arg == target.id for a in ast.walk(tree)):
+    owners = _Owners.of(tree)
+    if not isinstance(target, ast.Name) or target.id in aliases or target.id in owners.params:
         return _own_object(target, tree)
-    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    # what rebinds the name; an attribute or item set on it (`box._n = 1`) does not
-    rebound = [(t, v) for node in ast.walk(tree) for t, v in bindings(node)
-               if not isinstance(t, (ast.Attribute, ast.Subscript)) and target.id in names_in(t)]
-    if target.id in classes:
+    rebound = owners.rebound.get(target.id, [])
+    if target.id in owners.classes:
         return not rebound
-    made = lambda call: isinstance(call.func, ast.Name) and call.func.id in classes and call.func.id not in aliases \
-        or made_by is not None and (resolved(call.func, aliases) or "").startswith(made_by) and _is_object(
-            resolved(call.func, aliases))
+    made = lambda call: isinstance(call.func, ast.Name) and call.func.id in owners.classes \
+        and call.func.id not in aliases or made_by is not None and (resolved(call.func, aliases) or "").startswith(
+            made_by) and _is_object(resolved(call.func, aliases))
     return bool(rebound) and all(isinstance(t, ast.Name) and isinstance(v, ast.Call) and made(v) for t, v in rebound)
 
 
@@ -574,17 +587,18 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     node.ctx, ast.Load) and not (isinstance(parent, ast.Call) and parent.func is node):
                 # run = exec; run(bytes.fromhex(...).decode()): the call no longer names what it runs
                 found.append(f"runs code from a string or reads a namespace: passes {name} as a value")
-        if isinstance(node, ast.BinOp) and not isinstance(parents.get(id(node)), ast.BinOp):
-            joined = _joined_text(node)   # "headlab" + " . kernel": the words a concatenation spells
-            named = [word for word in CHANNEL_WORDS if joined and word in re.sub(r"\s", "", joined)]
-            if named:
-                found.append(f"touches the grader's channel: names {named[0]}")
+        # a string, or a concatenation of strings ("headlab" + " . kernel"), that names the channel, spaces aside:
+        # mock.patch("headlab.kernel.respond"), open(".heads_answers/...")
+        spelled = _joined_text(node) if isinstance(node, ast.Constant) or isinstance(node, ast.BinOp) and not \
+            isinstance(parents.get(id(node)), ast.BinOp) else None
+        named = [word for word in CHANNEL_WORDS if spelled and word in re.sub(r"\s", "", spelled)]
+        if named:
+            found.append(f"touches the grader's channel: names {named[0]}")
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            named = [word for word in CHANNEL_WORDS if word in re.sub(r"\s", "", node.value)]
-            if named:   # mock.patch("headlab.kernel.respond"), open(".heads_answers/...")
-                found.append(f"touches the grader's channel: names {named[0]}")
-            fields = [p for p in _format_path_parts(node.value) if _special(p)]   # str.format gives a private one's text
-            if fields:   # "{0.__globals__[headlab].kernel}": str.format and Formatter.get_field follow the path
+            # "{0.__globals__[headlab].kernel}": str.format and Formatter.get_field follow the path (of a private
+            # field, `{0._n}`, str.format gives only the text)
+            fields = [p for p in _format_path_parts(node.value) if _special(p)]
+            if fields:
                 found.append(f"reaches an attribute by a path in a format string: {fields[0]}")
             if node.value in FUNCTION_INTERNALS:   # getattr(f, "__globals__")
                 found.append(f"reaches into a function's internals: {node.value}")

@@ -42,6 +42,23 @@ def hidden_test_lines(nb, min_chars: int = 12) -> list[str]:
     return lines
 
 
+def joined_streams(outputs: list) -> list:
+    """The outputs with each run of consecutive same-stream outputs joined into one.
+
+    One print can reach the notebook in several outputs (the kernel flushes on a timer, or on the
+    code's own flush), so a line is looked for in what the reader sees joined, not piece by piece.
+    """
+    joined = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        if (last is not None and output.get("output_type") == "stream" == last.get("output_type")
+                and output.get("name") == last.get("name")):
+            last["text"] = str(last.get("text", "")) + str(output.get("text", ""))
+        else:
+            joined.append(output)
+    return joined
+
+
 class HideQuotedTests(Preprocessor):
     """Remove every output that quotes a line of a hidden test, before `ClearHiddenTests` runs.
 
@@ -61,7 +78,8 @@ class HideQuotedTests(Preprocessor):
     def preprocess_cell(self, cell, resources, index):
         if not self._lines or cell.cell_type != "code":
             return cell, resources
-        for i, output in enumerate(cell.get("outputs", [])):
+        cell.outputs = joined_streams(cell.get("outputs", []))
+        for i, output in enumerate(cell.outputs):
             # Tracebacks are left out: their frames quote the test cell itself, and
             # ShortenTracebacks replaces them by `ename: evalue` anyway.
             shown = " ".join(" ".join([str(output.get("text", "")), str(output.get("ename", "")),

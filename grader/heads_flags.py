@@ -875,9 +875,10 @@ def result_flags(autograded: dict, release: dict, cell_scores: dict[str, float])
         calls = sum(1 for node in (tree.body if tree else [])
                     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
                     and root(dotted(node.value.func, {})) == "check")
-        printed = sum(line.startswith("✓ ") for out in graded[gid].get("outputs", [])
-                      if out.get("output_type") == "stream" and out.get("name") == "stdout"
-                      for line in _text(out.get("text", "")).splitlines())
+        # one print can arrive in several stream outputs (the kernel flushes on a timer): join them first
+        stdout = "".join(_text(out.get("text", "")) for out in graded[gid].get("outputs", [])
+                         if out.get("output_type") == "stream" and out.get("name") == "stdout")
+        printed = sum(line.startswith("✓ ") for line in stdout.splitlines())
         if printed < calls:
             flags.append(f"{gid}: scored {score:g} but printed {printed} of its {calls} pass lines")
     return flags

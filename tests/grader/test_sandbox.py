@@ -69,7 +69,9 @@ def leaked(root) -> set[str]:
     """The attacks the attacker's kernel says worked (its answer cell's output, autograded notebook)."""
     nb = nbformat.read(root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "padding_mask")
-    said = [line for o in cell.outputs for line in o.get("text", "").splitlines() if line.startswith("leaked:")]
+    # one print can arrive as several stream outputs (the kernel flushes on a timer): join them first
+    printed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    said = [line for line in printed.splitlines() if line.startswith("leaked:")]
     assert said, f"the attacker's cell printed no report: {cell.outputs}"
     return set(said[-1].split()[1:])
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -122,12 +123,15 @@ TORCH_EVERYWHERE = ("torch.library", "torch.utils.cpp_extension", "torch.hub", "
 # decides where imports come from: a module the notebook wrote would run unread
 BY_NAME_LOADERS = ("logging.config", "numpy.ctypeslib", "torch.classes.load_library",
                    "transformers.dynamic_module_utils", "sys.path", "sys.meta_path", "sys.path_hooks",
-                   "sys.path_importer_cache")
+                   "sys.path_importer_cache", "matplotlib.backends.registry", "matplotlib.backends.backend_registry")
 GLOBAL_HOOK = re.compile(r"^register_module_\w+$")   # torch.nn.modules.module.register_module_forward_hook, ...
 # Strings that name the kernel's side of grading or the channel it answers on: no answer spells them
 CHANNEL_WORDS = ("headlab.kernel", "headlab.codec", "headlab.grading", "ipykernel", "jupyter_client", "zmq",
                  "display_pub", "displaypub", "iopub", ".heads_answers", ".heads_grader", "heads.answers",
                  "answers+json", "get_ipython", "display_data")
+# Strings that make a library evaluate or import what another string names: `**{"eval_str": True}` for
+# inspect.signature, matplotlib's "module://x" backends (import x), `**{"trust_remote_code": True}`
+LOADING_WORDS = ("eval_str", "module://", "trust_remote_code")
 CODE_FROM_BYTES = {"pickle.loads", "pickle.load", "pickle.Unpickler", "marshal.loads", "marshal.load",
                    # what torch.load(weights_only=True) may call while unpickling
                    "torch.serialization.add_safe_globals", "torch.serialization.safe_globals",
@@ -139,7 +143,8 @@ INSPECT_READS = {"signature", "getsource", "getsourcelines", "getdoc", "cleandoc
                  "ismethod", "ismodule", "getfullargspec", "Parameter", "Signature", "iscoroutinefunction",
                  "isgenerator", "isgeneratorfunction", "isabstract"}
 # What importlib.metadata gives a notebook: a package's version (its entry points load objects by name)
-PACKAGE_VERSIONS = {"importlib.metadata", "importlib.metadata.version", "importlib.metadata.PackageNotFoundError"}
+PACKAGE_VERSIONS = {"importlib.metadata", "importlib.metadata.version", "importlib.metadata.PackageNotFoundError",
+                    "importlib.metadata.metadata"}
 SETTERS = {"setattr", "delattr", "object.__setattr__", "object.__delattr__", "builtins.setattr",
            "builtins.delattr", "type.__setattr__", "operator.setitem", "operator.delitem", "operator.setattr",
            "operator.delattr"}
@@ -150,6 +155,20 @@ SCHEDULERS = {"io_loop", "add_callback", "call_later", "add_timeout", "PeriodicC
 # The modules through which the kernel answers the grader: no answer calls them (a red team's callback called
 # respond again after its test cell, with another answer)
 GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading"}
+
+
+def _top_level_names(*modules: str) -> frozenset[str]:
+    """The names the grader's modules of headlab define at their top level, read from their source."""
+    folder = os.path.dirname(importlib.util.find_spec("headlab").origin)
+    trees = [ast.parse(open(os.path.join(folder, f"{m}.py"), encoding="utf-8").read()) for m in modules]
+    return frozenset(n.name if not isinstance(n, ast.Assign) else t.id for tree in trees for n in tree.body
+                     for t in (n.targets if isinstance(n, ast.Assign) else [n])
+                     if isinstance(n, (ast.FunctionDef, ast.ClassDef)) or isinstance(t, ast.Name))
+
+
+# What respond, its drivers and its codec are called: a store of one of these names on an object the notebook did not
+# make replaces a part of the kernel's side (the module reached through a library that imports a spelled name)
+KERNEL_SIDE = _top_level_names("kernel", "codec")
 # What reaches an attribute by a name the code computes ("__glo" + "bals__"), which no answer needs
 BY_COMPUTED_NAME = {"getattr", "setattr", "delattr", "hasattr", "builtins.getattr"}
 BY_NAME_GETTERS = {"operator.attrgetter", "operator.methodcaller"}
@@ -180,7 +199,9 @@ NAMESPACES = {"vars", "globals", "locals", "builtins.vars", "builtins.globals", 
 CODE_FROM_STRING = {"exec", "eval", "compile", "__import__", "importlib.import_module", "typing.get_type_hints",
                     "importlib.metadata.EntryPoint", "importlib.metadata.entry_points",
                     "breakpoint",   # calls sys.breakpointhook, which PYTHONBREAKPOINT names (import_module, say)
-                    "inspect.get_annotations", "typing.ForwardRef",
+                    "inspect.get_annotations", "typing.ForwardRef", "typing.evaluate_forward_ref",
+                    *(f"typing_extensions.{name}" for name in ("get_type_hints", "ForwardRef", "evaluate_forward_ref",
+                                                               "get_annotations", "eval_type")),
                     "importlib.reload", "builtins.exec", "builtins.eval"}
 
 
@@ -267,14 +288,35 @@ def _constant(node: ast.AST, value) -> bool:
     return isinstance(node, ast.Constant) and node.value is value
 
 
-def _joined_text(node: ast.AST) -> str | None:
-    """The text a `+` of string constants spells, None if any part is not one."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _joined_text(node.left), _joined_text(node.right)
-        return None if left is None or right is None else left + right
-    return None
+def _spellings(node: ast.AST, tree: ast.Module, most: int = 64) -> set[str] | None:
+    """Every text a string expression can spell: a constant, a name bound only to strings (`names_of`), and `+` or an
+    f-string of those ("application/vnd." + H + ".answers", with H = "heads"); None if a part is unknown (or the
+    texts are too many to list)."""
+    if isinstance(node, ast.JoinedStr):
+        parts = [v if isinstance(v, ast.Constant) else v.value if isinstance(v, ast.FormattedValue)
+                 and v.conversion == -1 and v.format_spec is None else None for v in node.values]
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = [node.left, node.right]
+    else:
+        return names_of(node, tree) if isinstance(node, (ast.Constant, ast.Name)) else None
+    texts = {""}
+    for part in parts:
+        found = _spellings(part, tree, most) if part is not None else None
+        if found is None or len(texts) * len(found) > most:
+            return None
+        texts = {a + b for a in texts for b in found}
+    return texts
+
+
+def _compacted(text: str) -> list[str]:
+    """`text` with the spaces around each dot or plus left out, as Python reads "headlab . kernel" in a string it
+    evaluates; across lines only if the text is Python (not in prose: "... of heads.\n  answers: ...")."""
+    found = [re.sub(r"[ \t]*([.+])[ \t]*", r"\1", text)]
+    try:
+        ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return found
+    return found + [re.sub(r"\s*([.+])\s*", r"\1", text)]
 
 
 def _format_path_parts(text: str) -> list[str]:
@@ -324,10 +366,10 @@ def _own_object(target: ast.AST, tree: ast.Module) -> bool:
         return False
     if target.id in ("self", "cls"):
         return True
-    classes = _Owners.of(tree).classes
+    owners = _Owners.of(tree)   # a class name the notebook also binds to something else may be anything
     values = bound_values(target.id, tree)
-    return bool(values) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in classes
-                                for v in values)
+    return bool(values) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in owners.classes
+                                and not owners.rebound.get(v.func.id) for v in values)
 
 
 def _own_target(target: ast.AST, tree: ast.Module, aliases: dict[str, str], made_by: str | None = None) -> bool:
@@ -343,7 +385,7 @@ def _own_target(target: ast.AST, tree: ast.Module, aliases: dict[str, str], made
     if target.id in owners.classes:
         return not rebound
     made = lambda call: isinstance(call.func, ast.Name) and call.func.id in owners.classes \
-        and call.func.id not in aliases or made_by is not None and (resolved(call.func, aliases) or "").startswith(
+        and call.func.id not in aliases and not owners.rebound.get(call.func.id) or made_by is not None and (resolved(call.func, aliases) or "").startswith(
             made_by) and _is_object(resolved(call.func, aliases))
     return bool(rebound) and all(isinstance(t, ast.Name) and isinstance(v, ast.Call) and made(v) for t, v in rebound)
 
@@ -445,6 +487,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     elif isinstance(part, ast.Attribute) and _through_expression(part) and not _own_target(
                             part.value, notebook or tree, aliases):
                         found.append(f"patches an object: assigns an attribute of {shown(part.value)}")
+                    elif isinstance(part, ast.Attribute) and part.attr in KERNEL_SIDE and not _own_target(
+                            part.value, notebook or tree, aliases):
+                        # K.respond = ..., with K the module a library imported by a name the notebook spelled
+                        found.append(f"patches an object: assigns {shown(part)}, a name of the grader's kernel side")
                     elif isinstance(part, ast.Attribute) and part.attr.startswith("_") and not _own_target(
                             part.value, notebook or tree, aliases):
                         # K._secret_step = ..., with K a module that inspect.getmodule handed over
@@ -493,7 +539,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"runs code from bytes: {func}()")
             if func == "vars" and node.args and watched(node.args[0]):
                 found.append(f"patches a module: touches vars({watched(node.args[0])})")
-            if func in CODE_FROM_STRING and func not in own_functions:
+            if func in CODE_FROM_STRING and func not in own_functions and not (
+                    func == "breakpoint" and not node.args and not node.keywords):   # a plain pause for the debugger
                 found.append(f"runs code from a string: {func}()")
             if func and SPAWN_CALLS.match(func.rstrip("()")):
                 found.append(f"spawns processes: {func}()")
@@ -569,7 +616,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"patches torch: defines {attr}")
             elif _special(attr) and attr not in FUNCTION_INTERNALS | {"__getattribute__", "__dict__"} and not (
                     name == "object.__setattr__" and isinstance(parents.get(id(node)), ast.Call)
-                    and [ast.unparse(a) for a in parents[id(node)].args[:1]] == ["self"]):
+                    and [ast.unparse(a) for a in parents[id(node)].args[:1]] == ["self"]) and not (
+                    attr == "__annotations__" and _looked_at(node, parents, aliases)):   # print(f.__annotations__)
                 found.append(f"reaches a special attribute: {attr}")   # (a frozen dataclass sets its own fields)
             parent = parents.get(id(node))
             if isinstance(node.ctx, ast.Load) and not isinstance(parent, (ast.Attribute, ast.arguments)) and not (
@@ -589,11 +637,15 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"runs code from a string or reads a namespace: passes {name} as a value")
         # a string, or a concatenation of strings ("headlab" + " . kernel"), that names the channel, spaces aside:
         # mock.patch("headlab.kernel.respond"), open(".heads_answers/...")
-        spelled = _joined_text(node) if isinstance(node, ast.Constant) or isinstance(node, ast.BinOp) and not \
-            isinstance(parents.get(id(node)), ast.BinOp) else None
-        named = [word for word in CHANNEL_WORDS if spelled and word in re.sub(r"\s", "", spelled)]
+        spelled = _spellings(node, notebook or tree) if isinstance(node, (ast.Constant, ast.JoinedStr)) or \
+            isinstance(node, ast.BinOp) and not isinstance(parents.get(id(node)), ast.BinOp) else None
+        texts = {compact for text in spelled or () for compact in _compacted(text)}
+        named = [word for word in CHANNEL_WORDS if any(word in text for text in texts)]
         if named:
             found.append(f"touches the grader's channel: names {named[0]}")
+        loaders = [word for word in LOADING_WORDS if any(word in text for text in texts)]
+        if loaders:
+            found.append(f"runs code a string names: {loaders[0]}")
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             # "{0.__globals__[headlab].kernel}": str.format and Formatter.get_field follow the path (of a private
             # field, `{0._n}`, str.format gives only the text)
@@ -604,6 +656,12 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append(f"reaches into a function's internals: {node.value}")
             elif _special(node.value):   # getattr(cls, "__subclasses__")
                 found.append(f"reaches a special attribute by name: {node.value}")
+        note = getattr(node, "annotation", None) or getattr(node, "returns", None)
+        if note is not None and any(isinstance(n, (ast.Call, ast.JoinedStr, ast.NamedExpr, ast.Lambda)) or isinstance(
+                n, ast.BinOp) and not isinstance(n.op, ast.BitOr) for n in ast.walk(note)):
+            # def f(x: "(k := " + P + "lab.kernel) and int"): typing.get_type_hints and functools.singledispatch
+            # evaluate a string annotation; one that is computed, the flags cannot read (a constant one is read)
+            found.append(f"computes an annotation: {shown(note)}")
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
                 "__torch_function__", "__torch_dispatch__"):
             found.append(f"patches torch: defines {node.name}")
@@ -683,7 +741,8 @@ def _by_name_flags(func: str, call: ast.Call, tree: ast.Module, aliases: dict[st
     for name in sorted(names):
         if name in internals or _special(name):
             flags.append(f"reaches IPython's or a function's internals by name: {func}(..., {name!r})")
-        elif func in SETTERS and name.startswith("_") and not _own_target(target, tree, aliases):
+        elif func in SETTERS and (name.startswith("_") or name in KERNEL_SIDE) and not _own_target(target, tree,
+                                                                                                   aliases):
             flags.append(f"patches an object: sets a private attribute by name: {func}(..., {name!r})")
         elif module and not module.endswith("()") and (root(module) != "torch" or name.startswith("_")):
             flags.append(f"reads a module's attribute by name: {func}({module}, {name!r})")

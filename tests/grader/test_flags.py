@@ -224,6 +224,21 @@ FORGERIES = {
     "code-in-a-magic-line": "code = 'print(1)'\n%matplotlib {exec(code) or 'inline'}",
     "code-in-a-shell-command": "code = 'print(1)'\n!echo {exec(code) or 'ok'}",
     "function-from-bytecode": "import types\nf = types.FunctionType(types.CodeType(*[0] * 16), {})",
+    # Red team 11 (held out; written here): a string annotation computed from pieces (singledispatch evaluates it),
+    # eval_str in a keyword dict, typing_extensions' evaluator, matplotlib's registry importing a spelled name, a
+    # respond stored on that module, a class name rebound to a loader, the answers' mime type built from a name
+    "computed-annotation": "P = 'head'\ndef first(x: '(k := ' + P + 'lab) and int'):\n    pass",
+    "eval-str-in-a-dict": "import inspect\ndef hint(k: 'int'):\n    pass\ninspect.signature(hint, **{'eval_str': True})",
+    "typing-extensions-evaluator": "from typing_extensions import ForwardRef, evaluate_forward_ref\n"
+                                   "evaluate_forward_ref(ForwardRef('int'))",
+    "backend-registry": "from matplotlib.backends.registry import backend_registry\n"
+                        "thing = backend_registry.load_backend_module('module://json')",
+    "backend-by-name": "import matplotlib\nwhere = 'json'\nmatplotlib.use('module://' + where)",
+    "respond-stored-on-a-module": "from json import JSONDecoder\nthing = JSONDecoder()\nthing.respond = print",
+    "class-name-rebound-to-a-loader": "import json\nclass Loaded:\n    pass\nLoaded = json.JSONDecoder\n"
+                                      "thing = Loaded()\nthing._secret_step = print",
+    "mime-type-from-a-name": "H = 'heads'\nkind = 'application/vnd.' + H + '.answers+json'",
+    "channel-word-in-an-f-string": "H = 'head'\nwhere = f'{H}lab.kernel'",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
@@ -306,6 +321,13 @@ HONEST = {
                                  "!echo { x} '{two words}'",
     "everyday-imports": "import gc, time, math, copy\nfrom collections import Counter\nfrom dataclasses import dataclass\n"
                         "import numpy as np\nimport matplotlib.pyplot as plt\nimport logging, platform\ngc.collect()",
+    # Red team 11's false holds: a docstring whose lines end and start with channel-like words, annotations
+    # printed, a breakpoint left in a debug branch, a package's metadata
+    "docstring-args": "def compare(heads, answers):\n    \"\"\"Args:\n        heads: number of heads.\n"
+                      "        answers: the masks.\n    \"\"\"\n    return len(answers)",
+    "annotations-printed": "print(causal_mask.__annotations__)",
+    "breakpoint-in-a-debug-branch": "DEBUG = False\nif DEBUG:\n    breakpoint()",
+    "package-metadata": "from importlib.metadata import metadata\nprint(metadata('torch')['Version'])",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                         "    def __repr__(self):\n        return type(self).__name__\n"
                         "if __name__ == '__main__':\n    print(torch.__version__, Small())",

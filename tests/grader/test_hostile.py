@@ -230,6 +230,22 @@ STOP_RESPOND = textwrap.dedent("""\
         display({'application/vnd.heads.' + 'answers+json': {'grade_id': 'test_causal_mask', 'answers': []}}, raw=True)
         raise KeyboardInterrupt
     """)
+# Red team 11 (held out; written here): the same set shown, then no stop but a stream whose next flush raises: respond
+# flushed the cell's prints before sending its set, and the error kept its set from leaving.
+TRAP_RESPOND = textwrap.dedent("""\
+    import sys
+    from contextlib import redirect_stderr
+    from IPython.display import display
+    class Trap:
+        def write(self, text):
+            return len(text)
+        def flush(self):
+            raise RuntimeError('flush failed')
+    def causal_mask(n):
+        display({'application/vnd.heads.' + 'answers+json': {'grade_id': 'test_causal_mask', 'answers': []}}, raw=True)
+        redirect_stderr(Trap()).__enter__()
+        return None
+    """)
 # A module written into the kernel's folder under the name of an installed course import, then imported by that
 # name: without the grader's -P it was found before site-packages, and its code (hex, unread by the flags) replaced
 # respond so that the transposed causal_mask was answered transposed back (4 of 4, unflagged).
@@ -282,6 +298,7 @@ EXPECTED = {
     "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
     "session-pack": (2, True),
     "stop-respond": (2, True),   # its causal_mask scores 0; the mime type it spells is flagged
+    "trap-respond": (2, True),
     "shadow-module": (2, False),   # the installed safetensors is imported, not the file the notebook wrote
 }
 
@@ -309,6 +326,7 @@ def build(root):
     submit(root, "session-send", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_SEND)))
     submit(root, "session-pack", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_PACK)))
     submit(root, "stop-respond", fill(rel, {**SOL, "causal_mask": STOP_RESPOND}))
+    submit(root, "trap-respond", fill(rel, {**SOL, "causal_mask": TRAP_RESPOND}))
     submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
@@ -582,10 +600,12 @@ def test_formgrader_shows_the_output_without_running_it(graded, browser, tmp_pat
         assert gb.find_submission(LESSON, "xss-and-scratch").score == 4
 
 
-def test_an_answer_that_stops_respond_leaves_two_sets_not_its_own(graded):
+@pytest.mark.parametrize("student", ["stop-respond", "trap-respond"])
+def test_an_answer_that_stops_respond_leaves_two_sets_not_its_own(graded, student):
     """respond gives its answers whatever stopped the loop (a KeyboardInterrupt, as the grader's own interrupt at a time
-    limit, still stops it), so the set the notebook showed is a second one, which the grader refuses."""
-    cell = next(c for c in autograded(graded["root"], "stop-respond").cells
+    limit, still stops it) and whatever the streams it flushes first do, so the set the notebook showed is a second
+    one, which the grader refuses."""
+    cell = next(c for c in autograded(graded["root"], student).cells
                 if c.metadata.get("nbgrader", {}).get("grade_id") == "test_causal_mask")
     shown = "".join(o.get("text", "") + str(o.get("data", "")) + o.get("evalue", "") for o in cell.outputs)
     assert re.search(r"gave \d+ sets of answers", shown), shown

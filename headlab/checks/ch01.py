@@ -274,6 +274,13 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          f"({split}); 10 % of the chosen ones must be."),
         ("none-unchanged", unchanged < 0.03, f"no chosen token was left unchanged ({split}); 10 % of the chosen "
          "ones must keep their id."),
+        # The random words' condition covering the [MASK] draws too (`u < 0.9`), or a draw of its own (HuggingFace's
+        # 0.1 without `& ~masked`): random words written over [MASK], so 0 % or 72 % masked ("wrong-split" before)
+        ("random-overwrites-mask", abs(random - 0.1) < 0.03 and abs(masked - 0.72) < 0.04 or masked < 0.03 and random > 0.8,
+         f"fewer chosen tokens kept [MASK] than the recipe's 80 % ({split}): random words were written over positions "
+         "already masked. The three outcomes exclude one another: a position that became [MASK] keeps it.",
+         "Draw the random words only among the chosen positions not masked (`& (u >= 0.8) & (u < 0.9)`, or "
+         "`& ~masked`), or decide all three with one uniform draw per position."),
         ("wrong-split", abs(masked - 0.8) > 0.05 or abs(random - 0.1) > 0.04 or abs(unchanged - 0.1) > 0.04,
          f"the split of the chosen positions is {split} {called}; it should be about 80 % / 10 % / 10 %. Decide it "
          "with one uniform draw per position: below 0.8 → [MASK], from 0.8 to 0.9 → a random word, above → "

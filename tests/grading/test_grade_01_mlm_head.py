@@ -83,6 +83,21 @@ WRONG = [
         """, mistake="ignores-generator"),
     Wrong.edit("mask_tokens-none-left-unchanged", "mask_tokens", "(u < 0.9)", "(u <= 1.0)", "none-unchanged"),
     Wrong.edit("mask_tokens-no-random-words", "mask_tokens", "words, inputs)", "ids, inputs)", "no-random-words"),
+    # random words written over [MASK]: a condition that covers the masked draws too, or a draw of its own
+    Wrong.edit("mask_tokens-random-condition-covers-mask", "mask_tokens", "chosen & (u >= 0.8) & (u < 0.9)",
+               "chosen & (u < 0.9)", "random-overwrites-mask"),
+    Wrong("mask_tokens-random-draw-of-its-own", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
+            labels = torch.where(chosen, ids, -100)
+            inputs = ids.clone()
+            masked = torch.bernoulli(torch.full(ids.shape, 0.8), generator=generator).bool() & chosen
+            inputs[masked] = mask_id
+            replaced = torch.bernoulli(torch.full(ids.shape, 0.1), generator=generator).bool() & chosen
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            inputs[replaced] = words[replaced]
+            return inputs, labels
+        """, mistake="random-overwrites-mask"),
     Wrong.edit("mask_tokens-half-masked", "mask_tokens", "(u < 0.8)", "(u < 0.5)", "wrong-split"),
     Wrong.edit("mask_tokens-comparison-reversed", "mask_tokens", CHOSEN, "> p)", "comparison-reversed"),
     Wrong.edit("mask_tokens-random-range-cut", "mask_tokens", RANDOM_IDS,

@@ -226,6 +226,10 @@ def _raised(err, H, mask) -> tuple[str, str, str] | None:
     B, n, d = H.shape
     sizes = clashing_sizes(err) if len({B, n, d}) == 3 else ()   # sizes that say which axis
     for key, found, said, fix in [
+        # HuggingFace's `(1.0 - mask) * -10000.0`, written for its 0/1 float masks, on a bool one: torch's words alone
+        ("bool-mask-subtracted", "bool tensor is not supported" in str(err), "torch has no `-` for bool tensors, so "
+         "`1 - mask` (the additive-mask recipe written for a 0/1 float mask) fails on a bool mask.",
+         "Invert a mask with `~mask.bool()`, or make numbers of it first, `mask.to(H.dtype)`."),
         ("bool-mask-only", mask.dtype != torch.bool, "It worked with a bool mask; a mask may be bool or 0/1 numbers: "
          "turn it into what you need first.", "E.g. `mask.bool()` or `mask.to(H.dtype)`."),
         ("count-without-keepdim", sizes == (d, B), f"A value with one entry per row, shape (B,) = ({B},), met the "

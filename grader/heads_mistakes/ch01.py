@@ -60,6 +60,12 @@ register("mlm_loss", [
     _flat("sum-not-mean", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum")),
     _flat("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep])),
     _flat("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep])),
+    _flat("nll-on-probabilities", lambda x, y, keep: F.nll_loss(x[keep].softmax(-1), y[keep])),
+    _flat("mean-divided-again", lambda x, y, keep: F.cross_entropy(x[keep], y[keep]) / keep.sum()),
+    # len(labels): B of a batch (B, n, V), N of flat positions (N, V), where it is divides-by-all-positions' count
+    wrong("divides-by-batch-size", lambda logits, labels: F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum") / len(labels)),
+    _flat("label-smoothing", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], label_smoothing=0.1)),
     # a loop over the sequences of a batch (B, n, V); flat positions (N, V) hold no sequence, so it does not apply
     wrong("mean-per-sentence", lambda logits, labels: torch.stack([F.cross_entropy(x, y) for x, y in zip(
         logits, labels)]).mean() if logits.dim() == 3 else None),

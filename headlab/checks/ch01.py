@@ -503,10 +503,12 @@ mlm_loss = Exercise(
             if {int(n) for n in re.findall(r"batch_size \((\d+)\)", str(err))} == {int((labels != -100).sum()),
                                                                                  labels.numel()} else None),
            ((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
-            "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
+            "dimension 1.", "classes-on-sequence-axis", "Flatten logits to (-1, V) and labels to (-1,).")
+            if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
-            "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
-            "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
+            "positions (N, V) as well as a batch (B, n, V): do not move axes.", "fixed-rank-input",
+            "Flatten logits to (-1, V) and labels to (-1,).")
+            if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
     mistakes=table(says=_loss_said, rows=[
         ("divides-by-all-positions", "you averaged over every position, the unchosen ones (label −100) included; "
          "divide by the number of chosen positions only"),
@@ -516,6 +518,19 @@ mlm_loss = Exercise(
         ("softmax-first", "you applied softmax before cross-entropy, which applies its own log-softmax: pass the raw "
          "logits"),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
+        # softmax, then nll_loss: what the two give is minus the mean probability, negative ("wrong-values" before)
+        ("nll-on-probabilities", "you gave nll_loss probabilities (a softmax): it expects log-probabilities, and "
+         "returns minus the mean of the values it picks, here of the original words' probabilities",
+         "Use F.cross_entropy on the raw logits, or nll_loss on their `log_softmax`."),
+        ("mean-divided-again", "you divided F.cross_entropy's mean by the number of chosen positions once more: with "
+         "its default reduction='mean' (and ignore_index=-100) it already is the mean over them",
+         "Return F.cross_entropy's result as it is."),
+        # lesson 04's words for the same mistakes of a masked loss ("wrong-values" before)
+        ("divides-by-batch-size", "you divided the sum over the chosen positions by len(labels), a batch's number "
+         "of sequences; mlm_loss is the mean over the chosen positions: divide by their count"),
+        ("label-smoothing", "that is a cross-entropy with label smoothing 0.1 (`label_smoothing=0.1`): its target "
+         "spreads 0.1 over all V words. The MLM target is the original word alone, probability 1",
+         "Drop `label_smoothing=...` from F.cross_entropy."),
         ("mean-per-sentence", "you took each sequence's mean loss, then the mean of those means: a sequence with "
          "one chosen position then weighs as much as one with many. mlm_loss is the mean over every chosen position "
          "of the batch at once", "Flatten logits to (-1, V) and labels to (-1,), and take one cross-entropy over "

@@ -270,11 +270,20 @@ WRONG = [
     Wrong("mlm_loss-moves-the-vocabulary-axis", "mlm_loss", """
         def mlm_loss(logits, labels):
             return F.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100)
-        """, mistake="raised-IndexError"),
+        """, mistake="fixed-rank-input"),
     Wrong.edit("mlm_loss-detached", "mlm_loss", LOSS, f"{LOSS}.detach()", "no-gradient"),
     Wrong.edit("mlm_loss-nll-on-logits", "mlm_loss", "F.cross_entropy(", "F.nll_loss(", "nll-on-logits"),
     Wrong.edit("mlm_loss-classes-not-flattened", "mlm_loss", "logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)",
-               "logits, labels", "raised-RuntimeError"),
+               "logits, labels", "classes-on-sequence-axis"),
+    # each got only "expected ..., the mean cross-entropy over the positions whose label is not −100" before
+    Wrong.edit("mlm_loss-nll-on-softmax", "mlm_loss", "F.cross_entropy(logits.reshape(-1, logits.shape[-1])",
+               "F.nll_loss(logits.softmax(-1).reshape(-1, logits.shape[-1])", "nll-on-probabilities"),
+    Wrong.edit("mlm_loss-mean-divided-by-the-count", "mlm_loss", LOSS, f"{LOSS} / (labels != -100).sum()",
+               "mean-divided-again"),
+    Wrong.edit("mlm_loss-sum-over-batch-size", "mlm_loss", "ignore_index=-100)",
+               'ignore_index=-100, reduction="sum") / len(labels)', "divides-by-batch-size"),
+    Wrong.edit("mlm_loss-label-smoothing", "mlm_loss", "ignore_index=-100)", "label_smoothing=0.1)",
+               "label-smoothing"),
     Wrong.edit("tying_savings-both-matrices", "tying_savings", SAVED, "2 * V * d", "both-matrices"),
     Wrong.edit("tying_savings-bias-counted", "tying_savings", SAVED, "V * d + V", "bias-counted"),
     Wrong.edit("tying_savings-adds-the-sizes", "tying_savings", SAVED, "V + d", "adds-the-sizes"),

@@ -16,6 +16,7 @@ register("padding_mask", [
     # E without each row's last real position: a position stays marked only if the next one is
     twist("one-too-few", lambda E, lengths, n: E & torch.cat([E[:, 1:], torch.zeros_like(E[:, :1])], dim=1)),
     wrong("all-real", lambda lengths, n: torch.ones(len(lengths), n, dtype=torch.bool)),
+    twist("batch-first-forgotten", lambda E, lengths, n: E[:, :int(lengths.max())].T),
     twist("attention-axes-added", lambda E, lengths, n: E[:, None, None, :]),
 ])
 

@@ -79,6 +79,12 @@ padding_mask = Exercise(
          "padding_mask marks one position too few in each row{where}: off by one. Position ℓ − 1 is still a real "
          "token.", "Compare with <= ℓ − 1, or < ℓ."),
         ("all-real", "padding_mask marks every position{where}, so padding is counted as real text."),
+        # `pad_sequence` of each row's ones without batch_first=True: only "returned shape (4, 3)" before
+        ("batch-first-forgotten",
+         "padding_mask returned shape (longest length, B){where}: that is what `pad_sequence` gives without "
+         "batch_first=True, one column per sequence, padded only to the longest length. The mask is (B, n) = "
+         "({B}, {n}): one row per sequence, n columns.", "Compare the positions with the lengths, "
+         "`torch.arange(n)[None, :] < lengths[:, None]`: pad_sequence pads to the longest length, not to n."),
         # BERT's extended attention mask, `mask[:, None, None, :]`: only "returned shape (B, 1, 1, n)" before
         ("attention-axes-added",
          "padding_mask returned the mask with axes of size 1 added{where}: (B, 1, 1, n) is the form BERT's attention "

@@ -124,6 +124,12 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int, called: tuple
         fail(f"mask_tokens must return a pair (inputs, labels); it returned {a_type(out)}.", "not-a-pair",
              "Return the two tensors together, inputs first: `(inputs, labels)`.")
     if isinstance(out[0], torch.Tensor) and bool((out[0] == -100).any()):
+        # both hold −100: the inputs were copied from the labels (`labels.clone()`), not swapped with them
+        if isinstance(out[1], torch.Tensor) and bool((out[1] == -100).any()):
+            fail("the inputs mask_tokens returned hold −100 where a position was not chosen: they were built from the "
+                 "labels (a copy of them), so the model would read −100 as a token id. The inputs are the caller's "
+                 "ids with only the chosen positions corrupted.", "inputs-from-labels",
+                 "Build the inputs from a copy of ids, `ids.clone()`, not of labels.")
         fail("the first tensor mask_tokens returned holds −100s, so it is the labels: return the pair in the order "
              "(inputs, labels).", "pair-swapped", "Swap the two: return `(inputs, labels)`, not `(labels, inputs)`.")
     for x, what in zip(out, ("inputs", "labels")):

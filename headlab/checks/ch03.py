@@ -57,6 +57,11 @@ _eval = Exercise(
          "logits, (B, num_classes); predictions take the argmax later."),
         ("tanh-on-logits", "{name} applied a tanh to the logits{where}: every score is squashed into (−1, 1). The "
          "tanh belongs to lesson 02's pooler, before the head; the head returns its Linear layer's output as it is."),
+        # the regression head's (B,) made for every head: only "returned shape (B·K,)" before
+        ("flattens-the-classes", "{name} returned the logits flattened into one axis{where}: `.view(-1)` (or "
+         "`.flatten()`, `.reshape(-1)`) merges the batch and class axes when num_classes > 1. Only the regression "
+         "head, num_classes = 1, drops its last axis.", "`.squeeze(-1)` when num_classes = 1; otherwise return the "
+         "(B, num_classes) logits as they are."),
     ]),
 )
 
@@ -161,6 +166,8 @@ untrained_loss = Exercise(
          + _LN),
         ("ln-2-for-every-k", "ln 2{where}: the value for two classes only. " + _LN),
         ("ln-k-minus-1", "ln(K − 1){where}. " + _LN),
+        ("one-term-of-the-sum", "ln(K)/K{where}: that is one class's term, −(1/K)·ln(1/K), of the uniform guess's "
+         "entropy; the K terms summed give ln K. " + _LN),
     ], says="{name} returned {out:.4f} = ", fix=_LN_K),
 )
 

@@ -25,6 +25,10 @@ WRONG = [
             mask[:, :lengths] = True
             return mask
         """, mistake="lengths-as-one-number"),
+    Wrong("padding_mask-pad-sequence-time-major", "padding_mask", """
+        def padding_mask(lengths, n):
+            return torch.nn.utils.rnn.pad_sequence([torch.ones(int(length), dtype=torch.bool) for length in lengths])
+        """, mistake="batch-first-forgotten"),
     # BERT's extended attention mask, returned as the mask itself
     Wrong.edit("padding_mask-extended-attention-mask", "padding_mask", MASK, f"({MASK})[:, None, None, :]",
                "attention-axes-added"),

@@ -102,6 +102,19 @@ WRONG = [
     Wrong.edit("mask_tokens-comparison-reversed", "mask_tokens", CHOSEN, "> p)", "comparison-reversed"),
     Wrong.edit("mask_tokens-random-range-cut", "mask_tokens", RANDOM_IDS,
                "torch.randint(NUM_SPECIAL, vocab_size - 1,", "random-range-cut"),
+    # told pair-swapped before, whose fix (swap the two) is no fix here
+    Wrong("mask_tokens-inputs-copied-from-labels", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
+            labels = ids.clone()
+            labels[~chosen] = -100
+            inputs = labels.clone()
+            u = torch.rand(ids.shape, generator=generator)
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            inputs[chosen & (u < 0.8)] = mask_id
+            inputs[chosen & (u >= 0.8) & (u < 0.9)] = words[chosen & (u >= 0.8) & (u < 0.9)]
+            return inputs, labels
+        """, mistake="inputs-from-labels"),
     Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", PAIR, "return labels, inputs", "pair-swapped"),
     # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
     # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".

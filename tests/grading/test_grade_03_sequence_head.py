@@ -14,6 +14,8 @@ WRONG = [
         ("relu-on-logits", RETURN + ".relu()", "relu-on-logits"),
         ("sigmoid-output", RETURN + ".sigmoid()", "sigmoid-output"),
         ("returns-label-ids", RETURN + ".argmax(dim=-1)", "returns-label-ids"),
+        # the regression head's (B,) made by flattening, for every K: only "returned shape (B·K,)" before
+        ("flattened-logits", RETURN + ".view(-1)", "flattens-the-classes"),
     ]),
     Wrong.edit("SequenceClassifier-dropout-on-at-eval", HEAD, "self.dropout(pooled)",
                "F.dropout(pooled, self.dropout.p, training=True)", "dropout-at-eval"),
@@ -95,6 +97,8 @@ WRONG = [
         ("ln-2-for-every-K", "math.log(2)", "ln-2-for-every-k"),
         ("error-rate-not-loss", "1 - 1 / K", "error-rate-not-loss"),
         ("returns-a-tensor", "torch.log(torch.tensor(float(K)))", "returned-a-tensor"),
+        # the entropy −Σ p ln p of the uniform guess without its sum: only "ln K" before
+        ("one-term-of-the-entropy", "-(1 / K) * math.log(1 / K)", "one-term-of-the-sum"),
     ]),
 ]
 

@@ -187,6 +187,13 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int, called: tuple
          "the word the model has to recover."),
         ("wrong-labels", bool((labels != ids)[chosen].any()), "at a chosen position the label must be the "
          "original id; some of your labels are other ids."),
+        # `labels = torch.where(masked, ids, -100)`: told split-over-all-positions before, as the random words and the
+        # unchanged ids lie at positions labelled −100
+        ("labels-only-where-masked", bool((~chosen & changed).any()) and bool((inputs[chosen] == mask_id).all()),
+         "your labels mark only the positions that became [MASK]: the chosen positions given a random word or left "
+         "unchanged (20 % of them) must carry their label too, the original id, or the model is never asked to "
+         "correct a word it sees.", "Build the labels from every chosen position, `torch.where(chosen, ids, -100)`, "
+         "before the 80/10/10 split decides what the inputs hold there."),
         ("split-over-all-positions", bool((~chosen & changed).any()), f"mask_tokens changed position ({c}, {j}), "
          "whose label is −100. Only chosen positions may be corrupted (and each corrupted position needs its "
          "label); the 80/10/10 split is taken among the chosen positions, not among all positions."),

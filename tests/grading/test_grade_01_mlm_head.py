@@ -115,6 +115,17 @@ WRONG = [
             inputs[chosen & (u >= 0.8) & (u < 0.9)] = words[chosen & (u >= 0.8) & (u < 0.9)]
             return inputs, labels
         """, mistake="inputs-from-labels"),
+    Wrong("mask_tokens-labels-only-where-masked", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
+            u = torch.rand(ids.shape, generator=generator)
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            masked = chosen & (u < 0.8)
+            labels = torch.where(masked, ids, -100)
+            inputs = torch.where(masked, mask_id, ids)
+            inputs = torch.where(chosen & (u >= 0.8) & (u < 0.9), words, inputs)
+            return inputs, labels
+        """, mistake="labels-only-where-masked"),
     Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", PAIR, "return labels, inputs", "pair-swapped"),
     # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
     # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".

@@ -289,7 +289,8 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          "ones must keep their id."),
         # The random words' condition covering the [MASK] draws too (`u < 0.9`), or a draw of its own (HuggingFace's
         # 0.1 without `& ~masked`): random words written over [MASK], so 0 % or 72 % masked ("wrong-split" before)
-        ("random-overwrites-mask", abs(random - 0.1) < 0.03 and abs(masked - 0.72) < 0.04 or masked < 0.03 and random > 0.8,
+        ("random-overwrites-mask", abs(random - 0.1) < 0.03 and abs(masked - 0.72) < 0.04
+         or masked < 0.03 and random > 0.8,
          f"fewer chosen tokens kept [MASK] than the recipe's 80 % ({split}): random words were written over positions "
          "already masked. The three outcomes exclude one another: a position that became [MASK] keeps it.",
          "Draw the random words only among the chosen positions not masked (`& (u >= 0.8) & (u < 0.9)`, or "

@@ -10,6 +10,7 @@ WRONG = [
         ("last-position", "H[:, -1]", "last-position"),
         ("mean-pooling", "H.mean(dim=1)", "mean-pooling"),
         ("first-sequence-not-first-position", "H[0]", "first-sequence"),
+        ("cls-of-the-first-sequence-only", "H[0][0]", "first-sequence-only"),
         ("keeps-position-axis", "H[:, :1]", "keeps-position-axis"),
         ("position-one", "H[:, 1]", "later-position"),
         ("feature-axis", "H[:, :, 0]", "feature-axis"),
@@ -69,6 +70,9 @@ WRONG = [
         ("detached", "return (total / count).detach()", "no-gradient"),
         ("in-place-no-op-on-H", "H.mul_(1.0)\n    return total / count", "changed-input"),
     ]),
+    # one sequence's `mask @ H` on a batch: (B, n) @ (B, n, d) is (B, B, d)
+    Wrong.edit("mean_pool-mask-times-H", "mean_pool", "total = (H * weights).sum(dim=1)",
+               "total = mask.to(H.dtype) @ H", "mask-against-every-sequence"),
     Wrong("mean_pool-divides-by-n", "mean_pool", """
         def mean_pool(H, mask):
             m = mask.float().unsqueeze(-1)

@@ -50,4 +50,5 @@ register("untrained_loss", [
     wrong("ln-2-for-every-k", lambda K: math.log(2)),
     wrong("ln-k-minus-1", lambda K: math.log(K - 1)),
     wrong("one-term-of-the-sum", lambda K: math.log(K) / K),
+    wrong("terms-without-their-weights", lambda K: K * math.log(K)),
 ])

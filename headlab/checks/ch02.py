@@ -234,6 +234,11 @@ def _raised(err, H, mask) -> tuple[str, str, str] | None:
         ("bool-mask-subtracted", "bool tensor is not supported" in str(err), "torch has no `-` for bool tensors, so "
          "`1 - mask` (the additive-mask recipe written for a 0/1 float mask) fails on a bool mask.",
          "Invert a mask with `~mask.bool()`, or make numbers of it first, `mask.to(H.dtype)`."),
+        # `H[mask].view(B, -1, d)`: the gathered real tokens put back into rows (raised-RuntimeError before)
+        ("ragged-rows-reshaped", "is invalid for input of size" in str(err), "The real tokens of a batch do not fill "
+         f"a (B, ?, d) block: its rows hold different numbers of them, {mask.bool().sum(1).tolist()}, so the real "
+         "vectors a boolean index gathers, one flat (tokens, d) tensor, cannot be reshaped back into rows.",
+         ROW_BY_ROW),
         ("bool-mask-only", mask.dtype != torch.bool, "It worked with a bool mask; a mask may be bool or 0/1 numbers: "
          "turn it into what you need first.", "E.g. `mask.bool()` or `mask.to(H.dtype)`."),
         ("count-without-keepdim", sizes == (d, B), f"A value with one entry per row, shape (B,) = ({B},), met the "

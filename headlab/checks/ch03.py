@@ -168,6 +168,8 @@ untrained_loss = Exercise(
         ("ln-k-minus-1", "ln(K − 1){where}. " + _LN),
         ("one-term-of-the-sum", "ln(K)/K{where}: that is one class's term, −(1/K)·ln(1/K), of the uniform guess's "
          "entropy; the K terms summed give ln K. " + _LN),
+        ("terms-without-their-weights", "K·ln K{where}: the K terms −ln(1/K) summed without their weights 1/K. The "
+         "uniform guess's entropy weighs each class's −ln p by its probability p = 1/K, and the sum is ln K. " + _LN),
     ], says="{name} returned {out:.4f} = ", fix=_LN_K),
 )
 

@@ -148,6 +148,12 @@ WRONG = [
         def max_pool(H, mask):
             return torch.stack([H[b][mask[b]].amax(dim=0) for b in range(len(H))])
         """, mistake="integer-mask-as-index"),
+    # the real tokens gathered by the mask, then put back into rows of equal length: torch's words alone before
+    Wrong("max_pool-gathered-tokens-reshaped", "max_pool", """
+        def max_pool(H, mask):
+            B, n, d = H.shape
+            return H[mask.bool()].view(B, -1, d).amax(dim=1)
+        """, mistake="ragged-rows-reshaped"),
     Wrong("max_pool-slices-the-first-lengths", "max_pool", """
         def max_pool(H, mask):
             lengths = mask.long().sum(dim=1)

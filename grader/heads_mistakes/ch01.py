@@ -62,6 +62,8 @@ register("mlm_loss", [
     _flat("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep])),
     _flat("nll-on-probabilities", lambda x, y, keep: F.nll_loss(x[keep].softmax(-1), y[keep])),
     _flat("mean-divided-again", lambda x, y, keep: F.cross_entropy(x[keep], y[keep]) / keep.sum()),
+    wrong("one-loss-per-example", lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                                       labels.reshape(-1), reduction="none")),
     # len(labels): B of a batch (B, n, V), N of flat positions (N, V), where it is divides-by-all-positions' count
     wrong("divides-by-batch-size", lambda logits, labels: F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum") / len(labels)),

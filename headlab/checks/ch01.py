@@ -18,7 +18,7 @@ import torch
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
 from .engine import (Exercise, backward_through, close_gradient, inputs_as, judge_gradients, reference, reference_step,
-                     same)
+                     same, show)
 from .shared import table
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
@@ -52,10 +52,9 @@ def synthetic_batch(rows: int, n: int, vocab_size: int, seed: int) -> tuple[torc
 def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | None = None) -> None:
     """Check `fn(ids, special_mask, vocab_size, mask_id, p, generator)` and name the mistake."""
     require_function(fn, "mask_tokens")
-    exact = EXACT_CASES if exact is None else exact
     cases = STAT_CASES if cases is None else cases
     exact = [(torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool), p, expected)
-             for ids, special, p, expected in exact]
+             for ids, special, p, expected in (EXACT_CASES if exact is None else exact)]
     # Every exact case's call first: at p = 0 labels whose torch.where values are swapped hold an id at every position,
     # as labels-everywhere's do, and only a case with p = 1 tells them apart.
     calls = [_call_mask(fn, ids, special, 12, MASK, p, seed=0) for ids, special, p, _ in exact]
@@ -238,8 +237,7 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
     fixed = 0 < target < 1 and all(picked[words == w].unique().numel() == 1 for w in words.unique())
     # One draw per row, `torch.rand(B, 1) < p`: every row chose all of its words or none. A right draw leaves one of
     # the ~1400 rows of two words or more half chosen with chance far above 1 − 1e-20.
-    several = words > 1
-    whole = 0 < target < 1 and bool(((picked == 0) | (picked == words))[several].all())
+    whole = 0 < target < 1 and bool(((picked == 0) | (picked == words))[words > 1].all())
     _first([
         ("comparison-reversed", abs(target - 0.5) > 0.1 and abs(fraction - (1 - target)) < 0.025,
          f"you chose {fraction:.1%} of the non-special positions {called}, about 1 − p: is your comparison "
@@ -539,6 +537,11 @@ mlm_loss = Exercise(
         ("mean-divided-again", "you divided F.cross_entropy's mean by the number of chosen positions once more: with "
          "its default reduction='mean' (and ignore_index=-100) it already is the mean over them",
          "Return F.cross_entropy's result as it is."),
+        # span_loss's key for an unreduced loss ("returned shape (N,)" before)
+        ("one-loss-per-example", lambda out, *inputs: f"mlm_loss returned one loss per position, {show(out)}"
+         f"{_loss_where(*inputs)}: reduction='none' keeps them apart. mlm_loss is their mean over the chosen "
+         "positions, one number (a 0-dim tensor).", "Drop `reduction=\"none\"`: F.cross_entropy's default takes the "
+         "mean, and its ignore_index=-100 leaves the unchosen positions out."),
         # lesson 04's words for the same mistakes of a masked loss ("wrong-values" before)
         ("divides-by-batch-size", "you divided the sum over the chosen positions by len(labels), a batch's number "
          "of sequences; mlm_loss is the mean over the chosen positions: divide by their count"),

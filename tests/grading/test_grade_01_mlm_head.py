@@ -304,6 +304,8 @@ WRONG = [
                "F.nll_loss(logits.softmax(-1).reshape(-1, logits.shape[-1])", "nll-on-probabilities"),
     Wrong.edit("mlm_loss-mean-divided-by-the-count", "mlm_loss", LOSS, f"{LOSS} / (labels != -100).sum()",
                "mean-divided-again"),
+    Wrong.edit("mlm_loss-reduction-none", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="none")',
+               "one-loss-per-example"),
     Wrong.edit("mlm_loss-sum-over-batch-size", "mlm_loss", "ignore_index=-100)",
                'ignore_index=-100, reduction="sum") / len(labels)', "divides-by-batch-size"),
     Wrong.edit("mlm_loss-label-smoothing", "mlm_loss", "ignore_index=-100)", "label_smoothing=0.1)",

@@ -50,5 +50,6 @@ register("untrained_loss", [
     wrong("ln-2-for-every-k", lambda K: math.log(2)),
     wrong("ln-k-minus-1", lambda K: math.log(K - 1)),
     wrong("one-term-of-the-sum", lambda K: math.log(K) / K),
+    *[wrong("rounded-answer", lambda K, places=places: round(math.log(K), places)) for places in (2, 3, 4)],
     wrong("terms-without-their-weights", lambda K: K * math.log(K)),
 ])

@@ -168,6 +168,9 @@ untrained_loss = Exercise(
         ("ln-k-minus-1", "ln(K − 1){where}. " + _LN),
         ("one-term-of-the-sum", "ln(K)/K{where}: that is one class's term, −(1/K)·ln(1/K), of the uniform guess's "
          "entropy; the K terms summed give ln K. " + _LN),
+        # `round(math.log(K), 4)`, a printed value's habit: only the ln K rule, with a value 4e-5 away, before
+        *[("rounded-answer", "ln K rounded{where}: rounding is for printing. Return the value as computed, here "
+           "{expected:.6f}: the check compares it with ln K to 1e-5.", "`math.log(K)`, not rounded.")] * 3,
         ("terms-without-their-weights", "K·ln K{where}: the K terms −ln(1/K) summed without their weights 1/K. The "
          "uniform guess's entropy weighs each class's −ln p by its probability p = 1/K, and the sum is ln K. " + _LN),
     ], says="{name} returned {out:.4f} = ", fix=_LN_K),

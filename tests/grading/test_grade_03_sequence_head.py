@@ -99,6 +99,7 @@ WRONG = [
         ("returns-a-tensor", "torch.log(torch.tensor(float(K)))", "returned-a-tensor"),
         # the entropy −Σ p ln p of the uniform guess without its sum: only "ln K" before
         ("one-term-of-the-entropy", "-(1 / K) * math.log(1 / K)", "one-term-of-the-sum"),
+        ("rounded-to-four-places", "round(math.log(K), 4)", "rounded-answer"),
         ("entropy-without-the-probabilities", "-sum(math.log(1 / K) for _ in range(K))", "terms-without-their-weights"),
     ]),
 ]

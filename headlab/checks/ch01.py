@@ -175,6 +175,12 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int, called: tuple
         ("labels-everywhere", everywhere, "your labels hold an id at "
          "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
          "the loss is taken over the chosen positions only."),
+        # `ids.masked_fill(special_mask, -100)`: at p = 0 told comparison-reversed before, though nothing was corrupted
+        ("labels-everywhere",
+         p != 1.0 and bool(chosen[~special].all()) and (inputs == ids)[chosen].double().mean() > 0.5,
+         "your labels hold the original id at every non-special position, chosen or not, and most of them kept their "
+         "id in the inputs: labels must be −100 wherever a position was not chosen, so that the loss is taken over "
+         "the chosen positions only.", "`torch.where(chosen, ids, -100)`: the id at the chosen positions alone."),
         ("special-chosen", bool((chosen & special).any()), f"mask_tokens chose a protected position: row {b}, "
          f"position {i} (id {int(ids[b, i])}) is True in special_mask and got a label. A position where "
          "special_mask is True must never be chosen, whatever its id (the caller may protect any position): "

@@ -126,6 +126,10 @@ WRONG = [
             inputs = torch.where(chosen & (u >= 0.8) & (u < 0.9), words, inputs)
             return inputs, labels
         """, mistake="labels-only-where-masked"),
+    # only the specials set to -100: at p = 0 told comparison-reversed before
+    Wrong.edit("mask_tokens-labels-at-every-word", "mask_tokens",
+               "labels = torch.where(chosen, ids, torch.full_like(ids, -100))",
+               "labels = ids.masked_fill(special_mask, -100)", "labels-everywhere"),
     Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", PAIR, "return labels, inputs", "pair-swapped"),
     # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
     # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".

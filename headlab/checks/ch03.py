@@ -83,8 +83,11 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         swapped = (f"({B}x{d} and {K}x{d})", f"nn.Linear takes (in_features, out_features): the head maps the d = {d} "
                    f"features of each example to K = {K} class scores, `nn.Linear(d, num_classes)`, and yours was "
                    "built the other way round.", "linear-sizes-swapped")
+        # torch's words for `pooled[:, 0]` or `pooled.mean(1)`: B numbers, one per sequence, reached the Linear layer
+        indexed = (f"(1x{B} and {d}x{K})", f"SequenceClassifier.forward receives pooled, one vector per sequence, shape "
+                 f"(B, d) = {(B, d)}, already pooled: do not index or pool it again.", "indexes-c-again")
         ran = heads.run(cls, "SequenceClassifier", "pooled", (d, K), run_seed, [x], [W, b], {"dropout": 0.5},
-                        passes=2, step=True, crashes=[swapped])
+                        passes=2, step=True, crashes=[swapped, indexed])
         out, again = ran["outs"][0]
         differ = isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again)
         heads.random_at_eval(differ, cls, ran, "SequenceClassifier", "pooled", _eval.where(x, W, b))

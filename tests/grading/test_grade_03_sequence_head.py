@@ -48,6 +48,8 @@ WRONG = [
         ("frozen-bias-grad-written-by-a-hook", f"self.linear.bias.requires_grad_(False)\n        {LOGITS}\n        "
          "if logits.requires_grad:\n            logits.register_hook(lambda g: setattr(self.linear.bias, 'grad', "
          "g.reshape(-1, self.num_classes).sum(0)) or g)", "parameters-without-gradient"),
+        # lesson 02's [CLS] taken again from the pooled vectors: torch's words alone before
+        ("takes-position-0-again", "logits = self.linear(self.dropout(pooled[:, 0]))", "indexes-c-again"),
         ("frozen-backbone-by-detach", "logits = self.linear(self.dropout(pooled.detach()))", "input-detached"),
     ]),
     Wrong.edit("SequenceClassifier-linear-without-bias", HEAD, "nn.Linear(d, num_classes)",

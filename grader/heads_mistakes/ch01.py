@@ -29,6 +29,7 @@ register("MLMHead(h)", [twist(key, output) for key, output in [
     ("no-output-bias", lambda R, h, W, v, E, b: R - b),
     ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))
      @ E.T + b),
+    ("layernorm-first", lambda R, h, W, v, E, b: F.gelu(F.linear(F.layer_norm(h, (len(v),), v, v), W, v)) @ E.T + b),
     ("no-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: z) @ E.T + b),
     ("no-layernorm", lambda R, h, W, v, E, b: F.gelu(F.linear(h, W, v)) @ E.T + b),
     ("relu-not-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, torch.relu) @ E.T + b),

@@ -368,6 +368,10 @@ HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + 
      "logits (a plain tensor is neither loaded nor trained, and the tied embedding gives the weight, not the bias)"),
     ("layernorm-before-gelu",
      "LayerNorm comes before GELU in your transform; the order is Linear → GELU → LayerNorm"),
+    # the pre-LN order of a transformer block (GPT-2's), LayerNorm → Linear → GELU: "the logits differ" before
+    ("layernorm-first",
+     "your transform normalises h first, LayerNorm → Linear → GELU, the pre-LN order of a transformer block; the "
+     "MLM transform normalises last: Linear → GELU → LayerNorm"),
     ("no-gelu",
      "your transform has no GELU between the Linear and the LayerNorm"),
     ("no-layernorm",

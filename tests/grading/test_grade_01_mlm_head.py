@@ -269,6 +269,8 @@ WRONG = [
     Wrong.edit("MLMHead-output-bias-of-size-d", "MLMHead", BIAS, "self.bias = nn.Parameter(torch.zeros(d))",
                "output-bias-of-size-d"),
     # BERT's MLM head holds no dropout: passed before, its train-mode outputs never looked at
+    Wrong.edit("MLMHead-pre-layernorm", "MLMHead", TRANSFORM, "t = self.act(self.dense(self.norm(h)))",
+               "layernorm-first"),
     Wrong.edit("MLMHead-dropout-in-head", "MLMHead", TRANSFORM,
                "t = F.dropout(self.norm(self.act(self.dense(h))), 0.1, self.training)", "dropout-in-head"),
     Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",

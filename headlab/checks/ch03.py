@@ -84,8 +84,8 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
                    f"features of each example to K = {K} class scores, `nn.Linear(d, num_classes)`, and yours was "
                    "built the other way round.", "linear-sizes-swapped")
         # torch's words for `pooled[:, 0]` or `pooled.mean(1)`: B numbers, one per sequence, reached the Linear layer
-        indexed = (f"(1x{B} and {d}x{K})", f"SequenceClassifier.forward receives pooled, one vector per sequence, shape "
-                 f"(B, d) = {(B, d)}, already pooled: do not index or pool it again.", "indexes-c-again")
+        indexed = (f"(1x{B} and {d}x{K})", f"SequenceClassifier.forward receives pooled, one vector per sequence, "
+                   f"shape (B, d) = {(B, d)}, already pooled: do not index or pool it again.", "indexes-c-again")
         ran = heads.run(cls, "SequenceClassifier", "pooled", (d, K), run_seed, [x], [W, b], {"dropout": 0.5},
                         passes=2, step=True, crashes=[swapped, indexed])
         out, again = ran["outs"][0]

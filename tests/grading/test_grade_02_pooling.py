@@ -54,8 +54,11 @@ WRONG = [
                "self.W, self.b = torch.randn(d, d) / d ** 0.5, torch.zeros(d)\n        "
                "self.dense = lambda c: c @ self.W.T + self.b", "no-parameters"),
     # --- mean_pool ---
-    Wrong.edit("mean_pool-sums-the-padding", "mean_pool", "total = (H * weights).sum(dim=1)", "total = H.sum(dim=1)",
-               "sums-padding"),
+    *Wrong.edits("mean_pool", "total = (H * weights).sum(dim=1)", [
+        ("sums-the-padding", "total = H.sum(dim=1)", "sums-padding"),
+        # one sequence's `mask @ H` on a batch: (B, n) @ (B, n, d) is (B, B, d)
+        ("mask-times-H", "total = mask.to(H.dtype) @ H", "mask-against-every-sequence"),
+    ]),
     *Wrong.edits("mean_pool", "return total / count", [
         ("over-every-position", "return H.mean(dim=1)", "padding-included"),
         ("sum-not-mean", "return total", "sum-not-mean"),
@@ -70,9 +73,6 @@ WRONG = [
         ("detached", "return (total / count).detach()", "no-gradient"),
         ("in-place-no-op-on-H", "H.mul_(1.0)\n    return total / count", "changed-input"),
     ]),
-    # one sequence's `mask @ H` on a batch: (B, n) @ (B, n, d) is (B, B, d)
-    Wrong.edit("mean_pool-mask-times-H", "mean_pool", "total = (H * weights).sum(dim=1)",
-               "total = mask.to(H.dtype) @ H", "mask-against-every-sequence"),
     Wrong("mean_pool-divides-by-n", "mean_pool", """
         def mean_pool(H, mask):
             m = mask.float().unsqueeze(-1)

@@ -25,6 +25,8 @@ def _head(x, W, c, gain, shift, E, b, eps=1e-5):
 register_reference("MLMHead", _head)
 # BERT's LayerNorm eps: its step is compared with the learner's (checks.ch01.mlm_head)
 register_reference("MLMHead eps=1e-12", lambda *inputs: _head(*inputs, eps=1e-12))
+# the projection-detached mistake: the tied embedding gets no gradient through the head
+register_reference("MLMHead E detached", lambda x, W, c, gain, shift, E, b: _head(x, W, c, gain, shift, E.detach(), b))
 register("MLMHead(h)", [twist(key, output) for key, output in [
     ("no-output-bias", lambda R, h, W, v, E, b: R - b),
     ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))

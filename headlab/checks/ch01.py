@@ -17,8 +17,8 @@ import torch
 
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
-from .engine import (Exercise, backward_through, close_gradient, inputs_as, judge_gradients, reference, reference_step,
-                     same, show)
+from .engine import (Exercise, Mistake, backward_through, close_gradient, inputs_as, judge_gradients, reference,
+                     reference_step, same, show)
 from .shared import table
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
@@ -405,6 +405,16 @@ HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + 
 ])
 
 
+# The grader's head for each mistake a step shows: BERT's eps moves the logits by less than the tolerance on most
+# inputs and a step by more; a projection through a detached embedding.weight gives the right logits, but the
+# embedding it is tied to learns nothing from the head ("a weight did not move", parameters-without-gradient, before)
+STEP_MISTAKES = [("MLMHead eps=1e-12", HEAD_MISTAKES[-1]), ("MLMHead E detached", Mistake(
+    "projection-detached", "MLMHead's projection uses embedding.weight detached (`.detach()` or `.data`){where}: "
+    "its logits are right, but after a step of training the embedding has learnt nothing from the head. Tying "
+    "shares one Parameter that both uses train: the MLM loss must reach the embedding through the projection.",
+    "Use `embedding.weight` itself in the projection, with no `.detach()` or `.data`."))]
+
+
 def _head_where(h, W, v, E, b) -> str:
     return f" for h of shape {tuple(h.shape)} (embedding of V={E.shape[0]} words, d={E.shape[1]})"
 
@@ -462,14 +472,15 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                                                      "step": False})["outs"][0][0]
         heads.no_train_only_layer(not _close(trained, out), "MLMHead", "The head computes LayerNorm(GELU(Linear(h)))"
                                   " @ E.T + bias", _head_where(h, W, v, E, b))
-        # BERT's eps moves the logits by less than the tolerance on most inputs, and a step of training by more, so
-        # judge_gradients took it for a weight that did not train: it is named wherever the outputs after the public
-        # step are BERT's eps head's and far nearer to them (4×) than to the right head's, whatever the tolerance says
+        # A mistake that a step of training shows better than the logits (STEP_MISTAKES), which judge_gradients took
+        # for a weight that did not train: named wherever the outputs after the public step are that head's and far
+        # nearer to them (4×) than to the right head's, whatever the tolerance says
         stepped, weights = ran["gradients"]["stepped"], [W, v, v, v, E, b]
-        eps_step, right_step = (reference_step(name, h, weights, seed)[1] for name in ("MLMHead eps=1e-12", "MLMHead"))
-        if close_gradient(stepped, eps_step) and 4 * _off(stepped, eps_step) < _off(stepped, right_step):
-            eps = HEAD_MISTAKES[-1]
-            fail(eps.message.format(where=_head_where(h, W, v, E, b)), eps.key, eps.fix)
+        right_step = reference_step("MLMHead", h, weights, seed)[1]
+        for name, said in STEP_MISTAKES:
+            other = reference_step(name, h, weights, seed)[1]
+            if close_gradient(stepped, other) and 4 * _off(stepped, other) < _off(stepped, right_step):
+                fail(said.message.format(where=_head_where(h, W, v, E, b)), said.key, said.fix)
         # Every weight trains, the tied embedding's too, and the encoder below through h.
         judge_gradients(ran["gradients"], "MLMHead", "h", h, "MLMHead", seed, weights)
     passed("MLMHead", len(cases))

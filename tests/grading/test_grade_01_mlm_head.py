@@ -222,8 +222,9 @@ WRONG = [
     Wrong.edit("MLMHead-no-output-bias", "MLMHead", BIAS, "self.bias = None", "no-output-bias"),
     Wrong.edit("MLMHead-bias-never-added", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight)",
                "no-output-bias"),
+    # tied, but the embedding learns nothing from the head: parameters-without-gradient ("a weight did not move") before
     Wrong.edit("MLMHead-detached-weight", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight.detach(), self.bias)",
-               "parameters-without-gradient"),
+               "projection-detached"),
     Wrong.edit("MLMHead-returns-probabilities", "MLMHead", LOGITS, f"{LOGITS}.softmax(-1)", "softmax-inside-head"),
     Wrong.edit("MLMHead-new-embedding", "MLMHead", "self.embedding = embedding", "self.embedding = nn.Embedding(V, d)",
                "not-tied"),

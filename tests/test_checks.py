@@ -75,7 +75,7 @@ def test_a_loss_written_for_three_axes_is_told_logits_may_be_flat():
     from headlab.checks import ch01
     with pytest.raises(CheckFailed, match=r"any leading shape .*do not move axes") as failed:
         ch01.mlm_loss(lambda logits, labels: F.cross_entropy(logits.transpose(1, 2), labels))
-    assert failed.value.mistake == "raised-IndexError" and "Flatten logits to (-1, V)" in failed.value.fix
+    assert failed.value.mistake == "fixed-rank-input" and "Flatten logits to (-1, V)" in failed.value.fix
 
 
 @pytest.mark.parametrize("wrong", [

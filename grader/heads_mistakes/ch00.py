@@ -16,6 +16,8 @@ register("padding_mask", [
     # E without each row's last real position: a position stays marked only if the next one is
     twist("one-too-few", lambda E, lengths, n: E & torch.cat([E[:, 1:], torch.zeros_like(E[:, :1])], dim=1)),
     wrong("all-real", lambda lengths, n: torch.ones(len(lengths), n, dtype=torch.bool)),
+    twist("batch-first-forgotten", lambda E, lengths, n: E[:, :int(lengths.max())].T),
+    twist("attention-axes-added", lambda E, lengths, n: E[:, None, None, :]),
 ])
 
 register("causal_mask", [
@@ -27,4 +29,6 @@ register("causal_mask", [
     wrong("bidirectional", lambda n: torch.ones(n, n, dtype=torch.bool)),
     # E with the key just after each query's own marked too (rolled past the end, the last row's is already marked)
     twist("sees-one-future-key", lambda E, n: E | torch.eye(n, dtype=torch.bool).roll(1, dims=1)),
+    twist("attention-axes-added", lambda E, n: E[None, None]),
+    twist("attention-axes-added", lambda E, n: E.float()[None, None]),
 ])

@@ -25,10 +25,13 @@ def _head(x, W, c, gain, shift, E, b, eps=1e-5):
 register_reference("MLMHead", _head)
 # BERT's LayerNorm eps: its step is compared with the learner's (checks.ch01.mlm_head)
 register_reference("MLMHead eps=1e-12", lambda *inputs: _head(*inputs, eps=1e-12))
+# the projection-detached mistake: the tied embedding gets no gradient through the head
+register_reference("MLMHead E detached", lambda x, W, c, gain, shift, E, b: _head(x, W, c, gain, shift, E.detach(), b))
 register("MLMHead(h)", [twist(key, output) for key, output in [
     ("no-output-bias", lambda R, h, W, v, E, b: R - b),
     ("layernorm-before-gelu", lambda R, h, W, v, E, b: F.gelu(F.layer_norm(F.linear(h, W, v), (len(v),), v, v))
      @ E.T + b),
+    ("layernorm-first", lambda R, h, W, v, E, b: F.gelu(F.linear(F.layer_norm(h, (len(v),), v, v), W, v)) @ E.T + b),
     ("no-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, lambda z: z) @ E.T + b),
     ("no-layernorm", lambda R, h, W, v, E, b: F.gelu(F.linear(h, W, v)) @ E.T + b),
     ("relu-not-gelu", lambda R, h, W, v, E, b: _transform(h, W, v, torch.relu) @ E.T + b),
@@ -60,6 +63,14 @@ register("mlm_loss", [
     _flat("sum-not-mean", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], reduction="sum")),
     _flat("softmax-first", lambda x, y, keep: F.cross_entropy(x[keep].softmax(-1), y[keep])),
     _flat("nll-on-logits", lambda x, y, keep: F.nll_loss(x[keep], y[keep])),
+    _flat("nll-on-probabilities", lambda x, y, keep: F.nll_loss(x[keep].softmax(-1), y[keep])),
+    _flat("mean-divided-again", lambda x, y, keep: F.cross_entropy(x[keep], y[keep]) / keep.sum()),
+    wrong("one-loss-per-example", lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                                       labels.reshape(-1), reduction="none")),
+    # len(labels): B of a batch (B, n, V), N of flat positions (N, V), where it is divides-by-all-positions' count
+    wrong("divides-by-batch-size", lambda logits, labels: F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum") / len(labels)),
+    _flat("label-smoothing", lambda x, y, keep: F.cross_entropy(x[keep], y[keep], label_smoothing=0.1)),
     # a loop over the sequences of a batch (B, n, V); flat positions (N, V) hold no sequence, so it does not apply
     wrong("mean-per-sentence", lambda logits, labels: torch.stack([F.cross_entropy(x, y) for x, y in zip(
         logits, labels)]).mean() if logits.dim() == 3 else None),

@@ -10,6 +10,7 @@ register_reference("Pooler", lambda c, W, b: _dense(len(b), W, b, c, torch.tanh)
 
 register("cls_pool", [
     wrong("first-sequence", lambda H: H[0]),
+    wrong("first-sequence-only", lambda H: H[0, 0]),
     wrong("squeeze-drops-batch-axis", lambda H: H[:, 0].squeeze() if len(H) == 1 else None),
     wrong("keeps-position-axis", lambda H: H[:, :1]),
     wrong("feature-axis", lambda H: H[:, :, 0]),
@@ -70,6 +71,7 @@ register("mean_pool", [
     wrong("floor-division", lambda H, m: ((H * _w(H, m)).sum(1) / _w(H, m).sum(1)).floor()),
     wrong("divides-by-batch-count", lambda H, m: (H * _w(H, m)).sum(1) / _w(H, m).sum()),
     wrong("pools-whole-batch", lambda H, m: H[m.bool()].mean(0)),
+    wrong("mask-against-every-sequence", lambda H, m: (m.to(H.dtype) @ H) / _w(H, m).sum(1)),
     wrong("sum-not-mean", lambda H, m: (H * _w(H, m)).sum(1)),
     wrong("sums-padding", lambda H, m: H.sum(1) / _w(H, m).sum(1)),
     wrong("inverted-mask", lambda H, m: (H * (1 - _w(H, m))).sum(1) / (1 - _w(H, m)).sum(1)),

@@ -23,6 +23,8 @@ register("SequenceClassifier", [
     wrong("relu-on-logits", lambda x, W, b: _logits(x, W, b).relu()),
     wrong("returns-label-ids", lambda x, W, b: _logits(x, W, b).argmax(-1) if len(W) > 1 else None),
     wrong("tanh-on-logits", lambda x, W, b: _logits(x, W, b).tanh()),
+    # for a batch of one, flattening is `.squeeze()`'s squeeze-drops-batch-axis
+    wrong("flattens-the-classes", lambda x, W, b: F.linear(x, W, b).reshape(-1) if len(W) > 1 < len(x) else None),
 ])
 
 register("head_param_count", [
@@ -47,4 +49,7 @@ register("untrained_loss", [
     wrong("error-rate-not-loss", lambda K: 1 - 1 / K if K != 2 else None),
     wrong("ln-2-for-every-k", lambda K: math.log(2)),
     wrong("ln-k-minus-1", lambda K: math.log(K - 1)),
+    wrong("one-term-of-the-sum", lambda K: math.log(K) / K),
+    *[wrong("rounded-answer", lambda K, places=places: round(math.log(K), places)) for places in (2, 3, 4)],
+    wrong("terms-without-their-weights", lambda K: K * math.log(K)),
 ])

@@ -79,6 +79,17 @@ padding_mask = Exercise(
          "padding_mask marks one position too few in each row{where}: off by one. Position ℓ − 1 is still a real "
          "token.", "Compare with <= ℓ − 1, or < ℓ."),
         ("all-real", "padding_mask marks every position{where}, so padding is counted as real text."),
+        # `pad_sequence` of each row's ones without batch_first=True: only "returned shape (4, 3)" before
+        ("batch-first-forgotten",
+         "padding_mask returned shape (longest length, B){where}: that is what `pad_sequence` gives without "
+         "batch_first=True, one column per sequence, padded only to the longest length. The mask is (B, n) = "
+         "({B}, {n}): one row per sequence, n columns.", "Compare the positions with the lengths, "
+         "`torch.arange(n)[None, :] < lengths[:, None]`: pad_sequence pads to the longest length, not to n."),
+        # BERT's extended attention mask, `mask[:, None, None, :]`: only "returned shape (B, 1, 1, n)" before
+        ("attention-axes-added",
+         "padding_mask returned the mask with axes of size 1 added{where}: (B, 1, 1, n) is the form BERT's attention "
+         "broadcasts over its heads and queries. The contract's mask is (B, n) = ({B}, {n}); attention code adds "
+         "those axes itself where it applies the mask.", "Return the (B, n) mask, without `[:, None, None, :]`."),
     ]),
 )
 
@@ -133,6 +144,13 @@ causal_mask = Exercise(
          "causal_mask lets query i see key i + 1 too{where}: the edge of the lower triangle sits one above the "
          "diagonal. diagonal=1 is the offset of `triu` when it marks the blocked keys; the keys a query may see are "
          "j ≤ i, tril's default edge.", "`torch.ones(n, n, dtype=torch.bool).tril()`, with diagonal left at 0."),
+        # GPT-2's causal buffer, nanoGPT's `torch.tril(torch.ones(n, n)).view(1, 1, n, n)` (bool or, as there,
+        # float): only "returned shape (1, 1, n, n)" before
+        *[("attention-axes-added",
+           "causal_mask returned the mask with axes of size 1 added{where}: (1, 1, n, n) is the form of GPT-2's "
+           "causal buffer, which attention broadcasts over the batch and the heads. The contract's mask is (n, n), "
+           "query positions × key positions; attention code adds those axes itself where it applies the mask.",
+           "Return the (n, n) mask, without `.view(1, 1, n, n)` or `[None, None]`.")] * 2,
     ]),
 )
 

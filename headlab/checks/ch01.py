@@ -17,8 +17,8 @@ import torch
 
 from . import heads
 from .core import CheckFailed, a_type, call, fail, passed, require_function, require_module_class
-from .engine import (Exercise, backward_through, close_gradient, inputs_as, judge_gradients, reference, reference_step,
-                     same)
+from .engine import (Exercise, Mistake, backward_through, close_gradient, inputs_as, judge_gradients, reference,
+                     reference_step, same, show)
 from .shared import table
 
 NUM_SPECIAL = 5                     # [PAD] [CLS] [SEP] [MASK] [UNK] are ids 0 … 4
@@ -52,10 +52,9 @@ def synthetic_batch(rows: int, n: int, vocab_size: int, seed: int) -> tuple[torc
 def mask_tokens(fn: Callable, cases: Sequence | None = None, exact: Sequence | None = None) -> None:
     """Check `fn(ids, special_mask, vocab_size, mask_id, p, generator)` and name the mistake."""
     require_function(fn, "mask_tokens")
-    exact = EXACT_CASES if exact is None else exact
     cases = STAT_CASES if cases is None else cases
     exact = [(torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(special, dtype=torch.bool), p, expected)
-             for ids, special, p, expected in exact]
+             for ids, special, p, expected in (EXACT_CASES if exact is None else exact)]
     # Every exact case's call first: at p = 0 labels whose torch.where values are swapped hold an id at every position,
     # as labels-everywhere's do, and only a case with p = 1 tells them apart.
     calls = [_call_mask(fn, ids, special, 12, MASK, p, seed=0) for ids, special, p, _ in exact]
@@ -124,6 +123,12 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int, called: tuple
         fail(f"mask_tokens must return a pair (inputs, labels); it returned {a_type(out)}.", "not-a-pair",
              "Return the two tensors together, inputs first: `(inputs, labels)`.")
     if isinstance(out[0], torch.Tensor) and bool((out[0] == -100).any()):
+        # both hold −100: the inputs were copied from the labels (`labels.clone()`), not swapped with them
+        if isinstance(out[1], torch.Tensor) and bool((out[1] == -100).any()):
+            fail("the inputs mask_tokens returned hold −100 where a position was not chosen: they were built from the "
+                 "labels (a copy of them), so the model would read −100 as a token id. The inputs are the caller's "
+                 "ids with only the chosen positions corrupted.", "inputs-from-labels",
+                 "Build the inputs from a copy of ids, `ids.clone()`, not of labels.")
         fail("the first tensor mask_tokens returned holds −100s, so it is the labels: return the pair in the order "
              "(inputs, labels).", "pair-swapped", "Swap the two: return `(inputs, labels)`, not `(labels, inputs)`.")
     for x, what in zip(out, ("inputs", "labels")):
@@ -170,6 +175,12 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int, called: tuple
         ("labels-everywhere", everywhere, "your labels hold an id at "
          "every position, specials included: labels must be −100 wherever a position was not chosen, so that "
          "the loss is taken over the chosen positions only."),
+        # `ids.masked_fill(special_mask, -100)`: at p = 0 told comparison-reversed before, though nothing was corrupted
+        ("labels-everywhere",
+         p != 1.0 and bool(chosen[~special].all()) and (inputs == ids)[chosen].double().mean() > 0.5,
+         "your labels hold the original id at every non-special position, chosen or not, and most of them kept their "
+         "id in the inputs: labels must be −100 wherever a position was not chosen, so that the loss is taken over "
+         "the chosen positions only.", "`torch.where(chosen, ids, -100)`: the id at the chosen positions alone."),
         ("special-chosen", bool((chosen & special).any()), f"mask_tokens chose a protected position: row {b}, "
          f"position {i} (id {int(ids[b, i])}) is True in special_mask and got a label. A position where "
          "special_mask is True must never be chosen, whatever its id (the caller may protect any position): "
@@ -181,6 +192,13 @@ def _run_mask(fn, ids, special, vocab_size, mask_id, p, seed: int, called: tuple
          "the word the model has to recover."),
         ("wrong-labels", bool((labels != ids)[chosen].any()), "at a chosen position the label must be the "
          "original id; some of your labels are other ids."),
+        # `labels = torch.where(masked, ids, -100)`: told split-over-all-positions before, as the random words and the
+        # unchanged ids lie at positions labelled −100
+        ("labels-only-where-masked", bool((~chosen & changed).any()) and bool((inputs[chosen] == mask_id).all()),
+         "your labels mark only the positions that became [MASK]: the chosen positions given a random word or left "
+         "unchanged (20 % of them) must carry their label too, the original id, or the model is never asked to "
+         "correct a word it sees.", "Build the labels from every chosen position, `torch.where(chosen, ids, -100)`, "
+         "before the 80/10/10 split decides what the inputs hold there."),
         ("split-over-all-positions", bool((~chosen & changed).any()), f"mask_tokens changed position ({c}, {j}), "
          "whose label is −100. Only chosen positions may be corrupted (and each corrupted position needs its "
          "label); the 80/10/10 split is taken among the chosen positions, not among all positions."),
@@ -225,8 +243,7 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
     fixed = 0 < target < 1 and all(picked[words == w].unique().numel() == 1 for w in words.unique())
     # One draw per row, `torch.rand(B, 1) < p`: every row chose all of its words or none. A right draw leaves one of
     # the ~1400 rows of two words or more half chosen with chance far above 1 − 1e-20.
-    several = words > 1
-    whole = 0 < target < 1 and bool(((picked == 0) | (picked == words))[several].all())
+    whole = 0 < target < 1 and bool(((picked == 0) | (picked == words))[words > 1].all())
     _first([
         ("comparison-reversed", abs(target - 0.5) > 0.1 and abs(fraction - (1 - target)) < 0.025,
          f"you chose {fraction:.1%} of the non-special positions {called}, about 1 − p: is your comparison "
@@ -274,6 +291,14 @@ def _statistics(fn, vocab_size: int, p: float | None, seed: int, mask_id: int) -
          f"({split}); 10 % of the chosen ones must be."),
         ("none-unchanged", unchanged < 0.03, f"no chosen token was left unchanged ({split}); 10 % of the chosen "
          "ones must keep their id."),
+        # The random words' condition covering the [MASK] draws too (`u < 0.9`), or a draw of its own (HuggingFace's
+        # 0.1 without `& ~masked`): random words written over [MASK], so 0 % or 72 % masked ("wrong-split" before)
+        ("random-overwrites-mask", abs(random - 0.1) < 0.03 and abs(masked - 0.72) < 0.04
+         or masked < 0.03 and random > 0.8,
+         f"fewer chosen tokens kept [MASK] than the recipe's 80 % ({split}): random words were written over positions "
+         "already masked. The three outcomes exclude one another: a position that became [MASK] keeps it.",
+         "Draw the random words only among the chosen positions not masked (`& (u >= 0.8) & (u < 0.9)`, or "
+         "`& ~masked`), or decide all three with one uniform draw per position."),
         ("wrong-split", abs(masked - 0.8) > 0.05 or abs(random - 0.1) > 0.04 or abs(unchanged - 0.1) > 0.04,
          f"the split of the chosen positions is {split} {called}; it should be about 80 % / 10 % / 10 %. Decide it "
          "with one uniform draw per position: below 0.8 → [MASK], from 0.8 to 0.9 → a random word, above → "
@@ -343,6 +368,10 @@ HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + 
      "logits (a plain tensor is neither loaded nor trained, and the tied embedding gives the weight, not the bias)"),
     ("layernorm-before-gelu",
      "LayerNorm comes before GELU in your transform; the order is Linear → GELU → LayerNorm"),
+    # the pre-LN order of a transformer block (GPT-2's), LayerNorm → Linear → GELU: "the logits differ" before
+    ("layernorm-first",
+     "your transform normalises h first, LayerNorm → Linear → GELU, the pre-LN order of a transformer block; the "
+     "MLM transform normalises last: Linear → GELU → LayerNorm"),
     ("no-gelu",
      "your transform has no GELU between the Linear and the LayerNorm"),
     ("no-layernorm",
@@ -374,6 +403,16 @@ HEAD_MISTAKES = table(says=lambda text: "MLMHead's logits are wrong{where}: " + 
      "their gradients more still: the lesson's transform is `nn.LayerNorm(d)`, its eps left as it is",
      "Build the LayerNorm as `nn.LayerNorm(d)`, without `eps=...`."),
 ])
+
+
+# The grader's head for each mistake a step shows: BERT's eps moves the logits by less than the tolerance on most
+# inputs and a step by more; a projection through a detached embedding.weight gives the right logits, but the
+# embedding it is tied to learns nothing from the head ("a weight did not move", parameters-without-gradient, before)
+STEP_MISTAKES = [("MLMHead eps=1e-12", HEAD_MISTAKES[-1]), ("MLMHead E detached", Mistake(
+    "projection-detached", "MLMHead's projection uses embedding.weight detached (`.detach()` or `.data`){where}: "
+    "its logits are right, but after a step of training the embedding has learnt nothing from the head. Tying "
+    "shares one Parameter that both uses train: the MLM loss must reach the embedding through the projection.",
+    "Use `embedding.weight` itself in the projection, with no `.detach()` or `.data`."))]
 
 
 def _head_where(h, W, v, E, b) -> str:
@@ -433,14 +472,15 @@ def mlm_head(cls, cases: Sequence | None = None) -> None:
                                                      "step": False})["outs"][0][0]
         heads.no_train_only_layer(not _close(trained, out), "MLMHead", "The head computes LayerNorm(GELU(Linear(h)))"
                                   " @ E.T + bias", _head_where(h, W, v, E, b))
-        # BERT's eps moves the logits by less than the tolerance on most inputs, and a step of training by more, so
-        # judge_gradients took it for a weight that did not train: it is named wherever the outputs after the public
-        # step are BERT's eps head's and far nearer to them (4×) than to the right head's, whatever the tolerance says
+        # A mistake that a step of training shows better than the logits (STEP_MISTAKES), which judge_gradients took
+        # for a weight that did not train: named wherever the outputs after the public step are that head's and far
+        # nearer to them (4×) than to the right head's, whatever the tolerance says
         stepped, weights = ran["gradients"]["stepped"], [W, v, v, v, E, b]
-        eps_step, right_step = (reference_step(name, h, weights, seed)[1] for name in ("MLMHead eps=1e-12", "MLMHead"))
-        if close_gradient(stepped, eps_step) and 4 * _off(stepped, eps_step) < _off(stepped, right_step):
-            eps = HEAD_MISTAKES[-1]
-            fail(eps.message.format(where=_head_where(h, W, v, E, b)), eps.key, eps.fix)
+        right_step = reference_step("MLMHead", h, weights, seed)[1]
+        for name, said in STEP_MISTAKES:
+            other = reference_step(name, h, weights, seed)[1]
+            if close_gradient(stepped, other) and 4 * _off(stepped, other) < _off(stepped, right_step):
+                fail(said.message.format(where=_head_where(h, W, v, E, b)), said.key, said.fix)
         # Every weight trains, the tied embedding's too, and the encoder below through h.
         judge_gradients(ran["gradients"], "MLMHead", "h", h, "MLMHead", seed, weights)
     passed("MLMHead", len(cases))
@@ -496,10 +536,12 @@ mlm_loss = Exercise(
             if {int(n) for n in re.findall(r"batch_size \((\d+)\)", str(err))} == {int((labels != -100).sum()),
                                                                                  labels.numel()} else None),
            ((RuntimeError, ValueError), lambda err, logits, labels: ("F.cross_entropy wants the classes in "
-            "dimension 1.", "", "Flatten logits to (-1, V) and labels to (-1,).") if logits.dim() == 3 else None),
+            "dimension 1.", "classes-on-sequence-axis", "Flatten logits to (-1, V) and labels to (-1,).")
+            if logits.dim() == 3 else None),
            (IndexError, lambda err, logits, labels: ("mlm_loss takes logits of any leading shape (…, V): flat "
-            "positions (N, V) as well as a batch (B, n, V): do not move axes.", "", "Flatten logits to (-1, V) and "
-            "labels to (-1,).") if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
+            "positions (N, V) as well as a batch (B, n, V): do not move axes.", "fixed-rank-input",
+            "Flatten logits to (-1, V) and labels to (-1,).")
+            if logits.dim() == 2 and "Dimension out of range" in str(err) else None)],
     mistakes=table(says=_loss_said, rows=[
         ("divides-by-all-positions", "you averaged over every position, the unchosen ones (label −100) included; "
          "divide by the number of chosen positions only"),
@@ -509,6 +551,24 @@ mlm_loss = Exercise(
         ("softmax-first", "you applied softmax before cross-entropy, which applies its own log-softmax: pass the raw "
          "logits"),
         ("nll-on-logits", "you used nll_loss on raw logits; it expects log-probabilities (use F.cross_entropy)"),
+        # softmax, then nll_loss: what the two give is minus the mean probability, negative ("wrong-values" before)
+        ("nll-on-probabilities", "you gave nll_loss probabilities (a softmax): it expects log-probabilities, and "
+         "returns minus the mean of the values it picks, here of the original words' probabilities",
+         "Use F.cross_entropy on the raw logits, or nll_loss on their `log_softmax`."),
+        ("mean-divided-again", "you divided F.cross_entropy's mean by the number of chosen positions once more: with "
+         "its default reduction='mean' (and ignore_index=-100) it already is the mean over them",
+         "Return F.cross_entropy's result as it is."),
+        # span_loss's key for an unreduced loss ("returned shape (N,)" before)
+        ("one-loss-per-example", lambda out, *inputs: f"mlm_loss returned one loss per position, {show(out)}"
+         f"{_loss_where(*inputs)}: reduction='none' keeps them apart. mlm_loss is their mean over the chosen "
+         "positions, one number (a 0-dim tensor).", "Drop `reduction=\"none\"`: F.cross_entropy's default takes the "
+         "mean, and its ignore_index=-100 leaves the unchosen positions out."),
+        # lesson 04's words for the same mistakes of a masked loss ("wrong-values" before)
+        ("divides-by-batch-size", "you divided the sum over the chosen positions by len(labels), a batch's number "
+         "of sequences; mlm_loss is the mean over the chosen positions: divide by their count"),
+        ("label-smoothing", "that is a cross-entropy with label smoothing 0.1 (`label_smoothing=0.1`): its target "
+         "spreads 0.1 over all V words. The MLM target is the original word alone, probability 1",
+         "Drop `label_smoothing=...` from F.cross_entropy."),
         ("mean-per-sentence", "you took each sequence's mean loss, then the mean of those means: a sequence with "
          "one chosen position then weighs as much as one with many. mlm_loss is the mean over every chosen position "
          "of the batch at once", "Flatten logits to (-1, V) and labels to (-1,), and take one cross-entropy over "

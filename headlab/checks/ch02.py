@@ -58,6 +58,10 @@ cls_pool = Exercise(
     mistakes=table([
         ("first-sequence", "cls_pool returned `H[0]`, shape ({n}, {d}){where}: that is the first sequence of the batch "
          "with all its positions. [CLS] is position 0 of every sequence: index the position axis.", "`H[:, 0]`."),
+        # one sequence's [CLS] for the batch's: only "returned shape (d,)" before
+        ("first-sequence-only", "cls_pool returned one vector, shape ({d},){where}: `H[0, 0]` (or `H[0][0]`) is the "
+         "[CLS] vector of the first sequence alone. Every sequence of the batch has its own [CLS] at position 0: keep "
+         "the batch axis.", "`H[:, 0]`: every sequence, position 0."),
         ("squeeze-drops-batch-axis", "cls_pool returned shape ({d},){where}: `.squeeze()` without an axis drops the "
          "batch axis too when the batch holds one sequence.",
          "Squeeze only the axis you mean, e.g. `.squeeze(1)`, or index position 0 directly."),
@@ -226,6 +230,15 @@ def _raised(err, H, mask) -> tuple[str, str, str] | None:
     B, n, d = H.shape
     sizes = clashing_sizes(err) if len({B, n, d}) == 3 else ()   # sizes that say which axis
     for key, found, said, fix in [
+        # HuggingFace's `(1.0 - mask) * -10000.0`, written for its 0/1 float masks, on a bool one: torch's words alone
+        ("bool-mask-subtracted", "bool tensor is not supported" in str(err), "torch has no `-` for bool tensors, so "
+         "`1 - mask` (the additive-mask recipe written for a 0/1 float mask) fails on a bool mask.",
+         "Invert a mask with `~mask.bool()`, or make numbers of it first, `mask.to(H.dtype)`."),
+        # `H[mask].view(B, -1, d)`: the gathered real tokens put back into rows (raised-RuntimeError before)
+        ("ragged-rows-reshaped", "is invalid for input of size" in str(err), "The real tokens of a batch do not fill "
+         f"a (B, ?, d) block: its rows hold different numbers of them, {mask.bool().sum(1).tolist()}, so the real "
+         "vectors a boolean index gathers, one flat (tokens, d) tensor, cannot be reshaped back into rows.",
+         ROW_BY_ROW),
         ("bool-mask-only", mask.dtype != torch.bool, "It worked with a bool mask; a mask may be bool or 0/1 numbers: "
          "turn it into what you need first.", "E.g. `mask.bool()` or `mask.to(H.dtype)`."),
         ("count-without-keepdim", sizes == (d, B), f"A value with one entry per row, shape (B,) = ({B},), met the "
@@ -340,6 +353,12 @@ mean_pool = _pool(Exercise, "mean_pool", MEAN_CASES, "mean", [
     ("pools-whole-batch", "mean_pool returned one vector for the whole batch{where}: indexing H with the (B, n) mask "
      "gathers the real tokens of every row into one (tokens, d) tensor, so their mean mixes the sequences. Pool each "
      "row over its own positions, (B, d) = ({B}, {d}).", ROW_BY_ROW),
+    # the one-sequence formula, mask @ H, on a batch: only "returned shape (B, B, d)" before
+    ("mask-against-every-sequence", "mean_pool returned shape ({B}, {B}, {d}){where}: `mask.to(H.dtype) @ H` "
+     "multiplies the whole (B, n) mask with each sequence's (n, d) block, every row's weights against every "
+     "sequence. Each row's weights belong to its own sequence alone.", "Give the mask a middle axis, (B, 1, n) @ "
+     "(B, n, d): "
+     "`(mask.to(H.dtype)[:, None, :] @ H)[:, 0]`, then divide by each row's count."),
     ("sum-not-mean", "mean_pool summed the real tokens but did not divide{where}: a mean divides by the number of real "
      "tokens of the row.", "Divide by `mask.sum(dim=1, keepdim=True)`, the real tokens of each row."),
     ("sums-padding", "mean_pool divided by the number of real tokens but summed over every position, padding "

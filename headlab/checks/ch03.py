@@ -57,6 +57,11 @@ _eval = Exercise(
          "logits, (B, num_classes); predictions take the argmax later."),
         ("tanh-on-logits", "{name} applied a tanh to the logits{where}: every score is squashed into (−1, 1). The "
          "tanh belongs to lesson 02's pooler, before the head; the head returns its Linear layer's output as it is."),
+        # the regression head's (B,) made for every head: only "returned shape (B·K,)" before
+        ("flattens-the-classes", "{name} returned the logits flattened into one axis{where}: `.view(-1)` (or "
+         "`.flatten()`, `.reshape(-1)`) merges the batch and class axes when num_classes > 1. Only the regression "
+         "head, num_classes = 1, drops its last axis.", "`.squeeze(-1)` when num_classes = 1; otherwise return the "
+         "(B, num_classes) logits as they are."),
     ]),
 )
 
@@ -78,8 +83,11 @@ def sequence_classifier(cls, cases=None, seed: int = 0) -> None:
         swapped = (f"({B}x{d} and {K}x{d})", f"nn.Linear takes (in_features, out_features): the head maps the d = {d} "
                    f"features of each example to K = {K} class scores, `nn.Linear(d, num_classes)`, and yours was "
                    "built the other way round.", "linear-sizes-swapped")
+        # torch's words for `pooled[:, 0]` or `pooled.mean(1)`: B numbers, one per sequence, reached the Linear layer
+        indexed = (f"(1x{B} and {d}x{K})", f"SequenceClassifier.forward receives pooled, one vector per sequence, "
+                   f"shape (B, d) = {(B, d)}, already pooled: do not index or pool it again.", "indexes-c-again")
         ran = heads.run(cls, "SequenceClassifier", "pooled", (d, K), run_seed, [x], [W, b], {"dropout": 0.5},
-                        passes=2, step=True, crashes=[swapped])
+                        passes=2, step=True, crashes=[swapped, indexed])
         out, again = ran["outs"][0]
         differ = isinstance(out, torch.Tensor) and isinstance(again, torch.Tensor) and not torch.equal(out, again)
         heads.random_at_eval(differ, cls, ran, "SequenceClassifier", "pooled", _eval.where(x, W, b))
@@ -161,6 +169,13 @@ untrained_loss = Exercise(
          + _LN),
         ("ln-2-for-every-k", "ln 2{where}: the value for two classes only. " + _LN),
         ("ln-k-minus-1", "ln(K − 1){where}. " + _LN),
+        ("one-term-of-the-sum", "ln(K)/K{where}: that is one class's term, −(1/K)·ln(1/K), of the uniform guess's "
+         "entropy; the K terms summed give ln K. " + _LN),
+        # `round(math.log(K), 4)`, a printed value's habit: only the ln K rule, with a value 4e-5 away, before
+        *[("rounded-answer", "ln K rounded{where}: rounding is for printing. Return the value as computed, here "
+           "{expected:.6f}: the check compares it with ln K to 1e-5.", "`math.log(K)`, not rounded.")] * 3,
+        ("terms-without-their-weights", "K·ln K{where}: the K terms −ln(1/K) summed without their weights 1/K. The "
+         "uniform guess's entropy weighs each class's −ln p by its probability p = 1/K, and the sum is ln K. " + _LN),
     ], says="{name} returned {out:.4f} = ", fix=_LN_K),
 )
 

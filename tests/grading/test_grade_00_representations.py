@@ -25,6 +25,13 @@ WRONG = [
             mask[:, :lengths] = True
             return mask
         """, mistake="lengths-as-one-number"),
+    Wrong("padding_mask-pad-sequence-time-major", "padding_mask", """
+        def padding_mask(lengths, n):
+            return torch.nn.utils.rnn.pad_sequence([torch.ones(int(length), dtype=torch.bool) for length in lengths])
+        """, mistake="batch-first-forgotten"),
+    # BERT's extended attention mask, returned as the mask itself
+    Wrong.edit("padding_mask-extended-attention-mask", "padding_mask", MASK, f"({MASK})[:, None, None, :]",
+               "attention-axes-added"),
     Wrong.edit("padding_mask-rows-and-columns-swapped", "padding_mask", MASK, "positions[:, None] < lengths[None, :]",
                "rows-and-columns-swapped"),
     Wrong("causal_mask-sees-the-future", "causal_mask", """
@@ -58,6 +65,11 @@ WRONG = [
         def causal_mask(n):
             return torch.ones(n, n, dtype=torch.bool).tril(diagonal=1)
         """, mistake="sees-one-future-key"),
+    # nanoGPT's causal buffer, (1, 1, n, n) floats
+    Wrong("causal_mask-gpt2-buffer", "causal_mask", """
+        def causal_mask(n):
+            return torch.tril(torch.ones(n, n)).view(1, 1, n, n)
+        """, mistake="attention-axes-added"),
 ]
 
 ALTERNATIVES = [

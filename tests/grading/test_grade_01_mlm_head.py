@@ -83,10 +83,53 @@ WRONG = [
         """, mistake="ignores-generator"),
     Wrong.edit("mask_tokens-none-left-unchanged", "mask_tokens", "(u < 0.9)", "(u <= 1.0)", "none-unchanged"),
     Wrong.edit("mask_tokens-no-random-words", "mask_tokens", "words, inputs)", "ids, inputs)", "no-random-words"),
+    # random words written over [MASK]: a condition that covers the masked draws too, or a draw of its own
+    Wrong.edit("mask_tokens-random-condition-covers-mask", "mask_tokens", "chosen & (u >= 0.8) & (u < 0.9)",
+               "chosen & (u < 0.9)", "random-overwrites-mask"),
+    Wrong("mask_tokens-random-draw-of-its-own", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
+            labels = torch.where(chosen, ids, -100)
+            inputs = ids.clone()
+            masked = torch.bernoulli(torch.full(ids.shape, 0.8), generator=generator).bool() & chosen
+            inputs[masked] = mask_id
+            replaced = torch.bernoulli(torch.full(ids.shape, 0.1), generator=generator).bool() & chosen
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            inputs[replaced] = words[replaced]
+            return inputs, labels
+        """, mistake="random-overwrites-mask"),
     Wrong.edit("mask_tokens-half-masked", "mask_tokens", "(u < 0.8)", "(u < 0.5)", "wrong-split"),
     Wrong.edit("mask_tokens-comparison-reversed", "mask_tokens", CHOSEN, "> p)", "comparison-reversed"),
     Wrong.edit("mask_tokens-random-range-cut", "mask_tokens", RANDOM_IDS,
                "torch.randint(NUM_SPECIAL, vocab_size - 1,", "random-range-cut"),
+    # told pair-swapped before, whose fix (swap the two) is no fix here
+    Wrong("mask_tokens-inputs-copied-from-labels", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
+            labels = ids.clone()
+            labels[~chosen] = -100
+            inputs = labels.clone()
+            u = torch.rand(ids.shape, generator=generator)
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            inputs[chosen & (u < 0.8)] = mask_id
+            inputs[chosen & (u >= 0.8) & (u < 0.9)] = words[chosen & (u >= 0.8) & (u < 0.9)]
+            return inputs, labels
+        """, mistake="inputs-from-labels"),
+    Wrong("mask_tokens-labels-only-where-masked", "mask_tokens", """
+        def mask_tokens(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+            chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask
+            u = torch.rand(ids.shape, generator=generator)
+            words = torch.randint(NUM_SPECIAL, vocab_size, ids.shape, generator=generator)
+            masked = chosen & (u < 0.8)
+            labels = torch.where(masked, ids, -100)
+            inputs = torch.where(masked, mask_id, ids)
+            inputs = torch.where(chosen & (u >= 0.8) & (u < 0.9), words, inputs)
+            return inputs, labels
+        """, mistake="labels-only-where-masked"),
+    # only the specials set to -100: at p = 0 told comparison-reversed before
+    Wrong.edit("mask_tokens-labels-at-every-word", "mask_tokens",
+               "labels = torch.where(chosen, ids, torch.full_like(ids, -100))",
+               "labels = ids.masked_fill(special_mask, -100)", "labels-everywhere"),
     Wrong.edit("mask_tokens-pair-swapped", "mask_tokens", PAIR, "return labels, inputs", "pair-swapped"),
     # Found by an audit: the check passed these while it always passed mask_id 3, never compared two generator
     # states and marked ids < 5 only in special_mask; it named the last "none-unchanged".
@@ -179,8 +222,9 @@ WRONG = [
     Wrong.edit("MLMHead-no-output-bias", "MLMHead", BIAS, "self.bias = None", "no-output-bias"),
     Wrong.edit("MLMHead-bias-never-added", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight)",
                "no-output-bias"),
+    # tied, but the embedding learns nothing from the head: parameters-without-gradient ("a weight did not move") before
     Wrong.edit("MLMHead-detached-weight", "MLMHead", LOGITS, "F.linear(t, self.embedding.weight.detach(), self.bias)",
-               "parameters-without-gradient"),
+               "projection-detached"),
     Wrong.edit("MLMHead-returns-probabilities", "MLMHead", LOGITS, f"{LOGITS}.softmax(-1)", "softmax-inside-head"),
     Wrong.edit("MLMHead-new-embedding", "MLMHead", "self.embedding = embedding", "self.embedding = nn.Embedding(V, d)",
                "not-tied"),
@@ -226,6 +270,8 @@ WRONG = [
     Wrong.edit("MLMHead-output-bias-of-size-d", "MLMHead", BIAS, "self.bias = nn.Parameter(torch.zeros(d))",
                "output-bias-of-size-d"),
     # BERT's MLM head holds no dropout: passed before, its train-mode outputs never looked at
+    Wrong.edit("MLMHead-pre-layernorm", "MLMHead", TRANSFORM, "t = self.act(self.dense(self.norm(h)))",
+               "layernorm-first"),
     Wrong.edit("MLMHead-dropout-in-head", "MLMHead", TRANSFORM,
                "t = F.dropout(self.norm(self.act(self.dense(h))), 0.1, self.training)", "dropout-in-head"),
     Wrong.edit("MLMHead-unpacks-three-sizes", "MLMHead", TRANSFORM, f"B, n, d = h.shape\n        {TRANSFORM}",
@@ -255,11 +301,22 @@ WRONG = [
     Wrong("mlm_loss-moves-the-vocabulary-axis", "mlm_loss", """
         def mlm_loss(logits, labels):
             return F.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100)
-        """, mistake="raised-IndexError"),
+        """, mistake="fixed-rank-input"),
     Wrong.edit("mlm_loss-detached", "mlm_loss", LOSS, f"{LOSS}.detach()", "no-gradient"),
     Wrong.edit("mlm_loss-nll-on-logits", "mlm_loss", "F.cross_entropy(", "F.nll_loss(", "nll-on-logits"),
     Wrong.edit("mlm_loss-classes-not-flattened", "mlm_loss", "logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)",
-               "logits, labels", "raised-RuntimeError"),
+               "logits, labels", "classes-on-sequence-axis"),
+    # each got only "expected ..., the mean cross-entropy over the positions whose label is not −100" before
+    Wrong.edit("mlm_loss-nll-on-softmax", "mlm_loss", "F.cross_entropy(logits.reshape(-1, logits.shape[-1])",
+               "F.nll_loss(logits.softmax(-1).reshape(-1, logits.shape[-1])", "nll-on-probabilities"),
+    Wrong.edit("mlm_loss-mean-divided-by-the-count", "mlm_loss", LOSS, f"{LOSS} / (labels != -100).sum()",
+               "mean-divided-again"),
+    Wrong.edit("mlm_loss-reduction-none", "mlm_loss", "ignore_index=-100)", 'ignore_index=-100, reduction="none")',
+               "one-loss-per-example"),
+    Wrong.edit("mlm_loss-sum-over-batch-size", "mlm_loss", "ignore_index=-100)",
+               'ignore_index=-100, reduction="sum") / len(labels)', "divides-by-batch-size"),
+    Wrong.edit("mlm_loss-label-smoothing", "mlm_loss", "ignore_index=-100)", "label_smoothing=0.1)",
+               "label-smoothing"),
     Wrong.edit("tying_savings-both-matrices", "tying_savings", SAVED, "2 * V * d", "both-matrices"),
     Wrong.edit("tying_savings-bias-counted", "tying_savings", SAVED, "V * d + V", "bias-counted"),
     Wrong.edit("tying_savings-adds-the-sizes", "tying_savings", SAVED, "V + d", "adds-the-sizes"),

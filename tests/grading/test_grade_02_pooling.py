@@ -10,6 +10,7 @@ WRONG = [
         ("last-position", "H[:, -1]", "last-position"),
         ("mean-pooling", "H.mean(dim=1)", "mean-pooling"),
         ("first-sequence-not-first-position", "H[0]", "first-sequence"),
+        ("cls-of-the-first-sequence-only", "H[0][0]", "first-sequence-only"),
         ("keeps-position-axis", "H[:, :1]", "keeps-position-axis"),
         ("position-one", "H[:, 1]", "later-position"),
         ("feature-axis", "H[:, :, 0]", "feature-axis"),
@@ -53,8 +54,11 @@ WRONG = [
                "self.W, self.b = torch.randn(d, d) / d ** 0.5, torch.zeros(d)\n        "
                "self.dense = lambda c: c @ self.W.T + self.b", "no-parameters"),
     # --- mean_pool ---
-    Wrong.edit("mean_pool-sums-the-padding", "mean_pool", "total = (H * weights).sum(dim=1)", "total = H.sum(dim=1)",
-               "sums-padding"),
+    *Wrong.edits("mean_pool", "total = (H * weights).sum(dim=1)", [
+        ("sums-the-padding", "total = H.sum(dim=1)", "sums-padding"),
+        # one sequence's `mask @ H` on a batch: (B, n) @ (B, n, d) is (B, B, d)
+        ("mask-times-H", "total = mask.to(H.dtype) @ H", "mask-against-every-sequence"),
+    ]),
     *Wrong.edits("mean_pool", "return total / count", [
         ("over-every-position", "return H.mean(dim=1)", "padding-included"),
         ("sum-not-mean", "return total", "sum-not-mean"),
@@ -122,6 +126,8 @@ WRONG = [
         # Found by a simulated student: it passed while every real value was above -100.
         ("fill-minus-hundred", "H.masked_fill(padding, -100.0).amax(dim=1)", "zero-fill"),
         ("detached", f"{MAX}.detach()", "no-gradient"),
+        # HuggingFace's additive mask, written for 0/1 float masks, met a bool one: torch's words alone before
+        ("one-minus-bool-mask", "(H + (1 - mask[:, :, None]) * -1e9).amax(dim=1)", "bool-mask-subtracted"),
         # an additive mask made by multiplying: 0 · (−inf) is NaN at every real position
         ("times-minus-inf", "(H * mask[:, :, None] + (1 - mask[:, :, None].float()) * float('-inf')).amax(dim=1)",
          "nan-from-zero-times-inf"),
@@ -142,6 +148,12 @@ WRONG = [
         def max_pool(H, mask):
             return torch.stack([H[b][mask[b]].amax(dim=0) for b in range(len(H))])
         """, mistake="integer-mask-as-index"),
+    # the real tokens gathered by the mask, then put back into rows of equal length: torch's words alone before
+    Wrong("max_pool-gathered-tokens-reshaped", "max_pool", """
+        def max_pool(H, mask):
+            B, n, d = H.shape
+            return H[mask.bool()].view(B, -1, d).amax(dim=1)
+        """, mistake="ragged-rows-reshaped"),
     Wrong("max_pool-slices-the-first-lengths", "max_pool", """
         def max_pool(H, mask):
             lengths = mask.long().sum(dim=1)

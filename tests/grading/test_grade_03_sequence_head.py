@@ -14,6 +14,8 @@ WRONG = [
         ("relu-on-logits", RETURN + ".relu()", "relu-on-logits"),
         ("sigmoid-output", RETURN + ".sigmoid()", "sigmoid-output"),
         ("returns-label-ids", RETURN + ".argmax(dim=-1)", "returns-label-ids"),
+        # the regression head's (B,) made by flattening, for every K: only "returned shape (B·K,)" before
+        ("flattened-logits", RETURN + ".view(-1)", "flattens-the-classes"),
     ]),
     Wrong.edit("SequenceClassifier-dropout-on-at-eval", HEAD, "self.dropout(pooled)",
                "F.dropout(pooled, self.dropout.p, training=True)", "dropout-at-eval"),
@@ -46,6 +48,8 @@ WRONG = [
         ("frozen-bias-grad-written-by-a-hook", f"self.linear.bias.requires_grad_(False)\n        {LOGITS}\n        "
          "if logits.requires_grad:\n            logits.register_hook(lambda g: setattr(self.linear.bias, 'grad', "
          "g.reshape(-1, self.num_classes).sum(0)) or g)", "parameters-without-gradient"),
+        # lesson 02's [CLS] taken again from the pooled vectors: torch's words alone before
+        ("takes-position-0-again", "logits = self.linear(self.dropout(pooled[:, 0]))", "indexes-c-again"),
         ("frozen-backbone-by-detach", "logits = self.linear(self.dropout(pooled.detach()))", "input-detached"),
     ]),
     Wrong.edit("SequenceClassifier-linear-without-bias", HEAD, "nn.Linear(d, num_classes)",
@@ -95,6 +99,10 @@ WRONG = [
         ("ln-2-for-every-K", "math.log(2)", "ln-2-for-every-k"),
         ("error-rate-not-loss", "1 - 1 / K", "error-rate-not-loss"),
         ("returns-a-tensor", "torch.log(torch.tensor(float(K)))", "returned-a-tensor"),
+        # the entropy −Σ p ln p of the uniform guess without its sum: only "ln K" before
+        ("one-term-of-the-entropy", "-(1 / K) * math.log(1 / K)", "one-term-of-the-sum"),
+        ("rounded-to-four-places", "round(math.log(K), 4)", "rounded-answer"),
+        ("entropy-without-the-probabilities", "-sum(math.log(1 / K) for _ in range(K))", "terms-without-their-weights"),
     ]),
 ]
 

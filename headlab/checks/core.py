@@ -252,6 +252,53 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
      "True or False, and a batch holds one per row.",
      "Decide every row at once with a tensor operation, e.g. `torch.where(condition, a, b)`."),
+    # The rows below each got torch's words alone (raised-<exception>) before, or a hint about something else: an
+    # index of floats was told "an index went past the end" or "two tensors have different dtypes"
+    (("tensors used as indices must be long, int, byte or bool tensors", "Expected dtype int32/int64 for index",
+      "Expected dtype int32 or int64 for index", "bincount_cpu\" not implemented for 'Float'",
+      "are valid indices (got float)"), "float-index",
+     "{name} indexed with floats (positions or bin numbers computed with `/`, `ceil` or `floor`, which keep a float "
+     "dtype): an index counts whole positions, and torch takes only integer or bool tensors as indices.",
+     "Make the index an integer tensor before using it: `.long()` after `ceil` or `floor`, or `//` instead of `/`."),
+    (("expected Tensor as element",), "stack-of-numbers",
+     "{name} gave torch.stack (or torch.cat) Python numbers or lists, one per row collected in a loop: those join "
+     "tensors only.",
+     "Make the tensor from the Python values with `torch.tensor`, or keep each row's value a tensor to stack."),
+    (("zero-dimensional tensor (at position",), "cat-of-scalars",
+     "{name} gave torch.cat 0-d tensors, one number each (a row's `.max()` or `.argmax()`): cat joins tensors along "
+     "an axis they already have, and a 0-d tensor has none.",
+     "Join them with `torch.stack`, which makes the new axis."),
+    (("with a bool tensor is not supported", "on a bool tensor is not supported"), "minus-on-bool-mask",
+     "{name} subtracted a bool mask from a number (`1 - mask`, `1.0 - mask`, BERT's additive-mask idiom) or negated "
+     "it: torch does no arithmetic on True and False, and the contract gives the mask as bool.",
+     "Invert a bool mask with `~mask`; for an additive mask, convert it first: `(1.0 - mask.float())`."),
+    (("(torch.nn.Parameter or None expected)",), "tensor-as-parameter",
+     "{name} assigned a tensor computed from a weight (its `.T`, `.t()`, `.clone()`, `.detach()` or `.data`) to a "
+     "layer's weight: a module holds a Parameter there, and a tensor computed from one is no weight of it, which "
+     "could be neither loaded nor trained.",
+     "Assign the Parameter itself, `layer.weight = embedding.weight` (nn.Linear(d, V) keeps its weight as (V, d), the "
+     "embedding's own shape), or pass the weight to `F.linear` in forward."),
+    (("must be Tensor, not Embedding", "must be Tensor, not Linear", "'Tensor' and 'Embedding'",
+      "'Embedding' object has no attribute 'T'"), "module-as-tensor",
+     "{name} gave a layer (an nn.Embedding or nn.Linear module) where torch wants a tensor: a layer is a function to "
+     "call on a tensor, and the matrix it holds is its `.weight`.",
+     "Use the layer's weight, `embedding.weight`, where a matrix is wanted."),
+    (("cannot be converted to type int64_t without overflow", "can't be cast to the desired output type Long"),
+     "float-into-integer-tensor",
+     "{name} wrote a float (-inf, or a fraction) into an integer tensor (positions from `torch.arange`, token ids, a "
+     "count): an integer tensor holds whole numbers only.",
+     "Fill an integer tensor with an integer (-1 lies below every position), or convert it with `.float()` first."),
+    (("'torch.Size' object is not callable",), "shape-called",
+     "{name} called `.shape(...)` as if it were a method: shape is a tuple of sizes, read with square brackets.",
+     "Index it, `x.shape[0]`, or call the method `x.size(0)`."),
+    (("'builtin_function_or_method' object", "'method' object is not subscriptable"), "method-not-called",
+     "{name} used a tensor's method without calling it (`ids.clone` with no `()`, or `x.size[1]`): without "
+     "parentheses Python hands over the method itself, not its result.",
+     "Call it: `x.clone()`, `x.size(1)` (or read `x.shape[1]`)."),
+    (("'Tensor' object has no attribute 'copy'", "'Tensor' object has no attribute 'astype'"),
+     "numpy-method-on-a-tensor",
+     "{name} called a NumPy array method on a tensor (`.copy()` or `.astype(...)`): torch names these differently.",
+     "`x.clone()` copies a tensor; `x.float()`, `x.long()` or `x.to(torch.float32)` converts its dtype."),
 ]
 
 

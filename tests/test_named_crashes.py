@@ -183,6 +183,20 @@ def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, gener
     return inputs, torch.where(chosen, ids, -100)
 
 
+class MLMHeadWithABiasOfASize(MLMHeadLinearOfTheEmbedding):
+    def __init__(self, embedding):
+        super().__init__(embedding)
+        self.bias = torch.nn.Parameter(embedding.weight.shape[0])   # a size, not torch.zeros(V)
+
+    def forward(self, h):
+        return torch.nn.functional.linear(self.norm(self.act(self.dense(h))), self.embedding.weight, self.bias)
+
+
+def span_loss_with_targets_as_columns(start_logits, end_logits, start, end):
+    ce = torch.nn.functional.cross_entropy
+    return (ce(start_logits, start.view(-1, 1)) + ce(end_logits, end.view(-1, 1))) / 2   # Keras's (N, 1) labels
+
+
 # (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
 # vocabulary test reads each key's proof (tests/mistakes.py)
 @pytest.mark.parametrize("check, wrong, key, words", [
@@ -210,7 +224,7 @@ def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, gener
     (ch07.expected_calibration_error, ece_with_float_bin_indices, "float-index", "indexed with floats"),
     (ch06.last_real_index, last_real_index_stacking_ints, "stack-of-numbers", "Python numbers or lists"),
     (ch06.last_real_index, last_real_index_concatenating_scalars, "cat-of-scalars", "gave torch.cat 0-d tensors"),
-    (ch02.max_pool, max_pool_with_berts_additive_mask, "minus-on-bool-mask", "subtracted a bool mask"),
+    (ch02.max_pool, max_pool_with_berts_additive_mask, "minus-on-bool-mask", "subtracted a bool mask from a number"),
     (ch01.mlm_head, MLMHeadTyingTheTranspose, "tensor-as-parameter", "assigned a tensor computed from a weight"),
     (ch01.mlm_head, MLMHeadLinearOfTheEmbedding, "module-as-tensor", "gave a layer (an nn.Embedding"),
     (ch06.last_real_index, last_real_index_minus_inf_positions, "float-into-integer-tensor",
@@ -218,12 +232,15 @@ def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, gener
     (ch00.padding_mask, padding_mask_calling_shape, "shape-called", "called `.shape(...)` as if it were a method"),
     (ch01.mask_tokens, mask_tokens_clone_not_called, "method-not-called", "used a tensor's method without calling"),
     (ch01.mask_tokens, mask_tokens_numpy_copy, "numpy-method-on-a-tensor", "a NumPy array method on a tensor"),
+    (ch01.mlm_head, MLMHeadWithABiasOfASize, "parameter-given-a-size", "gave nn.Parameter a size"),
+    (ch05.span_loss, span_loss_with_targets_as_columns, "targets-with-extra-axis", "targets with an extra axis"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
         "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
         "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy",
         "expected_calibration_error-float-index", "last_real_index-stack-ints", "last_real_index-cat-scalars", "max_pool-minus-bool-mask",
         "MLMHead-tensor-as-parameter", "MLMHead-module-as-tensor", "last_real_index-minus-inf-into-longs",
-        "padding_mask-shape-called", "mask_tokens-clone-not-called", "mask_tokens-numpy-copy"])
+        "padding_mask-shape-called", "mask_tokens-clone-not-called", "mask_tokens-numpy-copy",
+        "MLMHead-parameter-given-a-size", "span_loss-targets-with-extra-axis"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

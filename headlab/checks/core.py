@@ -270,7 +270,7 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "Join them with `torch.stack`, which makes the new axis."),
     (("with a bool tensor is not supported", "on a bool tensor is not supported"), "minus-on-bool-mask",
      "{name} subtracted a bool mask from a number (`1 - mask`, `1.0 - mask`, BERT's additive-mask idiom) or negated "
-     "it: torch does no arithmetic on True and False, and the contract gives the mask as bool.",
+     "it: torch does no arithmetic on True and False, and a mask may come as bool.",
      "Invert a bool mask with `~mask`; for an additive mask, convert it first: `(1.0 - mask.float())`."),
     (("(torch.nn.Parameter or None expected)",), "tensor-as-parameter",
      "{name} assigned a tensor computed from a weight (its `.T`, `.t()`, `.clone()`, `.detach()` or `.data`) to a "
@@ -299,6 +299,14 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "numpy-method-on-a-tensor",
      "{name} called a NumPy array method on a tensor (`.copy()` or `.astype(...)`): torch names these differently.",
      "`x.clone()` copies a tensor; `x.float()`, `x.long()` or `x.to(torch.float32)` converts its dtype."),
+    (("'int' object has no attribute 'detach'", "'tuple' object has no attribute 'detach'"), "parameter-given-a-size",
+     "{name} gave nn.Parameter a size (`nn.Parameter(V)`): a Parameter wraps a tensor of starting values, not a "
+     "shape, as a layer's constructor takes one.",
+     "Make the values first: `nn.Parameter(torch.zeros(V))`."),
+    (("0D or 1D target tensor expected",), "targets-with-extra-axis",
+     "{name} gave cross_entropy (or nll_loss) its class targets with an extra axis, shape (N, 1) as Keras takes "
+     "them: torch wants one class index per row, shape (N,).",
+     "Pass the targets as they are, one index per row, with no `[:, None]` or `.view(-1, 1)`."),
 ]
 
 

@@ -32,6 +32,9 @@ from ..kernel import STEP_LR, weighted_backward
 from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
 
+# What a function (or a forward) that returned None is told: it has no `return`, the usual slip
+NO_RETURN = "it ends without a `return` of its result, and Python returns None from a function that has none."
+NO_RETURN_FIX = "End it with `return` and the result it computed."
 # Shown on a repeat of changed-input (core.shown), after the exercise's own words on what it changed
 IN_PLACE_FIX = ("Use the operation's out-of-place form (`masked_fill`, not `masked_fill_`; `x = x * m`, not `x *= m`), "
                 "or work on a copy, `x.clone()`.")
@@ -194,6 +197,8 @@ class Exercise:
         """Pass silently if `out` is right; otherwise fail with the message that fits it best."""
         if _recording is not None:   # dev/record_mistakes.py: every mistake's output on what this check judges
             _record(self, inputs, expected)
+        if out is None:   # told "returned a NoneType", a wrong type, before
+            fail(f"{self.name} returned None{self.where(*inputs)}: {NO_RETURN}", "returned-none", NO_RETURN_FIX)
         judge = {torch.Tensor: self._judge_tensor, list: self._judge_list}.get(self.returns, self._judge_number)
         judge(out, expected, inputs, self.where(*inputs))
 

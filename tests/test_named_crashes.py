@@ -197,6 +197,19 @@ def span_loss_with_targets_as_columns(start_logits, end_logits, start, end):
     return (ce(start_logits, start.view(-1, 1)) + ce(end_logits, end.view(-1, 1))) / 2   # Keras's (N, 1) labels
 
 
+def sentence_embedding_normalised_with_axis(H, attention_mask):
+    real = attention_mask.to(H.dtype)[:, :, None]
+    z = (H * real).sum(1) / real.sum(1)
+    return z / z.norm(axis=-1, keepdim=True)   # NumPy's np.linalg.norm(z, axis=-1, keepdims=True)
+
+
+def causal_mask_looping_over_n(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in n:   # range(n)
+        mask[i, :i + 1] = True
+    return mask
+
+
 # (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
 # vocabulary test reads each key's proof (tests/mistakes.py)
 @pytest.mark.parametrize("check, wrong, key, words", [
@@ -234,13 +247,16 @@ def span_loss_with_targets_as_columns(start_logits, end_logits, start, end):
     (ch01.mask_tokens, mask_tokens_numpy_copy, "numpy-method-on-a-tensor", "a NumPy array method on a tensor"),
     (ch01.mlm_head, MLMHeadWithABiasOfASize, "parameter-given-a-size", "gave nn.Parameter a size"),
     (ch05.span_loss, span_loss_with_targets_as_columns, "targets-with-extra-axis", "targets with an extra axis"),
+    (ch08.sentence_embedding, sentence_embedding_normalised_with_axis, "axis-keyword", "calls it `dim`"),
+    (ch00.causal_mask, causal_mask_looping_over_n, "loop-over-a-number", "looped over a number"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
         "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
         "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy",
         "expected_calibration_error-float-index", "last_real_index-stack-ints", "last_real_index-cat-scalars", "max_pool-minus-bool-mask",
         "MLMHead-tensor-as-parameter", "MLMHead-module-as-tensor", "last_real_index-minus-inf-into-longs",
         "padding_mask-shape-called", "mask_tokens-clone-not-called", "mask_tokens-numpy-copy",
-        "MLMHead-parameter-given-a-size", "span_loss-targets-with-extra-axis"])
+        "MLMHead-parameter-given-a-size", "span_loss-targets-with-extra-axis", "sentence_embedding-axis",
+        "causal_mask-for-i-in-n"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

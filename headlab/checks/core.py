@@ -249,8 +249,9 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "those take a tensor of exactly one value, and a batch holds one per row.",
      "Keep the batch as a tensor and compute every row at once; take `.item()` only of a single value."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
-     "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
-     "True or False, and a batch holds one per row.",
+     "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it, or a layer or loss "
+     "class given tensors, `nn.CrossEntropyLoss(logits, labels)`, whose constructor tests them): Python needs one True "
+     "or False, and a batch holds one per row.",
      "Decide every row at once with a tensor operation, e.g. `torch.where(condition, a, b)`."),
     # The rows below each got torch's words alone (raised-<exception>) before, or a hint about something else: an
     # index of floats was told "an index went past the end" or "two tensors have different dtypes"
@@ -307,6 +308,13 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} gave cross_entropy (or nll_loss) its class targets with an extra axis, shape (N, 1) as Keras takes "
      "them: torch wants one class index per row, shape (N,).",
      "Pass the targets as they are, one index per row, with no `[:, None]` or `.view(-1, 1)`."),
+    (("got an unexpected keyword argument 'axis'",), "axis-keyword",
+     "{name} passed an axis as `axis=`, as NumPy and TensorFlow name it: this torch function calls it `dim` (softmax, "
+     "log_softmax, normalize and norm take no `axis`).",
+     "Name the axis `dim`: `x.norm(dim=-1, keepdim=True)`, `F.softmax(x, dim=-1)`."),
+    (("'int' object is not iterable",), "loop-over-a-number",
+     "{name} looped over a number (`for i in n`): a `for` loop walks a sequence, and a number is none.",
+     "Loop over `range(n)`, the numbers 0 … n − 1, or better build the whole result at once with tensor operations."),
 ]
 
 

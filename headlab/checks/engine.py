@@ -344,9 +344,8 @@ def reference(name: str, *inputs: Any) -> Any:
 def reference_step(name: str, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
     """`_step` of the right head `name`: the grader's, or in the kernel the recording's ((None, None) where it holds
     none)."""
-    step = _grader_or_recording(name, (x, *(weights or ()), seed), "step",
-                                lambda grader: _step(grader.reference(name), x, weights, seed))
-    return (None, None) if step is None else step
+    return _grader_or_recording(name, (x, *(weights or ()), seed), "step",
+                                lambda grader: _step(grader.reference(name), x, weights, seed)) or (None, None)
 
 
 def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
@@ -404,8 +403,7 @@ def show(x: Any) -> str:
     """A value short enough for a message: small tensors in full, larger ones by shape and a corner."""
     if isinstance(x, torch.Tensor):
         if x.numel() <= 12:
-            values = x.tolist()
-            return str([round(v, 4) for v in values] if x.dim() == 1 and x.is_floating_point() else values)
+            return str([round(v, 4) for v in x.tolist()] if x.dim() == 1 and x.is_floating_point() else x.tolist())
         return f"a tensor of shape {tuple(x.shape)}"
     return repr(x)
 

@@ -137,27 +137,36 @@ def max_pool_with_berts_additive_mask(H, mask):
     return (H + (1.0 - mask[:, :, None]) * -1e9).max(dim=1).values   # right for 0/1 masks, refused for bool
 
 
-class MLMHeadTyingTheTranspose(torch.nn.Module):
+class _Transform(torch.nn.Module):
+    """MLMHead's transform, written right: the wrong heads below differ in their projection to the vocabulary."""
+
     def __init__(self, embedding):
         super().__init__()
-        V, d = embedding.weight.shape
+        d = embedding.weight.shape[1]
         self.dense, self.act, self.norm = torch.nn.Linear(d, d), torch.nn.GELU(), torch.nn.LayerNorm(d)
+
+    def transform(self, h):
+        return self.norm(self.act(self.dense(h)))
+
+
+class MLMHeadTyingTheTranspose(_Transform):
+    def __init__(self, embedding):
+        super().__init__(embedding)
+        V, d = embedding.weight.shape
         self.decoder = torch.nn.Linear(d, V)
         self.decoder.weight = embedding.weight.T   # (d, V) thought needed; a computed tensor, no Parameter
 
     def forward(self, h):
-        return self.decoder(self.norm(self.act(self.dense(h))))
+        return self.decoder(self.transform(h))
 
 
-class MLMHeadLinearOfTheEmbedding(torch.nn.Module):
+class MLMHeadLinearOfTheEmbedding(_Transform):
     def __init__(self, embedding):
-        super().__init__()
-        V, d = embedding.weight.shape
-        self.dense, self.act, self.norm = torch.nn.Linear(d, d), torch.nn.GELU(), torch.nn.LayerNorm(d)
-        self.embedding, self.bias = embedding, torch.nn.Parameter(torch.zeros(V))
+        super().__init__(embedding)
+        self.embedding, self.bias = embedding, torch.nn.Parameter(torch.zeros(embedding.weight.shape[0]))
 
     def forward(self, h):   # the layer where its weight belongs
-        return torch.nn.functional.linear(self.norm(self.act(self.dense(h))), self.embedding, self.bias)
+        return torch.nn.functional.linear(self.transform(h), self.embedding, self.bias)
 
 
 def last_real_index_minus_inf_positions(attention_mask):
@@ -183,13 +192,14 @@ def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, gener
     return inputs, torch.where(chosen, ids, -100)
 
 
-class MLMHeadWithABiasOfASize(MLMHeadLinearOfTheEmbedding):
+class MLMHeadWithABiasOfASize(_Transform):
     def __init__(self, embedding):
         super().__init__(embedding)
+        self.embedding = embedding
         self.bias = torch.nn.Parameter(embedding.weight.shape[0])   # a size, not torch.zeros(V)
 
     def forward(self, h):
-        return torch.nn.functional.linear(self.norm(self.act(self.dense(h))), self.embedding.weight, self.bias)
+        return torch.nn.functional.linear(self.transform(h), self.embedding.weight, self.bias)
 
 
 def span_loss_with_targets_as_columns(start_logits, end_logits, start, end):

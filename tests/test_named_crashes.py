@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from headlab.checks import ch00, ch01, ch02, ch04, ch05, ch06, ch07, ch08
+from headlab.checks import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
 
@@ -220,6 +220,25 @@ def causal_mask_looping_over_n(n):
     return mask
 
 
+class PoolerWithForwardMisspelt(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.dense = torch.nn.Linear(d, d)
+
+    def foward(self, c):   # nn.Module finds no forward
+        return torch.tanh(self.dense(c))
+
+
+class SequenceClassifierPassingTheTrainMethod(torch.nn.Module):
+    def __init__(self, d, num_classes, dropout=0.1):
+        super().__init__()
+        self.p, self.linear = dropout, torch.nn.Linear(d, num_classes)
+
+    def forward(self, pooled):   # self.train, the method, for the flag self.training
+        logits = self.linear(torch.nn.functional.dropout(pooled, self.p, self.train))
+        return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
+
+
 # (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
 # vocabulary test reads each key's proof (tests/mistakes.py)
 @pytest.mark.parametrize("check, wrong, key, words", [
@@ -259,6 +278,9 @@ def causal_mask_looping_over_n(n):
     (ch05.span_loss, span_loss_with_targets_as_columns, "targets-with-extra-axis", "targets with an extra axis"),
     (ch08.sentence_embedding, sentence_embedding_normalised_with_axis, "axis-keyword", "calls it `dim`"),
     (ch00.causal_mask, causal_mask_looping_over_n, "loop-over-a-number", "looped over a number"),
+    # told "Pooler.forward is not written yet", the stub's words, before
+    (ch02.Pooler, PoolerWithForwardMisspelt, "forward-misnamed", "has no method named `forward`"),
+    (ch03.sequence_classifier, SequenceClassifierPassingTheTrainMethod, "train-method-as-flag", "passed `self.train`"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
         "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
         "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy",
@@ -266,7 +288,7 @@ def causal_mask_looping_over_n(n):
         "MLMHead-tensor-as-parameter", "MLMHead-module-as-tensor", "last_real_index-minus-inf-into-longs",
         "padding_mask-shape-called", "mask_tokens-clone-not-called", "mask_tokens-numpy-copy",
         "MLMHead-parameter-given-a-size", "span_loss-targets-with-extra-axis", "sentence_embedding-axis",
-        "causal_mask-for-i-in-n"])
+        "causal_mask-for-i-in-n", "Pooler-forward-misspelt", "SequenceClassifier-train-method"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

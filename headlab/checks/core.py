@@ -165,9 +165,9 @@ def _torch_words(err: Exception) -> str:
     return str(err).split(" Hint: enable anomaly detection")[0].rstrip(". ")
 
 
-# torch's words for an operation it has no kernel for on this dtype ("… not implemented for 'Long'"): a crash,
-# not the stub's NotImplementedError.
-_TORCH_LACKS = re.compile(r"not implemented for '")
+# torch's words for an operation it has no kernel for on this dtype ("… not implemented for 'Long'"), and
+# nn.Module's for a class without a forward: a crash, not the stub's NotImplementedError.
+_TORCH_LACKS = re.compile(r"not implemented for '|is missing the required \"forward\" function")
 
 # Crashes that name an operation the learner used where it cannot work: (torch's words, key, diagnosis, fix).
 # The first line of the failure says which operation; the fix comes when the same crash comes again.
@@ -312,6 +312,15 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} passed an axis as `axis=`, as NumPy and TensorFlow name it: this torch function calls it `dim` (softmax, "
      "log_softmax, normalize and norm take no `axis`).",
      "Name the axis `dim`: `x.norm(dim=-1, keepdim=True)`, `F.softmax(x, dim=-1)`."),
+    # a misspelt forward was told "not written yet", as the stub's NotImplementedError
+    (('is missing the required "forward" function',), "forward-misnamed",
+     "The class has no method named `forward` (misspelt, as `foward` or `Forward`, or indented outside the class): "
+     "calling an nn.Module runs its `forward`, and there is none.",
+     "Define `def forward(self, ...)` inside the class, spelt exactly so."),
+    (("must be bool, not method",), "train-method-as-flag",
+     "{name} passed `self.train`, the method that switches a module's mode, where a True/False flag belongs: the "
+     "flag is the attribute `self.training`.",
+     "Pass `training=self.training`, with no parentheses, or use nn.Dropout, which follows the mode by itself."),
     (("'int' object is not iterable",), "loop-over-a-number",
      "{name} looped over a number (`for i in n`): a `for` loop walks a sequence, and a number is none.",
      "Loop over `range(n)`, the numbers 0 … n − 1, or better build the whole result at once with tensor operations."),

@@ -163,6 +163,15 @@ def test_stubs_crashes_shapes_types_and_writes_are_named(ex):
         ex(torch.zeros(3))
 
 
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda ex: ex.name)
+def test_an_answer_without_a_return_is_named(ex):
+    """A forgotten `return`: the answer computes its result and returns None (told "returned a NoneType" before)."""
+    def no_return(*inputs):
+        inputs[0] if inputs else None
+    err = failure(ex, no_return)
+    assert err.mistake == "returned-none" and f"{ex.name} returned None" in str(err), str(err)
+
+
 def test_a_failure_shows_the_message_without_a_traceback():
     err = CheckFailed("padding_mask is inverted.", "inverted")
     assert err._render_traceback_() == ["\x1b[0;31mCheckFailed\x1b[0m: padding_mask is inverted."]

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from headlab import checks, kernel
-from headlab.checks import CheckFailed, ch02, ch04, ch05, heads
+from headlab.checks import CheckFailed, ch01, ch02, ch03, ch04, ch05, heads
 
 NAMING = {"fail", "CheckFailed", "call", "explain", "NotWritten"}
 
@@ -325,3 +325,32 @@ def test_a_linear_layer_built_with_its_sizes_swapped_is_named(check, head):
     with pytest.raises(CheckFailed) as caught:
         check(head)
     assert caught.value.mistake == "linear-sizes-swapped" and "(in_features, out_features)" in str(caught.value)
+
+
+class _Forgets(nn.Module):
+    """A head whose forward computes an output and forgets to return it."""
+
+    def __init__(self, d, *sizes, dropout=0.1):
+        super().__init__()
+        self.dense = nn.Linear(d, d)
+
+    def forward(self, x):
+        torch.tanh(self.dense(x))
+
+
+class _ForgetsTied(_Forgets):
+    def __init__(self, embedding):
+        super().__init__(embedding.weight.shape[1])
+        self.embedding = embedding
+
+
+@pytest.mark.parametrize("check, cls", [(ch01.mlm_head, _ForgetsTied), (ch02.Pooler, _Forgets),
+                                        (ch03.sequence_classifier, _Forgets), (ch04.TokenClassifier, _Forgets),
+                                        (ch05.span_head, _Forgets)],
+                         ids=["MLMHead", "Pooler", "SequenceClassifier", "TokenClassifier", "SpanHead"])
+def test_a_forward_without_a_return_is_named(check, cls):
+    """Every class head's check, through `built`: MLMHead's was told not-tied (its None logits "do not change when
+    the embedding does"), the others a wrong type or not a pair."""
+    with pytest.raises(CheckFailed) as caught:
+        check(cls)
+    assert caught.value.mistake == "returned-none" and ".forward returned None" in str(caught.value), str(caught.value)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from headlab.checks import ch01, ch02, ch04, ch05, ch06, ch07, ch08
+from headlab.checks import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
 
@@ -114,6 +114,131 @@ def token_loss_through_numpy(logits, labels):
     return -torch.as_tensor(np.log(p)).mean()   # NumPy's log of a tensor that carries the graph
 
 
+def ece_with_float_bin_indices(probs, labels, n_bins=10):
+    confidence, predicted = probs.max(-1)
+    bins = (confidence * n_bins).ceil().clamp(min=1) - 1   # bin k holds (k/M, (k+1)/M]; still float, no .long()
+    count = torch.zeros(n_bins).index_add(0, bins, torch.ones_like(confidence))
+    gap = torch.zeros(n_bins).index_add(0, bins, (predicted == labels).float() - confidence)
+    return float(gap[count > 0].abs().sum() / len(labels))
+
+
+def last_real_index_stacking_ints(attention_mask):
+    found = []
+    for row in attention_mask.bool():
+        found.append(int(row.nonzero().max()))
+    return torch.stack(found)   # Python ints: torch.tensor(found)
+
+
+def last_real_index_concatenating_scalars(attention_mask):
+    return torch.cat([row.nonzero().max() for row in attention_mask.bool()])   # 0-d tensors: torch.stack
+
+
+def max_pool_with_berts_additive_mask(H, mask):
+    return (H + (1.0 - mask[:, :, None]) * -1e9).max(dim=1).values   # right for 0/1 masks, refused for bool
+
+
+class _Transform(torch.nn.Module):
+    """MLMHead's transform, written right: the wrong heads below differ in their projection to the vocabulary."""
+
+    def __init__(self, embedding):
+        super().__init__()
+        d = embedding.weight.shape[1]
+        self.dense, self.act, self.norm = torch.nn.Linear(d, d), torch.nn.GELU(), torch.nn.LayerNorm(d)
+
+    def transform(self, h):
+        return self.norm(self.act(self.dense(h)))
+
+
+class MLMHeadTyingTheTranspose(_Transform):
+    def __init__(self, embedding):
+        super().__init__(embedding)
+        V, d = embedding.weight.shape
+        self.decoder = torch.nn.Linear(d, V)
+        self.decoder.weight = embedding.weight.T   # (d, V) thought needed; a computed tensor, no Parameter
+
+    def forward(self, h):
+        return self.decoder(self.transform(h))
+
+
+class MLMHeadLinearOfTheEmbedding(_Transform):
+    def __init__(self, embedding):
+        super().__init__(embedding)
+        self.embedding, self.bias = embedding, torch.nn.Parameter(torch.zeros(embedding.weight.shape[0]))
+
+    def forward(self, h):   # the layer where its weight belongs
+        return torch.nn.functional.linear(self.transform(h), self.embedding, self.bias)
+
+
+def last_real_index_minus_inf_positions(attention_mask):
+    positions = torch.arange(attention_mask.shape[1]).expand(attention_mask.shape)
+    return positions.masked_fill(~attention_mask.bool(), float("-inf")).max(dim=1).values   # -inf into longs
+
+
+def padding_mask_calling_shape(lengths, n):
+    return torch.arange(n).expand(lengths.shape(0), n) < lengths[:, None]
+
+
+def mask_tokens_clone_not_called(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+    chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
+    inputs = ids.clone   # the method, not a copy
+    inputs[chosen] = mask_id
+    return inputs, torch.where(chosen, ids, -100)
+
+
+def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+    chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
+    inputs = ids.copy()   # NumPy's name for clone
+    inputs[chosen] = mask_id
+    return inputs, torch.where(chosen, ids, -100)
+
+
+class MLMHeadWithABiasOfASize(_Transform):
+    def __init__(self, embedding):
+        super().__init__(embedding)
+        self.embedding = embedding
+        self.bias = torch.nn.Parameter(embedding.weight.shape[0])   # a size, not torch.zeros(V)
+
+    def forward(self, h):
+        return torch.nn.functional.linear(self.transform(h), self.embedding.weight, self.bias)
+
+
+def span_loss_with_targets_as_columns(start_logits, end_logits, start, end):
+    ce = torch.nn.functional.cross_entropy
+    return (ce(start_logits, start.view(-1, 1)) + ce(end_logits, end.view(-1, 1))) / 2   # Keras's (N, 1) labels
+
+
+def sentence_embedding_normalised_with_axis(H, attention_mask):
+    real = attention_mask.to(H.dtype)[:, :, None]
+    z = (H * real).sum(1) / real.sum(1)
+    return z / z.norm(axis=-1, keepdim=True)   # NumPy's np.linalg.norm(z, axis=-1, keepdims=True)
+
+
+def causal_mask_looping_over_n(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in n:   # range(n)
+        mask[i, :i + 1] = True
+    return mask
+
+
+class PoolerWithForwardMisspelt(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.dense = torch.nn.Linear(d, d)
+
+    def foward(self, c):   # nn.Module finds no forward
+        return torch.tanh(self.dense(c))
+
+
+class SequenceClassifierPassingTheTrainMethod(torch.nn.Module):
+    def __init__(self, d, num_classes, dropout=0.1):
+        super().__init__()
+        self.p, self.linear = dropout, torch.nn.Linear(d, num_classes)
+
+    def forward(self, pooled):   # self.train, the method, for the flag self.training
+        logits = self.linear(torch.nn.functional.dropout(pooled, self.p, self.train))
+        return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
+
+
 # (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
 # vocabulary test reads each key's proof (tests/mistakes.py)
 @pytest.mark.parametrize("check, wrong, key, words", [
@@ -137,9 +262,33 @@ def token_loss_through_numpy(logits, labels):
     (ch05.best_span, best_span_stacking_without_a_list, "tensors-not-in-a-list", "its tensors as separate arguments"),
     (ch05.span_loss, span_loss_log_softmax_without_dim, "softmax-without-dim", "without an axis"),
     (ch04.token_loss, token_loss_through_numpy, "numpy-on-graph", "carries the graph to NumPy"),
+    # each of these got torch's words alone (raised-<exception>), or a hint about another mistake, before
+    (ch07.expected_calibration_error, ece_with_float_bin_indices, "float-index", "indexed with floats"),
+    (ch06.last_real_index, last_real_index_stacking_ints, "stack-of-numbers", "Python numbers or lists"),
+    (ch06.last_real_index, last_real_index_concatenating_scalars, "cat-of-scalars", "gave torch.cat 0-d tensors"),
+    (ch02.max_pool, max_pool_with_berts_additive_mask, "minus-on-bool-mask", "subtracted a bool mask from a number"),
+    (ch01.mlm_head, MLMHeadTyingTheTranspose, "tensor-as-parameter", "assigned a tensor computed from a weight"),
+    (ch01.mlm_head, MLMHeadLinearOfTheEmbedding, "module-as-tensor", "gave a layer (an nn.Embedding"),
+    (ch06.last_real_index, last_real_index_minus_inf_positions, "float-into-integer-tensor",
+     "wrote a float (-inf, or a fraction) into an integer tensor"),
+    (ch00.padding_mask, padding_mask_calling_shape, "shape-called", "called `.shape(...)` as if it were a method"),
+    (ch01.mask_tokens, mask_tokens_clone_not_called, "method-not-called", "used a tensor's method without calling"),
+    (ch01.mask_tokens, mask_tokens_numpy_copy, "numpy-method-on-a-tensor", "a NumPy array method on a tensor"),
+    (ch01.mlm_head, MLMHeadWithABiasOfASize, "parameter-given-a-size", "gave nn.Parameter a size"),
+    (ch05.span_loss, span_loss_with_targets_as_columns, "targets-with-extra-axis", "targets with an extra axis"),
+    (ch08.sentence_embedding, sentence_embedding_normalised_with_axis, "axis-keyword", "calls it `dim`"),
+    (ch00.causal_mask, causal_mask_looping_over_n, "loop-over-a-number", "looped over a number"),
+    # told "Pooler.forward is not written yet", the stub's words, before
+    (ch02.Pooler, PoolerWithForwardMisspelt, "forward-misnamed", "has no method named `forward`"),
+    (ch03.sequence_classifier, SequenceClassifierPassingTheTrainMethod, "train-method-as-flag", "passed `self.train`"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
         "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
-        "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy"])
+        "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy",
+        "expected_calibration_error-float-index", "last_real_index-stack-ints", "last_real_index-cat-scalars", "max_pool-minus-bool-mask",
+        "MLMHead-tensor-as-parameter", "MLMHead-module-as-tensor", "last_real_index-minus-inf-into-longs",
+        "padding_mask-shape-called", "mask_tokens-clone-not-called", "mask_tokens-numpy-copy",
+        "MLMHead-parameter-given-a-size", "span_loss-targets-with-extra-axis", "sentence_embedding-axis",
+        "causal_mask-for-i-in-n", "Pooler-forward-misspelt", "SequenceClassifier-train-method"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

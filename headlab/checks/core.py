@@ -165,9 +165,9 @@ def _torch_words(err: Exception) -> str:
     return str(err).split(" Hint: enable anomaly detection")[0].rstrip(". ")
 
 
-# torch's words for an operation it has no kernel for on this dtype ("… not implemented for 'Long'"): a crash,
-# not the stub's NotImplementedError.
-_TORCH_LACKS = re.compile(r"not implemented for '")
+# torch's words for an operation it has no kernel for on this dtype ("… not implemented for 'Long'"), and
+# nn.Module's for a class without a forward: a crash, not the stub's NotImplementedError.
+_TORCH_LACKS = re.compile(r"not implemented for '|is missing the required \"forward\" function")
 
 # Crashes that name an operation the learner used where it cannot work: (torch's words, key, diagnosis, fix).
 # The first line of the failure says which operation; the fix comes when the same crash comes again.
@@ -249,9 +249,81 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "those take a tensor of exactly one value, and a batch holds one per row.",
      "Keep the batch as a tensor and compute every row at once; take `.item()` only of a single value."),
     (("Boolean value of Tensor with more than one value",), "tensor-as-condition",
-     "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it): Python needs one "
-     "True or False, and a batch holds one per row.",
+     "{name} used a tensor of several values as a condition (an `if`, `and`, `or` or `not` on it, or a layer or loss "
+     "class given tensors, `nn.CrossEntropyLoss(logits, labels)`, whose constructor tests them): Python needs one True "
+     "or False, and a batch holds one per row.",
      "Decide every row at once with a tensor operation, e.g. `torch.where(condition, a, b)`."),
+    # The rows below each got torch's words alone (raised-<exception>) before, or a hint about something else: an
+    # index of floats was told "an index went past the end" or "two tensors have different dtypes"
+    (("tensors used as indices must be long, int, byte or bool tensors", "Expected dtype int32/int64 for index",
+      "Expected dtype int32 or int64 for index", "bincount_cpu\" not implemented for 'Float'",
+      "are valid indices (got float)"), "float-index",
+     "{name} indexed with floats (positions or bin numbers computed with `/`, `ceil` or `floor`, which keep a float "
+     "dtype): an index counts whole positions, and torch takes only integer or bool tensors as indices.",
+     "Make the index an integer tensor before using it: `.long()` after `ceil` or `floor`, or `//` instead of `/`."),
+    (("expected Tensor as element",), "stack-of-numbers",
+     "{name} gave torch.stack (or torch.cat) Python numbers or lists, one per row collected in a loop: those join "
+     "tensors only.",
+     "Make the tensor from the Python values with `torch.tensor`, or keep each row's value a tensor to stack."),
+    (("zero-dimensional tensor (at position",), "cat-of-scalars",
+     "{name} gave torch.cat 0-d tensors, one number each (a row's `.max()` or `.argmax()`): cat joins tensors along "
+     "an axis they already have, and a 0-d tensor has none.",
+     "Join them with `torch.stack`, which makes the new axis."),
+    (("with a bool tensor is not supported", "on a bool tensor is not supported"), "minus-on-bool-mask",
+     "{name} subtracted a bool mask from a number (`1 - mask`, `1.0 - mask`, BERT's additive-mask idiom) or negated "
+     "it: torch does no arithmetic on True and False, and a mask may come as bool.",
+     "Invert a bool mask with `~mask`; for an additive mask, convert it first: `(1.0 - mask.float())`."),
+    (("(torch.nn.Parameter or None expected)",), "tensor-as-parameter",
+     "{name} assigned a tensor computed from a weight (its `.T`, `.t()`, `.clone()`, `.detach()` or `.data`) to a "
+     "layer's weight: a module holds a Parameter there, and a tensor computed from one is no weight of it, which "
+     "could be neither loaded nor trained.",
+     "Assign the Parameter itself, `layer.weight = embedding.weight` (nn.Linear(d, V) keeps its weight as (V, d), the "
+     "embedding's own shape), or pass the weight to `F.linear` in forward."),
+    (("must be Tensor, not Embedding", "must be Tensor, not Linear", "'Tensor' and 'Embedding'",
+      "'Embedding' object has no attribute 'T'"), "module-as-tensor",
+     "{name} gave a layer (an nn.Embedding or nn.Linear module) where torch wants a tensor: a layer is a function to "
+     "call on a tensor, and the matrix it holds is its `.weight`.",
+     "Use the layer's weight, `embedding.weight`, where a matrix is wanted."),
+    (("cannot be converted to type int64_t without overflow", "can't be cast to the desired output type Long"),
+     "float-into-integer-tensor",
+     "{name} wrote a float (-inf, or a fraction) into an integer tensor (positions from `torch.arange`, token ids, a "
+     "count): an integer tensor holds whole numbers only.",
+     "Fill an integer tensor with an integer (-1 lies below every position), or convert it with `.float()` first."),
+    (("'torch.Size' object is not callable",), "shape-called",
+     "{name} called `.shape(...)` as if it were a method: shape is a tuple of sizes, read with square brackets.",
+     "Index it, `x.shape[0]`, or call the method `x.size(0)`."),
+    (("'builtin_function_or_method' object", "'method' object is not subscriptable"), "method-not-called",
+     "{name} used a tensor's method without calling it (`ids.clone` with no `()`, or `x.size[1]`): without "
+     "parentheses Python hands over the method itself, not its result.",
+     "Call it: `x.clone()`, `x.size(1)` (or read `x.shape[1]`)."),
+    (("'Tensor' object has no attribute 'copy'", "'Tensor' object has no attribute 'astype'"),
+     "numpy-method-on-a-tensor",
+     "{name} called a NumPy array method on a tensor (`.copy()` or `.astype(...)`): torch names these differently.",
+     "`x.clone()` copies a tensor; `x.float()`, `x.long()` or `x.to(torch.float32)` converts its dtype."),
+    (("'int' object has no attribute 'detach'", "'tuple' object has no attribute 'detach'"), "parameter-given-a-size",
+     "{name} gave nn.Parameter a size (`nn.Parameter(V)`): a Parameter wraps a tensor of starting values, not a "
+     "shape, as a layer's constructor takes one.",
+     "Make the values first: `nn.Parameter(torch.zeros(V))`."),
+    (("0D or 1D target tensor expected",), "targets-with-extra-axis",
+     "{name} gave cross_entropy (or nll_loss) its class targets with an extra axis, shape (N, 1) as Keras takes "
+     "them: torch wants one class index per row, shape (N,).",
+     "Pass the targets as they are, one index per row, with no `[:, None]` or `.view(-1, 1)`."),
+    (("got an unexpected keyword argument 'axis'",), "axis-keyword",
+     "{name} passed an axis as `axis=`, as NumPy and TensorFlow name it: this torch function calls it `dim` (softmax, "
+     "log_softmax, normalize and norm take no `axis`).",
+     "Name the axis `dim`: `x.norm(dim=-1, keepdim=True)`, `F.softmax(x, dim=-1)`."),
+    # a misspelt forward was told "not written yet", as the stub's NotImplementedError
+    (('is missing the required "forward" function',), "forward-misnamed",
+     "The class has no method named `forward` (misspelt, as `foward` or `Forward`, or indented outside the class): "
+     "calling an nn.Module runs its `forward`, and there is none.",
+     "Define `def forward(self, ...)` inside the class, spelt exactly so."),
+    (("must be bool, not method",), "train-method-as-flag",
+     "{name} passed `self.train`, the method that switches a module's mode, where a True/False flag belongs: the "
+     "flag is the attribute `self.training`.",
+     "Pass `training=self.training`, with no parentheses, or use nn.Dropout, which follows the mode by itself."),
+    (("'int' object is not iterable",), "loop-over-a-number",
+     "{name} looped over a number (`for i in n`): a `for` loop walks a sequence, and a number is none.",
+     "Loop over `range(n)`, the numbers 0 … n − 1, or better build the whole result at once with tensor operations."),
 ]
 
 

@@ -32,6 +32,9 @@ from ..kernel import STEP_LR, weighted_backward
 from .core import CheckFailed, a_type, backward, call, call_raw, explain, fail, passed, require_function
 
 
+# What a function (or a forward) that returned None is told: it has no `return`, the usual slip
+NO_RETURN = "it ends without a `return` of its result, and Python returns None from a function that has none."
+NO_RETURN_FIX = "End it with `return` and the result it computed."
 # Shown on a repeat of changed-input (core.shown), after the exercise's own words on what it changed
 IN_PLACE_FIX = ("Use the operation's out-of-place form (`masked_fill`, not `masked_fill_`; `x = x * m`, not `x *= m`), "
                 "or work on a copy, `x.clone()`.")
@@ -71,7 +74,7 @@ class Exercise:
     cases: Sequence = ()                       # the visible cases, as `read` understands them (none: judge only)
     read: Callable[[Any], tuple[tuple, Any]] | None = None   # a case → (inputs, expected)
     shape: Callable[..., tuple] = lambda *inputs: ()          # inputs → the shape of a right answer
-    dtype: torch.dtype | None = None           # required dtype; None: any floating point
+    dtype: torch.dtype | None = None           # required dtype; None: any floating point (a list's: torch.long)
     returns: type = torch.Tensor               # or int, float (a Python number), list (of ints)
     mistakes: Sequence[Mistake] = ()
     where: Callable[..., str] = lambda *inputs: ""           # inputs → " for lengths=[3, 1], n=4"
@@ -86,8 +89,10 @@ class Exercise:
     dtype_message: str = "{name} returned dtype {got}{where}; expected {wanted}."
     unchanged: str = "{name} changed a tensor it was given; build a new tensor instead."
     then: Callable[[Callable], None] | None = None   # (fn) → a check of what no single case shows, once the cases pass
-    convert: type = torch.Tensor               # the kind of its mistakes' outputs, as written (_converted)
-    refuted: Callable[[Mistake], bool] = lambda mistake: False   # whether other cases rule it out (_judge_confirmed)
+    # While `__call__` judges a case: the other cases as (inputs, expected, the learner's output), where a mistake must
+    # give the learner's output too to be named (a wrong answer can match a mistake on one case by coincidence: the
+    # larger of two losses is one of them)
+    others: Sequence[tuple] = ()
     # Set: each case's rows are also run alone, as cases of their own after it, and a row whose answer alone differs
     # from its answer in the batch fails depends-on-other-rows, with these words on why
     rows: str = ""
@@ -108,8 +113,8 @@ class Exercise:
                 raise out
             self._same_alone(out, inputs, outs[i + 1:i + 1 + len(self._rows(inputs, expected))])
             try:
-                self._judge_confirmed(out, expected, inputs, [c + (o,) for j, (c, o) in enumerate(zip(runs, outs))
-                                                             if j != i and not isinstance(o, CheckFailed)])
+                replace(self, others=[c + (o,) for j, (c, o) in enumerate(zip(runs, outs))
+                                      if j != i and not isinstance(o, CheckFailed)]).judge(out, expected, inputs)
             except Unclear as err:   # a later case may tell which mistake it is
                 unclear = unclear or err
         if unclear is not None:
@@ -138,14 +143,11 @@ class Exercise:
         except CheckFailed as err:
             return err
 
-    def _judge_confirmed(self, out: Any, expected: Any, inputs: tuple, others: list[tuple]) -> None:
-        """`judge`, where a mistake can be named only if the learner's outputs on the `others` (inputs,
-        expected, output) agree with it too: a wrong answer can match a mistake on one case by coincidence
-        (the larger of two losses is one of them)."""
-        def refuted(mistake: Mistake) -> bool:   # asked only of a mistake that explains `out`
-            return not all(self._agrees(got, wrong) for given, right, got in others
-                           if (wrong := self.output(mistake, given, right)) is not None)
-        replace(self, refuted=refuted).judge(out, expected, inputs)
+    def _refuted(self, mistake: Mistake) -> bool:
+        """Whether the learner's output on one of the `others` differs from `mistake`'s there (asked only of a mistake
+        that explains the output judged)."""
+        return not all(self._agrees(got, wrong) for given, right, got in self.others
+                       if (wrong := self.output(mistake, given, right)) is not None)
 
     def _agrees(self, out: Any, wrong: Any) -> bool:
         try:
@@ -153,21 +155,17 @@ class Exercise:
         except Exception:   # not a value of the exercise's kind
             return False
 
-    def _as_tensor(self, x: Any, kind: type | None = None) -> Any:
+    def _as_tensor(self, x: Any) -> Any:
         """A value as the engine compares it: a Python number as a 0-d float64, a list of ints as a long tensor
         (None, a mistake that does not apply, stays None)."""
-        kind = kind or self.returns
-        if x is None or kind is torch.Tensor:
+        if x is None or self.returns is torch.Tensor:
             return x
-        return torch.tensor(list(x) if kind is list else float(x), dtype=torch.long if kind is list else torch.float64)
-
-    def _converted(self, **changes: Any) -> Exercise:
-        """This exercise with its mistakes' outputs converted by `_as_tensor`, as the learner's output is."""
-        return replace(self, convert=self.returns, **changes)
+        list_ = self.returns is list
+        return torch.tensor(list(x) if list_ else float(x), dtype=torch.long if list_ else torch.float64)
 
     def output(self, mistake: Mistake, inputs: tuple, expected: Any = None) -> Any:
-        """What `mistake` gives on `inputs` (None where it does not apply), as the engine compares it."""
-        return self._as_tensor(mistake_output(self.name, mistake, inputs, expected), self.convert)
+        """What `mistake` gives on `inputs` (None where it does not apply), as it returns it."""
+        return mistake_output(self.name, mistake, inputs, expected)
 
     def answer(self, fn: Callable, inputs: tuple) -> Any:
         """The learner's output on `inputs`, refused if it wrote into them (checked first, as a judgement of
@@ -199,9 +197,13 @@ class Exercise:
         """Pass silently if `out` is right; otherwise fail with the message that fits it best."""
         if _recording is not None:   # dev/record_mistakes.py: every mistake's output on what this check judges
             _record(self, inputs, expected)
-        where = self.where(*inputs)
-        if self.returns is not torch.Tensor:
-            return (self._judge_list if self.returns is list else self._judge_number)(out, expected, inputs, where)
+        if out is None:   # told "returned a NoneType", a wrong type, before
+            fail(f"{self.name} returned None{self.where(*inputs)}: {NO_RETURN}", "returned-none", NO_RETURN_FIX)
+        judge = {torch.Tensor: self._judge_tensor, list: self._judge_list}.get(self.returns, self._judge_number)
+        judge(out, expected, inputs, self.where(*inputs))
+
+    def _judge_tensor(self, out: Any, expected: Any, inputs: tuple, where: str) -> None:
+        """A tensor (or a list of ints, made one): its type, shape and dtype, then its values (and the mistakes')."""
         want = tuple(self.shape(*inputs))
         tensor = isinstance(out, torch.Tensor)
         if tensor and tuple(out.shape) == want and self._right_dtype(out) and same(out, expected, self.atol):
@@ -236,7 +238,7 @@ class Exercise:
                                                                   else "."))
         if abs(float(out) - float(expected)) <= self.atol:
             return
-        unclear = self._converted()._name_mistake(self._as_tensor(out), inputs, where, self._as_tensor(expected))
+        unclear = self._name_mistake(self._as_tensor(out), inputs, where, self._as_tensor(expected))
         self._wrong_values(out, expected, inputs, f"{self.name} returned {out}{where}; expected {expected}.", unclear)
 
     def _judge_list(self, out: Any, expected: Any, inputs: tuple, where: str) -> None:
@@ -253,8 +255,7 @@ class Exercise:
             fail(f"{self.name} returned {bad[0]!r} ({a_type(bad[0])}) in its list{where}; every entry "
                  "must be a plain int.", "not-an-int",
                  "Convert each entry with int() before appending it (`.item()` gives the number of a 0-d tensor).")
-        as_tensors = self._converted(returns=torch.Tensor, dtype=torch.long)
-        as_tensors.judge(self._as_tensor(out), self._as_tensor(expected), inputs)
+        self._judge_tensor(self._as_tensor(out), self._as_tensor(expected), inputs, where)
 
     def _wrong_values(self, out: Any, expected: Any, inputs: tuple, default: str, unclear: bool) -> None:
         said = self.explain(out, expected, *inputs) if self.explain is not None else default
@@ -270,7 +271,7 @@ class Exercise:
         failure is `Unclear`."""
         # None: the mistake does not apply to this case; one that gives the right answer here is no mistake here
         found = [m for m in self.mistakes if (wrong := self.output(m, inputs, expected)) is not None
-                 and same(out, wrong, self.atol) and not same(wrong, expected, self.atol) and not self.refuted(m)]
+                 and self._agrees(out, wrong) and not self._agrees(wrong, expected) and not self._refuted(m)]
         if len({m.key for m in found}) != 1:   # none fits, or two do
             return bool(found)
         number = self.returns in (int, float)   # shown as the number it is, which a message may format ({out:.4f})
@@ -306,24 +307,20 @@ def _recorded() -> dict:
     return json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
 
 
-def _key(name: str, inputs: tuple) -> str:
-    """The recording's key for an exercise's inputs. Only the inputs: a visible check's expected value is a
-    function of them (a case's, or the right head's under the grader's weights)."""
-    return digest(name, inputs, {})
-
-
 def _grader_or_recording(name: str, inputs: tuple, entry: str, compute: Callable[[Any], Any]) -> Any:
     """What the grader's side knows of exercise `name` on `inputs` under `entry` (a mistake's index, "right",
     "reference" or "step"): `compute(heads_mistakes)`, written into the recording while dev/record_mistakes.py runs
     (unless None); in the kernel, where heads_mistakes is not, what the recording holds (None for inputs it does not
     hold)."""
-    grader = grader_side()
+    # keyed by the inputs only: a visible check's expected value is a function of them (a case's, or the right head's
+    # under the grader's weights)
+    key, grader = digest(name, inputs, {}), grader_side()
     if grader is None:
-        found = _recorded().get(name, {}).get(_key(name, inputs), {}).get(entry)
+        found = _recorded().get(name, {}).get(key, {}).get(entry)
         return None if found is None else decode(found)
     value = compute(grader)
     if value is not None and _recording is not None:
-        _recording.setdefault(name, {}).setdefault(_key(name, inputs), {})[entry] = encode(value)
+        _recording.setdefault(name, {}).setdefault(key, {})[entry] = encode(value)
     return value
 
 
@@ -347,9 +344,8 @@ def reference(name: str, *inputs: Any) -> Any:
 def reference_step(name: str, x: torch.Tensor, weights: Sequence[torch.Tensor] | None, seed: int) -> tuple:
     """`_step` of the right head `name`: the grader's, or in the kernel the recording's ((None, None) where it holds
     none)."""
-    step = _grader_or_recording(name, (x, *(weights or ()), seed), "step",
-                                lambda grader: _step(grader.reference(name), x, weights, seed))
-    return (None, None) if step is None else step
+    return _grader_or_recording(name, (x, *(weights or ()), seed), "step",
+                                lambda grader: _step(grader.reference(name), x, weights, seed)) or (None, None)
 
 
 def _record(exercise: Exercise, inputs: tuple, expected: Any) -> None:
@@ -407,8 +403,7 @@ def show(x: Any) -> str:
     """A value short enough for a message: small tensors in full, larger ones by shape and a corner."""
     if isinstance(x, torch.Tensor):
         if x.numel() <= 12:
-            values = x.tolist()
-            return str([round(v, 4) for v in values] if x.dim() == 1 and x.is_floating_point() else values)
+            return str([round(v, 4) for v in x.tolist()] if x.dim() == 1 and x.is_floating_point() else x.tolist())
         return f"a tensor of shape {tuple(x.shape)}"
     return repr(x)
 

@@ -20,6 +20,7 @@ import torch
 from .. import grading
 from ..kernel import drive_head
 from .core import CheckFailed, drive, explain, fail
+from .engine import NO_RETURN, NO_RETURN_FIX
 
 
 def spec(args: Sequence, seed: int, inputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] = (),
@@ -39,10 +40,12 @@ def built(facts: dict, name: str, spec: dict, given: str, crashes: Sequence[tupl
     """The facts of a drive, after the rules every head shares, judged on the grader's side: an exception the head
     raised (a stub says it is not written; a crash shows the call with its hint and is named `raised-<type>`, or,
     when its message holds the words of one of `crashes` (words, hint, key: torch's words for a mistake the
-    exercise invites), that mistake with its hint); then an embedding or an input (`given`, its name) that the head
-    changed."""
+    exercise invites), that mistake with its hint); then a forward that returned None; then an embedding or an input
+    (`given`, its name) that the head changed."""
     if facts.get("raised") is not None:
         _explain(facts["raised"], name, spec, crashes)
+    if any(out is None for outs in facts["outs"] for out in outs):
+        fail(f"{name}.forward returned None: {NO_RETURN}", "returned-none", NO_RETURN_FIX)
     if facts["embedding_changed"]:
         fail(f"{name} changed the values of the embedding it was given; it must reuse them as they are.",
              "changed-embedding")

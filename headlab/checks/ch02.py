@@ -230,10 +230,6 @@ def _raised(err, H, mask) -> tuple[str, str, str] | None:
     B, n, d = H.shape
     sizes = clashing_sizes(err) if len({B, n, d}) == 3 else ()   # sizes that say which axis
     for key, found, said, fix in [
-        # HuggingFace's `(1.0 - mask) * -10000.0`, written for its 0/1 float masks, on a bool one: torch's words alone
-        ("bool-mask-subtracted", "bool tensor is not supported" in str(err), "torch has no `-` for bool tensors, so "
-         "`1 - mask` (the additive-mask recipe written for a 0/1 float mask) fails on a bool mask.",
-         "Invert a mask with `~mask.bool()`, or make numbers of it first, `mask.to(H.dtype)`."),
         # `H[mask].view(B, -1, d)`: the gathered real tokens put back into rows (raised-RuntimeError before)
         ("ragged-rows-reshaped", "is invalid for input of size" in str(err), "The real tokens of a batch do not fill "
          f"a (B, ?, d) block: its rows hold different numbers of them, {mask.bool().sum(1).tolist()}, so the real "

@@ -127,7 +127,7 @@ WRONG = [
         ("fill-minus-hundred", "H.masked_fill(padding, -100.0).amax(dim=1)", "zero-fill"),
         ("detached", f"{MAX}.detach()", "no-gradient"),
         # HuggingFace's additive mask, written for 0/1 float masks, met a bool one: torch's words alone before
-        ("one-minus-bool-mask", "(H + (1 - mask[:, :, None]) * -1e9).amax(dim=1)", "bool-mask-subtracted"),
+        ("one-minus-bool-mask", "(H + (1 - mask[:, :, None]) * -1e9).amax(dim=1)", "minus-on-bool-mask"),
         # an additive mask made by multiplying: 0 · (−inf) is NaN at every real position
         ("times-minus-inf", "(H * mask[:, :, None] + (1 - mask[:, :, None].float()) * float('-inf')).amax(dim=1)",
          "nan-from-zero-times-inf"),

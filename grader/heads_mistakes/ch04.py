@@ -62,6 +62,8 @@ register("token_loss", [
     wrong("binary-cross-entropy", lambda lo, la: F.binary_cross_entropy_with_logits(*_one_hot(lo, la))),
     wrong("mse-not-cross-entropy", lambda lo, la: F.mse_loss(*_one_hot(lo, la))),
     wrong("label-smoothing", lambda lo, la: F.cross_entropy(lo.flatten(0, 1), la.flatten(), label_smoothing=0.1)),
+    wrong("class-0-ignored", lambda lo, la: (lambda kept: _ce_sum(lo, kept) / _kept(kept))(la.masked_fill(la == 0, X))),
+    wrong("mask-only-in-the-count", lambda lo, la: _ce_sum(lo, la.clamp(min=0)) / _kept(la)),
 ], right=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1)))
 
 

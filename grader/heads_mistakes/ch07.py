@@ -27,6 +27,7 @@ register("predict_or_reject", [
     wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
     wrong("threshold-tolerance", lambda p, t, r: _decide(p, lambda top: top >= t - 1e-3, r)),
     wrong("max-over-whole-batch", lambda p, t, r: torch.where(p.max(-1).values >= t, p.argmax(), r)),
+    wrong("margin-not-top-probability", lambda p, t, r: _decide(p, lambda top: top - p.topk(2, -1).values[:, 1] >= t, r)),
 ])
 
 
@@ -120,6 +121,8 @@ register("expected_calibration_error", [
     wrong("confidence-of-true-label", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, true_label=True)),
     wrong("bin-centre-as-confidence", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, centres=True)),
     wrong("single-global-gap", lambda p, y, n: _global_gap(p, y, signed=True)),
+    wrong("per-prediction-gaps", lambda p, y, n: float((lambda conf, pred: (conf - (pred == y).double()).abs().mean())(
+        *p.double().max(-1)))),
 ])
 
 

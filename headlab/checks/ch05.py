@@ -47,10 +47,11 @@ BEST_SPAN_CASES = [
     # and two argmaxes cross at (7,6): here a missing or loose cap is told from an exclusive end.
     ("max_len 2, long span best", [[0, 0, 0, 0, 2, 0, 0, 2.5, 0]], [[0, 0, 0, 0, 0, 0.3, 2, 0, 0]],
      [[F_, F_, F_, F_, T_, T_, T_, T_, F_]], 2, [[7, 7]]),
-    # Every passage logit negative: (4,5)=-2 is best; multiplied by the mask, the logits outside the passage
-    # become 0 and (0,0) wins; unmasked, the question's (1,2)=5 does.
-    ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, -2, -1, -3, 0]], [PASSAGE], 3,
-     [[4, 5]]),
+    # Every span of the passage scores below 0: (4,4)=-0.5 is best; a search whose best score starts at 0 keeps its
+    # first pair (0,0); multiplied by the mask, the logits outside the passage become 0 and (2,4)=0.5 wins;
+    # unmasked, the question's (1,2)=5 does.
+    ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, 0.5, -1, -3, 0]], [PASSAGE], 3,
+     [[4, 4]]),
     # Allowed positions 1, 3, 4: not one block, position 2 between them is not allowed. (1,1)=1 (1,3)=4
     # (3,3)=3 (3,4)=1.5 (4,4)=3.5 → (1, 3), which spans position 2 but neither starts nor ends there. A search
     # over the block from the first to the last allowed position takes (2,3)=7; over all positions (0,0)=8.
@@ -204,6 +205,11 @@ BEST_SPAN = Exercise(
         ("end-as-offset", "each end here is j − i, the span's offset from its start (as a table of scores indexed by "
          "start and offset gives it), not the end's position: the answer is tokens i … j, with j = i + offset.",
          "Add the start back before returning: `torch.stack([i, i + k], dim=-1)`, k the offset."),
+        # a loop whose best score starts at 0, not −inf: was told mask-multiplied, whose (0, 0) it shared
+        ("best-starts-at-zero", "a row whose best span scores below 0 got (0, 0): your search starts its best score "
+         "at 0, so no span beats it there and the first pair is kept. Scores are logits or log-probabilities, often "
+         "negative (a sum of log-probabilities always is).",
+         "Start the best score at `float('-inf')`, so that the first allowed span in the band replaces it."),
     ]))
 
 

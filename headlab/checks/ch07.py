@@ -108,6 +108,12 @@ predict_or_reject = Exercise(
          "largest probability of the whole batch in the flattened (B, C) tensor, one number for all rows and not a "
          "class. Each row's prediction is the argmax of its own row.",
          "`top, prediction = probs.max(dim=-1)`: one of each per row."),
+        # Found by probing the check: a rule of its own, it got only "expected 0, you returned -1" before.
+        ("margin-not-top-probability",
+         "predict_or_reject compared the threshold {t} with each row's margin, its top probability minus the runner-up"
+         "{where}: a row of 0.5, 0.25, 0.25 has margin 0.25 and was rejected, yet the model gives its prediction "
+         "probability 0.5. The contract's confidence is the top probability itself.",
+         "Compare `probs.max(dim=-1).values >= threshold`, with no second probability subtracted."),
     ]),
 )
 
@@ -246,6 +252,14 @@ expected_calibration_error = Exercise(
          "and over- and under-confident bins cancel in it. Take each bin's gap |accuracy − confidence| before "
          "weighting it.",
          "Take `.abs()` of each bin's gap: Σ (count_bin / N) · |accuracy_bin − confidence_bin|."),
+        # Found by probing the check: got only the recipe before.
+        ("per-prediction-gaps",
+         "That is the mean over the predictions of |correct − confidence|, each prediction's own gap between its "
+         "0/1 correctness and its confidence (within a bin or not, the same mean): it measures how far each "
+         "confidence is from 0 or 1, not calibration. The ECE compares a bin's accuracy, the mean of its 0/1 "
+         "correctness, with its mean confidence, then takes the absolute value of that gap.",
+         "Average within each bin first: the bin's accuracy minus its mean confidence, in absolute value, then "
+         "weighted by count_bin / N."),
     ], says=SAID),
 )
 

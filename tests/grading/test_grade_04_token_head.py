@@ -165,6 +165,19 @@ WRONG = [
             target = F.one_hot(labels, logits.shape[-1]).float()
             return F.mse_loss(logits, target)
         """, mistake="minus-100-used-as-class"),
+    # 0 taken for padding's id: the O positions left out with the unlabelled ones
+    Wrong("token_loss-labels-above-0", "token_loss", """
+        def token_loss(logits, labels):
+            keep = labels > 0
+            return F.cross_entropy(logits[keep], labels[keep])
+        """, mistake="class-0-ignored"),
+    # a masked mean by hand whose sum forgot the mask
+    Wrong("token_loss-mask-only-in-the-count", "token_loss", """
+        def token_loss(logits, labels):
+            mask = labels != -100
+            nll = -logits.log_softmax(-1).gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+            return nll.sum() / mask.sum()
+        """, mistake="mask-only-in-the-count"),
     # --- bio_to_spans -------------------------------------------------------------------------------
     Wrong("bio_to_spans-drops-I-after-O", "bio_to_spans", """
         def bio_to_spans(tags):

@@ -10,13 +10,13 @@ WRONG = [
     # --- predict_or_reject ------------------------------------------------------------------------
     Wrong.edit("predict_or_reject-strict-greater", "predict_or_reject", "top >= threshold", "top > threshold",
                "strict-greater"),
-    # a margin rule agrees with strict-greater on one case only: no mistake is named, the expected row is shown
+    # a margin rule: it agrees with strict-greater on one case only, so strict-greater is refuted by the others
     Wrong("predict_or_reject-margin-over-the-runner-up", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             top2 = probs.topk(2, dim=-1).values
             pred = probs.argmax(dim=-1)
             return torch.where(top2[:, 0] - top2[:, 1] >= threshold, pred, torch.full_like(pred, reject))
-        """, mistake="wrong-values"),
+        """, mistake="margin-not-top-probability"),
     Wrong("predict_or_reject-never-rejects", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             return probs.argmax(dim=-1)
@@ -45,6 +45,9 @@ WRONG = [
                "confidence-of-class-one"),
     Wrong.edit("ece-squared-gaps", "expected_calibration_error", GAP, "gap = ((correct[inside].mean() - "
                "confidence[inside].mean()) ** 2)", "squared-gaps"),
+    # each prediction's own gap, averaged: the same mean whether or not it is taken bin by bin
+    Wrong.edit("ece-per-prediction-gaps", "expected_calibration_error", GAP,
+               "gap = (correct[inside] - confidence[inside]).abs().mean()", "per-prediction-gaps"),
     Wrong.edit("ece-global-accuracy-in-every-bin", "expected_calibration_error", GAP,
                "gap = (correct.mean() - confidence[inside].mean()).abs()", "global-accuracy-per-bin"),
     Wrong.edit("ece-integer-division-weights", "expected_calibration_error", "count / len(labels)",

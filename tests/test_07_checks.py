@@ -12,13 +12,15 @@ from headlab.checks import ch07
 
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
               zero_binned=False, rms=False, batch=(False, False), squared=False, global_accuracy=False,
-              integer_weights=False, summed=False, binary=False, true_label=False, centres=False):
+              integer_weights=False, summed=False, binary=False, true_label=False, centres=False, over_bins=False,
+              counted=False):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
     bin 0. `squared` squares each gap, `global_accuracy` compares each bin with the accuracy of all rows, and
     `integer_weights` weighs a bin by count // N. `summed` adds the unweighted gaps; `binary` predicts class 1 where
     its probability exceeds 1/2, class 0 elsewhere. `true_label` takes the probability of the row's label as its
-    confidence; `centres` compares each bin's accuracy with the bin's centre, (k + 1/2) / n."""
+    confidence; `centres` compares each bin's accuracy with the bin's centre, (k + 1/2) / n. `over_bins` weighs a bin by
+    count / n_bins; `counted` takes a bin's count of correct rows for its accuracy."""
     rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
@@ -38,15 +40,16 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
             if closed == "right" else min(int(conf * n_bins), n_bins - 1)
         if k is not None:
             bins.setdefault(k, []).append((conf, ok))
-    accuracy = {k: Fraction(sum(o for _, o in (rows if global_accuracy else v)), len(rows if global_accuracy else v))
-                for k, v in bins.items()}
+    accuracy = {k: Fraction(sum(o for _, o in (rows if global_accuracy else v)),
+                            1 if counted else len(rows if global_accuracy else v)) for k, v in bins.items()}
     confidence = {k: Fraction(2 * k + 1, 2 * n_bins) if centres else sum(c for c, _ in v) / len(v)
                   for k, v in bins.items()}
     gaps = {k: abs(accuracy[k] - confidence[k]) ** (2 if squared else 1) for k, v in bins.items()}
     if rms:
         return math.sqrt(sum(Fraction(len(bins[k]), len(rows)) * g ** 2 for k, g in gaps.items()))
     if weighted:
-        share = {k: (len(v) // len(rows) if integer_weights else Fraction(len(v), len(rows))) for k, v in bins.items()}
+        share = {k: (len(v) // len(rows) if integer_weights else Fraction(len(v), n_bins if over_bins else len(rows)))
+                 for k, v in bins.items()}
         return float(sum(share[k] * g for k, g in gaps.items()))
     return float(sum(gaps.values()) / (1 if summed else n_bins if over_all_bins else len(gaps)))
 
@@ -101,7 +104,9 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("confidence-of-true-label", exact_ece(probs, labels, n_bins, true_label=True)),
             ("bin-centre-as-confidence", exact_ece(probs, labels, n_bins, centres=True)),
             ("single-global-gap", exact_global_gap(probs, labels, signed=True)),
-            ("per-prediction-gaps", exact_per_prediction_gap(probs, labels))]
+            ("per-prediction-gaps", exact_per_prediction_gap(probs, labels)),
+            ("weights-over-n-bins", exact_ece(probs, labels, n_bins, over_bins=True)),
+            ("bin-accuracy-as-count", exact_ece(probs, labels, n_bins, counted=True))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

@@ -114,6 +114,11 @@ predict_or_reject = Exercise(
          "{where}: a row of 0.5, 0.25, 0.25 has margin 0.25 and was rejected, yet the model gives its prediction "
          "probability 0.5. The contract's confidence is the top probability itself.",
          "Compare `probs.max(dim=-1).values >= threshold`, with no second probability subtracted."),
+        # Found by probing the check: got only "expected -1, you returned 3" before.
+        ("reject-as-new-class",
+         "the rejected rows hold the number of classes C, the index one past the last class, as a rejection class "
+         "of its own{where}; the caller asked for reject={r}. A rejection class needs no index of its own here: write the "
+         "`reject` argument.", "Write `reject` where your code writes the number of classes."),
     ]),
 )
 
@@ -260,6 +265,14 @@ expected_calibration_error = Exercise(
          "correctness, with its mean confidence, then takes the absolute value of that gap.",
          "Average within each bin first: the bin's accuracy minus its mean confidence, in absolute value, then "
          "weighted by count_bin / N."),
+        # Found by probing the check: both got only the recipe before.
+        ("weights-over-n-bins",
+         "Each bin's gap was weighted by count_bin / n_bins, its count over the number of bins: the weight is its "
+         "share of the N predictions, count_bin / N.", "Divide each bin's count by `len(labels)`, not by n_bins."),
+        ("bin-accuracy-as-count",
+         "Each bin's accuracy was its number of correct predictions (a sum of the 0/1 correctness), not their "
+         "fraction: a bin's accuracy is the mean of its rows' correctness, a number in [0, 1] like its confidence.",
+         "Take the mean of the bin's 0/1 correctness, not its sum."),
     ], says=SAID),
 )
 

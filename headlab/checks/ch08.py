@@ -329,6 +329,12 @@ align_labels = Exercise(
          "all{where}: skipping them shifts every later label onto another token. The labels line up with the tokens "
          "one to one, len(word_ids) = {n}; those tokens get -100, which the loss ignores.",
          "Append -100 for a word id that is None, instead of skipping it."),
+        # Found by probing the check: got only "position 1 is the first piece of word 0" before.
+        ("continuation-labelled-not-first",
+         "align_labels gave every continuation piece its word's label and the first piece -100{where}: the test that "
+         "tells a word's first piece from the others is the wrong way round (`==` where `!=` belongs, or its two "
+         "branches swapped). Only the first piece carries the label; the other pieces get -100.",
+         "A token starts a new word when its word id differs from the previous token's: label it there."),
     ]),
 )
 

@@ -36,6 +36,9 @@ WRONG = [
             over = probs >= threshold
             return torch.where(over.any(-1), over.long().argmax(-1), torch.full((len(probs),), reject))
         """, mistake="first-over-threshold"),
+    # a rejection class of its own, index C, instead of the caller's `reject`
+    Wrong.edit("predict_or_reject-reject-as-class-C", "predict_or_reject", "torch.full_like(prediction, reject)",
+               "torch.full_like(prediction, probs.shape[-1])", "reject-as-new-class"),
     Wrong.edit("predict_or_reject-argmax-over-batch", "predict_or_reject", "probs.max(dim=-1)", "probs.max(dim=0)",
                "argmax-over-batch"),
     # Found by a simulated student (issue 27): each got only the expected value before.
@@ -48,6 +51,10 @@ WRONG = [
     # each prediction's own gap, averaged: the same mean whether or not it is taken bin by bin
     Wrong.edit("ece-per-prediction-gaps", "expected_calibration_error", GAP,
                "gap = (correct[inside] - confidence[inside]).abs().mean()", "per-prediction-gaps"),
+    Wrong.edit("ece-weights-over-n-bins", "expected_calibration_error", "count / len(labels)", "count / n_bins",
+               "weights-over-n-bins"),
+    Wrong.edit("ece-bin-accuracy-summed", "expected_calibration_error", GAP,
+               "gap = (correct[inside].sum() - confidence[inside].mean()).abs()", "bin-accuracy-as-count"),
     Wrong.edit("ece-global-accuracy-in-every-bin", "expected_calibration_error", GAP,
                "gap = (correct.mean() - confidence[inside].mean()).abs()", "global-accuracy-per-bin"),
     Wrong.edit("ece-integer-division-weights", "expected_calibration_error", "count / len(labels)",

@@ -38,7 +38,8 @@ def _usual(m) -> dict:
             "first-true": first, "n-minus-length": n - count, "flipped-not-mapped-back": flipped,
             "count-as-index": count, "flip-off-by-one": n - flipped,
             "stopped-at-first-false": (1 - r).argmax(1) - 1 if hole or left else None,
-            "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1)}
+            "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1),
+            "len-is-batch-size": len(r) - 1 - flipped if len(r) != n else None}
 
 
 # one output per row of the kernel's table, found by its key

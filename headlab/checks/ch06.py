@@ -163,6 +163,11 @@ last_real_index = Exercise(
         ("last-tensor-position",
          "returned the last tensor position n − 1 for every row{where}: padding for a right-padded row shorter than "
          "n."),
+        # Found by probing the check: got only "returned 0 for row 0 ..., a real token, but not the last one" before.
+        ("len-is-batch-size",
+         "mapped the flipped mask's argmax back with `len(attention_mask)`{where}: `len` of a 2-D tensor is its first "
+         "dimension, the B rows, not the n positions of a row, so every index is off by n − B.",
+         "Use the row length `attention_mask.shape[1]`: the last True is at n − 1 − (argmax of the flipped row)."),
     ], says="last_real_index "),
 )
 

@@ -31,6 +31,8 @@ WRONG = [
         ("count-as-index", "real.long().sum(1)", "count-as-index"),
         ("flip-mapped-back-with-n", "real.shape[1] - real.flip(1).long().argmax(dim=1)", "flip-off-by-one"),
         ("last-tensor-position", "torch.full((real.shape[0],), real.shape[1] - 1)", "last-tensor-position"),
+        # the row length taken with len(), which counts the rows
+        ("flip-mapped-back-with-len", "len(real) - 1 - real.long().flip(1).argmax(dim=1)", "len-is-batch-size"),
         ("int32-indices", f"({LAST}).int()", "wrong-dtype"),
         # an argmax of the flipped bool mask: torch ranks no bools (issue 27.4)
         ("argmax-of-a-bool-mask", "real.shape[1] - 1 - real.flip(1).argmax(dim=1)", "ranks-a-bool-tensor"),

@@ -13,14 +13,14 @@ from headlab.checks import ch07
 def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bins=False, column=None,
               zero_binned=False, rms=False, batch=(False, False), squared=False, global_accuracy=False,
               integer_weights=False, summed=False, binary=False, true_label=False, centres=False, over_bins=False,
-              counted=False):
+              counted=False, drop_top=False):
     """ECE in exact fractions (the visible cases use dyadic probabilities); with `column`, the confidence is that
     class's probability, and a confidence of 0 lies in no bin (k/n < conf ≤ (k+1)/n), or with `zero_binned` in
     bin 0. `squared` squares each gap, `global_accuracy` compares each bin with the accuracy of all rows, and
     `integer_weights` weighs a bin by count // N. `summed` adds the unweighted gaps; `binary` predicts class 1 where
     its probability exceeds 1/2, class 0 elsewhere. `true_label` takes the probability of the row's label as its
     confidence; `centres` compares each bin's accuracy with the bin's centre, (k + 1/2) / n. `over_bins` weighs a bin by
-    count / n_bins; `counted` takes a bin's count of correct rows for its accuracy."""
+    count / n_bins; `counted` takes a bin's count of correct rows for its accuracy; `drop_top` leaves the last bin out."""
     rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
@@ -38,7 +38,7 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
         k = next((k for k in range(n_bins) if Fraction(k, n_bins) < conf <= Fraction(k + 1, n_bins)),
                  0 if zero_binned else None) \
             if closed == "right" else min(int(conf * n_bins), n_bins - 1)
-        if k is not None:
+        if k is not None and not (drop_top and k == n_bins - 1):
             bins.setdefault(k, []).append((conf, ok))
     accuracy = {k: Fraction(sum(o for _, o in (rows if global_accuracy else v)),
                             1 if counted else len(rows if global_accuracy else v)) for k, v in bins.items()}
@@ -106,7 +106,8 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("single-global-gap", exact_global_gap(probs, labels, signed=True)),
             ("per-prediction-gaps", exact_per_prediction_gap(probs, labels)),
             ("weights-over-n-bins", exact_ece(probs, labels, n_bins, over_bins=True)),
-            ("bin-accuracy-as-count", exact_ece(probs, labels, n_bins, counted=True))]
+            ("bin-accuracy-as-count", exact_ece(probs, labels, n_bins, counted=True)),
+            ("top-bin-dropped", exact_ece(probs, labels, n_bins, drop_top=True))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

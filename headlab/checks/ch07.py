@@ -273,6 +273,12 @@ expected_calibration_error = Exercise(
          "Each bin's accuracy was its number of correct predictions (a sum of the 0/1 correctness), not their "
          "fraction: a bin's accuracy is the mean of its rows' correctness, a number in [0, 1] like its confidence.",
          "Take the mean of the bin's 0/1 correctness, not its sum."),
+        # `torch.bucketize` or `ceil` without the − 1: got only the recipe before
+        ("top-bin-dropped",
+         "The most confident bin, ((n_bins − 1)/n_bins, 1], is missing from the sum: your bin indices run from 1 to "
+         "n_bins (`torch.bucketize` against the n_bins + 1 edges, or `ceil(confidence · n_bins)`, without − 1), so a "
+         "loop over range(n_bins) never reaches the last bin. Bin k of 0 … n_bins − 1 holds (k/n, (k+1)/n].",
+         "Subtract 1 from the bin index, so that it runs from 0 to n_bins − 1."),
     ], says=SAID),
 )
 

@@ -29,12 +29,6 @@ def _embedding_where(H, mask) -> str:
     return f" (H of shape {tuple(H.shape)}, rows with {mask.bool().sum(1).tolist()} real tokens{kind})"
 
 
-def _padded(H, mask) -> dict:
-    counts = mask.bool().sum(1).tolist()
-    b = next((b for b, c in enumerate(counts) if c < H.shape[1]), 0)
-    return {"padded": f"row {b} has {counts[b]} real tokens, but your mean averaged all {H.shape[1]} positions"}
-
-
 def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
     B, n, d = H.shape
     sizes = clashing_sizes(err)
@@ -116,7 +110,6 @@ _embedding = Exercise(
     shape=lambda H, mask: (H.shape[0], H.shape[2]),
     meaning=" (B, d): one vector per sentence, the mean over its real positions (dim=1), normalised",
     where=_embedding_where,
-    fields=_padded,
     hints=[((RuntimeError, IndexError, TypeError), _mask_hint)],
     explain=_embedding_values,
     dtype_message="{name} returned dtype {got}{where}; an embedding is a float tensor.",
@@ -141,8 +134,8 @@ _embedding = Exercise(
            "(B, d), by its L2 norm, so that a dot product of two embeddings is their cosine.",
            "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`.")] * 2,
         *_pooled("padding-in-mean",
-                 "sentence_embedding: {padded}: padding positions were averaged in{where}. Only real tokens count: sum "
-                 "over the real positions and divide by their number, then normalise.", MASKED_MEAN) * 2,
+                 "sentence_embedding summed every position of each row, padding included{where}. Only real tokens "
+                 "count: sum over the real positions and divide by their number, then normalise.", MASKED_MEAN) * 2,
         *_pooled("cls-instead-of-mean",
                  "sentence_embedding returned the [CLS] vector `H[:, 0]` (the first position){where}. This model was "
                  "trained with mean pooling: average the real tokens, then normalise."),

@@ -26,6 +26,7 @@ register("TokenClassifier", [
     _changed("relu-on-logits", torch.relu),
     _changed("tanh-on-logits", torch.tanh),
     wrong("scores-one-position", lambda H, W, b: H[:, 0] @ W.T + b),
+    _changed("flattened-in-head", lambda z: z.flatten(0, 1)),
 ])
 
 

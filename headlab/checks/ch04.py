@@ -111,6 +111,11 @@ _logits = Exercise(
         ("scores-one-position", "one row of scores per sentence{where}: the Linear layer scored one vector per example "
          "(`H[:, 0]`, the [CLS] position, or a pooled one). A token head scores every position: (B, n, num_labels) = "
          "{want}.", "Apply the Linear layer to the whole H, (B, n, d), not to `H[:, 0]`."),
+        # the flattening for F.cross_entropy done inside forward: only "returned shape (B·n, L)" before
+        ("flattened-in-head", "logits flattened to (B·n, num_labels){where}: the positions of every sentence in one "
+         "axis, as F.cross_entropy takes them. The head returns (B, n, num_labels) = {want}, one row per sentence, "
+         "so that a prediction can be read per sentence and position; flattening is token_loss's business.",
+         "Return the Linear layer's output as it is, (B, n, num_labels), without `.view(-1, ...)` or `.reshape`."),
     ], says="TokenClassifier returned "),
 )
 

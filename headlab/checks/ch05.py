@@ -471,12 +471,15 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     heads.dropout_at_eval(not _close(again, (start, end)), "SpanHead", f" for H of shape {tuple(H.shape)}")
     heads.no_train_only_layer(not _close(trained["outs"][0][0], (start, end)), "SpanHead",
                               "A span head is one linear map of each position's vector", f" for H of shape {tuple(H.shape)}")
-    for name, t in (("start_logits", start), ("end_logits", end)):
-        for dim, axis in ((-1, "the positions"), (0, "the batch axis")):
-            if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):
-                fail(f"SpanHead's {name} are probabilities (a softmax over {axis}); the head returns raw logits. "
-                     "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head",
-                     "Return the linear layer's two outputs as they are; remove the softmax from forward.")
+    # A softmax over the (B, n, 2) scores' last axis pairs each start with its end: it was told sigmoid-output
+    # (start = sigmoid(s − e) is a sigmoid of a linear map), another mistake's words, before.
+    pairs = torch.stack([start, end])   # (2, B, n)
+    for dim, axis in ((-1, "the positions"), (1, "the batch axis"), (0, "the start and the end of each position")):
+        if bool((pairs >= 0).all()) and torch.allclose(pairs.sum(dim).float(), torch.ones(()), atol=1e-4):
+            fail(f"SpanHead's start_logits and end_logits are probabilities (a softmax over {axis}); the head returns "
+                 "raw logits. The softmax over the allowed positions belongs in best_span and in the loss.",
+                 "softmax-inside-head", "Return the linear layer's two outputs as they are; remove the softmax from "
+                 "forward.")
     on_H, scorers = loaded["outs"][0][0], _scorers(loaded["outs"][1][0])
     for key, name, f, inverse, low in SQUASHES:
         if _squashed_linear(H, on_H, loaded["outs"][1][0], f, inverse, low):

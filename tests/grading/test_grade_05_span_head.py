@@ -62,6 +62,8 @@ WRONG = [
         # The fifth simulated student's: both got only "not a linear map" before
         ("log-softmax-over-positions", f"{LOGITS}.log_softmax(dim=1)", "log-softmax-inside-head"),
         ("relu-on-the-logits", f"torch.relu({LOGITS})", "relu-on-logits"),
+        # a softmax over the (start, end) axis of each position: told sigmoid-output before (σ(s − e) is one)
+        ("softmax-over-start-and-end", f"{LOGITS}.softmax(dim=-1)", "softmax-inside-head"),
         ("linear-built-in-forward", "nn.Linear(H.shape[-1], 2)(H)", "layer-built-in-forward"),
         ("dropout-on-at-eval", "self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
         ("with-dropout", "self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),

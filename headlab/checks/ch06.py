@@ -85,6 +85,14 @@ last_token_pool = Exercise(
         ("last-tensor-position",
          "last_token_pool pooled position max(ℓ) − 1, the end of the longest row, in every row{where}: padding for "
          "every row shorter than that one. With right padding, pick each row's own position ℓ_b − 1."),
+        # `torch.gather` with a (B, 1, 1) index, then squeezed: only "returned shape (3, 1); expected (3, 4)" before.
+        # Lesson 07's key for the same mistake. Two rows: squeezed to (B, 1), or to (B,).
+        *[("gather-index-shape",
+           "last_token_pool returned feature 0 of each row's last real token alone{where}: `torch.gather` returns a "
+           "tensor of its index's shape, and a (B, 1, 1) index gathers one entry per row. The index must be "
+           "(B, 1, d): each row's position repeated over the d features.",
+           "`H.gather(1, (lengths - 1)[:, None, None].expand(-1, 1, H.shape[-1])).squeeze(1)`, or index directly: "
+           "`H[torch.arange(H.shape[0]), lengths - 1]`.")] * 2,
     ]),
 )
 

@@ -13,6 +13,8 @@ WRONG = [
         ("off-by-one-lengths-as-index", "H[rows, lengths]", "one-too-many"),
         ("every-row-every-position", "H[:, lengths - 1]", "every-row-every-position"),
         ("mean-over-all-positions", "H.mean(dim=1)", "mean-pooling"),
+        # torch.gather's index not expanded over the features
+        ("gather-index-not-expanded", "H.gather(1, (lengths - 1).view(-1, 1, 1)).squeeze(1)", "gather-index-shape"),
         ("mean-over-real-tokens", "torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths.tolist())])",
          "mean-pooling"),
         ("another-rows-token", "H[rows.flip(0), lengths - 1]", "wrong-values"),

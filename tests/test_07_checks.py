@@ -107,7 +107,9 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("per-prediction-gaps", exact_per_prediction_gap(probs, labels)),
             ("weights-over-n-bins", exact_ece(probs, labels, n_bins, over_bins=True)),
             ("bin-accuracy-as-count", exact_ece(probs, labels, n_bins, counted=True)),
-            ("top-bin-dropped", exact_ece(probs, labels, n_bins, drop_top=True))]
+            ("top-bin-dropped", exact_ece(probs, labels, n_bins, drop_top=True)),
+            ("softmax-of-probabilities", exact_ece(torch.tensor(probs, dtype=torch.float64).softmax(-1).tolist(), labels,
+                                                   n_bins))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

@@ -128,6 +128,7 @@ register("expected_calibration_error", [
     wrong("weights-over-n-bins", lambda p, y, n: _weighted(p, y, n, weight=lambda share: share * len(y) / n, of=_SAME)),
     wrong("bin-accuracy-as-count", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, counted=True)),
     wrong("top-bin-dropped", lambda p, y, n: float(torch.mul(*_bins(p, y, n))[:-1].nansum())),
+    wrong("softmax-of-probabilities", lambda p, y, n: float(torch.mul(*_bins(p.double().softmax(-1), y, n)).nansum())),
 ])
 
 

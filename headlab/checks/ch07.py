@@ -279,6 +279,12 @@ expected_calibration_error = Exercise(
          "n_bins (`torch.bucketize` against the n_bins + 1 edges, or `ceil(confidence · n_bins)`, without − 1), so a "
          "loop over range(n_bins) never reaches the last bin. Bin k of 0 … n_bins − 1 holds (k/n, (k+1)/n].",
          "Subtract 1 from the bin index, so that it runs from 0 to n_bins − 1."),
+        # the softmax of the widely copied ECE code, which takes logits, applied to probabilities: only the recipe
+        # before. predict_or_reject's key for the same mistake.
+        ("softmax-of-probabilities",
+         "That is the ECE of softmax(probs): `probs` are probabilities already, and a second softmax flattens each "
+         "row towards uniform, so every confidence falls. ECE code written for logits applies the softmax first; "
+         "here it is done.", "Use `probs` as given: `probs.max(dim=-1)`, with no `.softmax`."),
     ], says=SAID),
 )
 

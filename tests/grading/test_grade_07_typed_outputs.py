@@ -58,6 +58,9 @@ WRONG = [
     Wrong.edit("ece-bucketize-without-minus-one", "expected_calibration_error",
                "(torch.ceil(confidence * n_bins) - 1).long().clamp(0, n_bins - 1)",
                "torch.bucketize(confidence, torch.linspace(0, 1, n_bins + 1))", "top-bin-dropped"),
+    # the widely copied ECE code's softmax, written for logits
+    Wrong.edit("ece-softmax-of-probabilities", "expected_calibration_error", TOP,
+               "confidence, prediction = probs.softmax(dim=-1).max(dim=-1)", "softmax-of-probabilities"),
     Wrong.edit("ece-global-accuracy-in-every-bin", "expected_calibration_error", GAP,
                "gap = (correct.mean() - confidence[inside].mean()).abs()", "global-accuracy-per-bin"),
     Wrong.edit("ece-integer-division-weights", "expected_calibration_error", "count / len(labels)",

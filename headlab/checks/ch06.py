@@ -42,10 +42,11 @@ def _pool_row(out, expected, H, lengths) -> str | tuple[str, str]:
 def _full_row(err, H, lengths) -> str | tuple[str, str, str]:
     if f"for dimension 0 with size {H.shape[0]}" in str(err):   # H's batch axis overflowed, not a row's positions
         return (f"A row index went past the batch of {H.shape[0]}: the row indices must come from H itself, not from "
-                "a fixed batch size.", "", "Take them with `torch.arange(H.shape[0])`.")
+                "a fixed batch size.", "row-index-past-the-batch", "Take them with `torch.arange(H.shape[0])`.")
     full = [b for b in range(len(lengths)) if int(lengths[b]) >= H.shape[1]]
     return "" if not full else (f"Row {full[0]} is full (ℓ = n = {H.shape[1]}), and position ℓ does not exist: you "
-                                "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
+                                "are off by one. Positions count from 0, so the last real token is at ℓ − 1.",
+                                "one-too-many", "Index each row at `lengths - 1`.")
 
 
 last_token_pool = Exercise(
@@ -110,7 +111,7 @@ def _index_row(out, expected, mask) -> str:
 def _bool_first(err, mask) -> tuple[str, str, str] | None:
     return None if mask.dtype == torch.bool else (
         f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers, and your code works with "
-        "True/False only.", "", "Turn it into bool first: `attention_mask.bool()`.")
+        "True/False only.", "bool-mask-only", "Turn it into bool first: `attention_mask.bool()`.")
 
 
 # Shown when the same mistake comes again (core.shown)

@@ -40,7 +40,8 @@ def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
                 "`attention_mask.sum(dim=1, keepdim=True)` and `z.norm(dim=-1, keepdim=True)` have shape (B, 1).")
     if mask.dtype != torch.bool:
         return (f"The mask was a {_kind(mask)} tensor, as a tokenizer returns it. A mask may be bool or 0/1 "
-                "numbers: convert it first.", "", "E.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
+                "numbers: convert it first.", "bool-mask-only",
+                "E.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
     if set(sizes) == {n, d} or (not sizes and "shape" in str(err)):
         return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.", "",
                 "`attention_mask[:, :, None]` has shape (B, n, 1).")

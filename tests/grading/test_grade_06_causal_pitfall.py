@@ -19,7 +19,7 @@ WRONG = [
          "mean-pooling"),
         ("another-rows-token", "H[rows.flip(0), lengths - 1]", "wrong-values"),
         # a batch size copied from the lesson's example: the error is on the batch axis, not an off-by-one
-        ("batch-size-hard-coded", "H[torch.arange(3), lengths - 1]", "raised-IndexError"),
+        ("batch-size-hard-coded", "H[torch.arange(3), lengths - 1]", "row-index-past-the-batch"),
     ]),
     *Wrong.edits("last_real_index", LAST, [
         ("count-minus-one-under-left-padding", "real.long().sum(1) - 1", "count-assumes-right-padding"),
@@ -40,7 +40,7 @@ WRONG = [
         ("argmax-of-a-bool-mask", "real.shape[1] - 1 - real.flip(1).argmax(dim=1)", "ranks-a-bool-tensor"),
     ]),
     Wrong.edit("last_real_index-bool-only-where", "last_real_index", "real = attention_mask.bool()",
-               "real = attention_mask", "raised-RuntimeError"),
+               "real = attention_mask", "bool-mask-only"),
     # the solution's three knowledge-check answers, each edited by many wrong answers; the later rows of each table
     # (issue 11.6) are for the form check, which must refuse a tensor, an unrounded value, a wrong form
     *Wrong.edits("knowledge_check", "[6, 3, 8]", [

@@ -174,6 +174,7 @@ def test_a_mask_on_the_feature_axis_is_told_apart_from_a_missing_keepdim():
         ch08.sentence_embedding(lambda H, m: F.normalize((H * m).sum(1) / m.sum(1, keepdim=True), dim=-1))
     assert "mask must line up with H's position axis" in str(caught.value) and "keepdim" not in str(caught.value)
     assert "`attention_mask[:, :, None]`" in caught.value.fix   # shown when the same crash comes again
+    assert caught.value.mistake == "mask-on-feature-axis"   # lesson 02's key for the same mistake
 
 
 def test_the_stored_gradient_is_the_solutions():

@@ -43,8 +43,8 @@ def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
                 "numbers: convert it first.", "bool-mask-only",
                 "E.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
     if set(sizes) == {n, d} or (not sizes and "shape" in str(err)):
-        return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.", "",
-                "`attention_mask[:, :, None]` has shape (B, n, 1).")
+        return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.",
+                "mask-on-feature-axis", "`attention_mask[:, :, None]` has shape (B, n, 1).")
 
 
 def _embedding_values(out, expected, H, mask) -> tuple[str, str]:

@@ -20,7 +20,8 @@ def exact_ece(probs, labels, n_bins, closed="right", weighted=True, over_all_bin
     `integer_weights` weighs a bin by count // N. `summed` adds the unweighted gaps; `binary` predicts class 1 where
     its probability exceeds 1/2, class 0 elsewhere. `true_label` takes the probability of the row's label as its
     confidence; `centres` compares each bin's accuracy with the bin's centre, (k + 1/2) / n. `over_bins` weighs a bin by
-    count / n_bins; `counted` takes a bin's count of correct rows for its accuracy; `drop_top` leaves the last bin out."""
+    count / n_bins; `counted` takes a bin's count of correct rows for its accuracy; `drop_top` leaves the last bin
+    out."""
     rows, flat = [], [Fraction(x) for p in probs for x in p]   # `batch`: the confidence, the prediction of all rows
     for p, y in zip(probs, labels):
         p = [Fraction(x) for x in p]
@@ -108,8 +109,8 @@ def test_the_ece_mistakes_give_what_each_mistake_gives(case):
             ("weights-over-n-bins", exact_ece(probs, labels, n_bins, over_bins=True)),
             ("bin-accuracy-as-count", exact_ece(probs, labels, n_bins, counted=True)),
             ("top-bin-dropped", exact_ece(probs, labels, n_bins, drop_top=True)),
-            ("softmax-of-probabilities", exact_ece(torch.tensor(probs, dtype=torch.float64).softmax(-1).tolist(), labels,
-                                                   n_bins))]
+            ("softmax-of-probabilities",
+             exact_ece(torch.tensor(probs, dtype=torch.float64).softmax(-1).tolist(), labels, n_bins))]
     assert [k for k, _ in got] == [k for k, _ in want]
     for (key, value), (_, exact) in zip(got, want):
         assert value == pytest.approx(exact, abs=1e-12, nan_ok=True), key

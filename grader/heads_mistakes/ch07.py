@@ -27,7 +27,8 @@ register("predict_or_reject", [
     wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
     wrong("threshold-tolerance", lambda p, t, r: _decide(p, lambda top: top >= t - 1e-3, r)),
     wrong("max-over-whole-batch", lambda p, t, r: torch.where(p.max(-1).values >= t, p.argmax(), r)),
-    wrong("margin-not-top-probability", lambda p, t, r: _decide(p, lambda top: top - p.topk(2, -1).values[:, 1] >= t, r)),
+    wrong("margin-not-top-probability",
+          lambda p, t, r: _decide(p, lambda top: top - p.topk(2, -1).values[:, 1] >= t, r)),
     wrong("reject-as-new-class", lambda p, t, r: _decide(p, lambda top: top >= t, p.shape[-1])),
 ])
 

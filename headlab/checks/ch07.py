@@ -117,8 +117,8 @@ predict_or_reject = Exercise(
         # Found by probing the check: got only "expected -1, you returned 3" before.
         ("reject-as-new-class",
          "the rejected rows hold the number of classes C, the index one past the last class, as a rejection class "
-         "of its own{where}; the caller asked for reject={r}. A rejection class needs no index of its own here: write the "
-         "`reject` argument.", "Write `reject` where your code writes the number of classes."),
+         "of its own{where}; the caller asked for reject={r}. A rejection class needs no index of its own here: "
+         "write the `reject` argument.", "Write `reject` where your code writes the number of classes."),
     ]),
 )
 

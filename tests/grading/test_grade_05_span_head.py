@@ -292,8 +292,9 @@ WRONG = [
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="nan-from-softmax-over-batch"),
     # the loops' best score started at 0, not −inf: a row whose spans all score below 0 keeps (0, 0)
-    Wrong("best_span-loop-best-starts-at-zero", "best_span", LOGIT_SUM_LOOPS.replace("best = None", "best = 0.0").replace(
-        "best is None or score > best", "score > best"), mistake="best-starts-at-zero"),
+    Wrong("best_span-loop-best-starts-at-zero", "best_span",
+          LOGIT_SUM_LOOPS.replace("best = None", "best = 0.0").replace("best is None or score > best", "score > best"),
+          mistake="best-starts-at-zero"),
     # the loops' band not capped at the row's end
     Wrong("best_span-loop-band-past-the-end", "best_span",
           LOGIT_SUM_LOOPS.replace("min(i + max_len, n)", "i + max_len"), mistake="band-past-the-end"),

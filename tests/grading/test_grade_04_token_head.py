@@ -20,6 +20,7 @@ WRONG = [
          "layer-built-in-forward"),
         ("dropout-after-linear", "self.dropout(self.classifier(H))", "dropout-after-linear"),
         ("returns-label-ids", f"{HEAD}.argmax(dim=-1)", "returns-label-ids"),
+        ("flattened-for-the-loss", f"{HEAD}.flatten(0, 1)", "flattened-in-head"),   # the loss's flattening, in forward
         # "give every token the sentence's context"
         ("mixes-positions", "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))", "mixes-positions"),
         # Found by a student audit (as the default-dropout and Dropout1d ones below): each passed the check when it
@@ -92,9 +93,6 @@ WRONG = [
     Wrong.edit("token_loss-minus-100-gathered", "token_loss",
                "return F.cross_entropy(logits.reshape(-1, L), labels.reshape(-1), ignore_index=-100)",
                "return -logits.log_softmax(-1).gather(-1, labels[..., None]).mean()", "minus-100-used-as-class"),
-    # the flattening for the loss done inside forward
-    Wrong.edit("TokenClassifier-flattened-for-the-loss", "TokenClassifier", "return self.classifier(self.dropout(H))",
-               "return self.classifier(self.dropout(H)).flatten(0, 1)", "flattened-in-head"),
     # --- token_loss ---------------------------------------------------------------------------------
     *Wrong.edits("token_loss", "labels.reshape(-1)", [   # the labels left (B, n) under flattened logits
         ("labels-not-flattened", "labels", "flattened-one-not-the-other")]),

@@ -29,7 +29,7 @@ def test_an_index_error_on_a_full_row_is_explained():
     H, lengths = torch.randn(2, 4, 3), torch.tensor([4, 2])
     with pytest.raises(CheckFailed, match=r"IndexError.*Row 0 is full.*off by one") as failed:
         ch06.last_token_pool(lambda H, L: H[torch.arange(2), L], cases=[(H, lengths, pool(H, lengths))])
-    assert failed.value.mistake == "raised-IndexError"
+    assert failed.value.mistake == "one-too-many"
 
 
 def test_an_index_error_on_the_batch_axis_is_not_called_an_off_by_one():
@@ -37,6 +37,7 @@ def test_an_index_error_on_the_batch_axis_is_not_called_an_off_by_one():
     with pytest.raises(CheckFailed, match=r"past the batch of 1.*from H itself") as failed:
         ch06.last_token_pool(lambda H, L: H[torch.arange(3), L - 1], cases=[(H, lengths, pool(H, lengths))])
     assert "off by one" not in str(failed.value) and "torch.arange(H.shape[0])" in failed.value.fix
+    assert failed.value.mistake == "row-index-past-the-batch"
 
 
 # Issue 11.6: on a right-padded mask, flipping without mapping back and n − ℓ give the same numbers, so

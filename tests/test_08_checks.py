@@ -86,7 +86,7 @@ def test_a_mask_the_answer_cannot_take_is_explained():
         return F.normalize(torch.stack([H[b][m[b]].mean(0) for b in range(len(H))]), dim=-1)
     got = failure(ch08.sentence_embedding, lambda H, m: indexes(H, m if m.dtype != torch.long else m.bool()),
                   match="convert it first")
-    assert got.mistake == "raised-IndexError"
+    assert got.mistake == "bool-mask-only"
 
 
 def test_an_embedding_that_writes_into_H_is_named():
@@ -174,6 +174,7 @@ def test_a_mask_on_the_feature_axis_is_told_apart_from_a_missing_keepdim():
         ch08.sentence_embedding(lambda H, m: F.normalize((H * m).sum(1) / m.sum(1, keepdim=True), dim=-1))
     assert "mask must line up with H's position axis" in str(caught.value) and "keepdim" not in str(caught.value)
     assert "`attention_mask[:, :, None]`" in caught.value.fix   # shown when the same crash comes again
+    assert caught.value.mistake == "mask-on-feature-axis"   # lesson 02's key for the same mistake
 
 
 def test_the_stored_gradient_is_the_solutions():

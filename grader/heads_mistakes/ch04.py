@@ -26,6 +26,7 @@ register("TokenClassifier", [
     _changed("relu-on-logits", torch.relu),
     _changed("tanh-on-logits", torch.tanh),
     wrong("scores-one-position", lambda H, W, b: H[:, 0] @ W.T + b),
+    _changed("flattened-in-head", lambda z: z.flatten(0, 1)),
 ])
 
 
@@ -62,6 +63,8 @@ register("token_loss", [
     wrong("binary-cross-entropy", lambda lo, la: F.binary_cross_entropy_with_logits(*_one_hot(lo, la))),
     wrong("mse-not-cross-entropy", lambda lo, la: F.mse_loss(*_one_hot(lo, la))),
     wrong("label-smoothing", lambda lo, la: F.cross_entropy(lo.flatten(0, 1), la.flatten(), label_smoothing=0.1)),
+    wrong("class-0-ignored", lambda lo, la: (lambda kept: _ce_sum(lo, kept) / _kept(kept))(la.masked_fill(la == 0, X))),
+    wrong("mask-only-in-the-count", lambda lo, la: _ce_sum(lo, la.clamp(min=0)) / _kept(la)),
 ], right=lambda z, y: F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1)))
 
 

@@ -123,6 +123,15 @@ def _zeros_outside_band(right, start, end, allowed, max_len: int, log_probs: boo
     return None if torch.equal(spans, right) else spans
 
 
+def _from_zero(right, start, end) -> torch.Tensor | None:
+    """The `right` spans, with (0, 0) in every row whose best span's logits add up to 0 or less: a search whose best
+    score starts at 0 keeps its first pair there. None where no row does. (Its sums of log-probabilities, never above
+    0, would keep (0, 0) in every row, as a softmax over the batch axis gives: nan-from-softmax-over-batch.)"""
+    rows = torch.arange(len(right))
+    low = (start[rows, right[:, 0]] + end[rows, right[:, 1]] <= 0)[:, None]
+    return right.masked_fill(low, 0) if bool(low.any()) else None
+
+
 def _rule(key: str, band: Callable | None = None):
     """The mistake whose spans are the best ones under its rule in _RULES, or that rule's positions in `band`."""
     where, its_band = _RULES[key]
@@ -155,6 +164,7 @@ register("best_span", [
     twist("zeros-outside-band", lambda *a: _zeros_outside_band(*a, log_probs=True)),
     twist("flat-index", lambda E, s, e, allowed, m: E[:, 0] * s.shape[1] + E[:, 1]),
     twist("end-as-offset", lambda E, s, e, allowed, m: E - E[:, :1] * torch.tensor([0, 1])),
+    twist("best-starts-at-zero", lambda E, s, e, allowed, m: _from_zero(E, s, e)),
 ])
 
 

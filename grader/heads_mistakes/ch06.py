@@ -21,6 +21,9 @@ register("last_token_pool", [
     wrong("mean-pooling", lambda H, lengths: H.mean(1)),
     wrong("one-too-many", lambda H, lengths: H[torch.arange(H.shape[0]), lengths] if _per_row(H, lengths) else None),
     wrong("last-tensor-position", lambda H, lengths: H[:, lengths.max() - 1] if _per_row(H, lengths) else None),
+    # feature 0 of the right vectors, as gathered with a (B, 1, 1) index: (B, 1), then (B,)
+    *[wrong("gather-index-shape", lambda H, lengths, k=k: H[torch.arange(H.shape[0]), lengths - 1, k]
+            if _per_row(H, lengths) else None) for k in (slice(0, 1), 0)],
 ])
 
 
@@ -38,7 +41,8 @@ def _usual(m) -> dict:
             "first-true": first, "n-minus-length": n - count, "flipped-not-mapped-back": flipped,
             "count-as-index": count, "flip-off-by-one": n - flipped,
             "stopped-at-first-false": (1 - r).argmax(1) - 1 if hole or left else None,
-            "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1)}
+            "last-tensor-position": None if r[:, -1].all() else torch.full_like(count, n - 1),
+            "len-is-batch-size": len(r) - 1 - flipped if len(r) != n else None}
 
 
 # one output per row of the kernel's table, found by its key

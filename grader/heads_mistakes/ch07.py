@@ -27,12 +27,15 @@ register("predict_or_reject", [
     wrong("softmax-of-probabilities", lambda p, t, r: _decide(p.softmax(-1), lambda top: top >= t, r)),
     wrong("threshold-tolerance", lambda p, t, r: _decide(p, lambda top: top >= t - 1e-3, r)),
     wrong("max-over-whole-batch", lambda p, t, r: torch.where(p.max(-1).values >= t, p.argmax(), r)),
+    wrong("margin-not-top-probability",
+          lambda p, t, r: _decide(p, lambda top: top - p.topk(2, -1).values[:, 1] >= t, r)),
+    wrong("reject-as-new-class", lambda p, t, r: _decide(p, lambda top: top >= t, p.shape[-1])),
 ])
 
 
 # --- expected_calibration_error -------------------------------------------------------------------
 def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False, batch=(False, False),
-          global_accuracy=False, binary=False, true_label=False, centres=False):
+          global_accuracy=False, binary=False, true_label=False, centres=False, counted=False):
     """Each bin's share of the predictions and |accuracy − confidence| (nan in an empty bin), with bins
     (k/n, (k+1)/n] or, for `closed="left"`, [k/n, (k+1)/n) and 1.0 in the last; the confidence is the top
     probability, or with `column` the probability of that class. A confidence of 0 (a column's probability can be
@@ -43,7 +46,7 @@ def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False,
     where the probability of class 1 exceeds 0.5, and class 0 elsewhere, as if there were two classes. With
     `true_label`, the confidence is the probability of each row's label. With
     `centres`, every bin's accuracy is compared with the centre of the bin, (k + 1/2) / n, not with the mean
-    confidence of its rows."""
+    confidence of its rows. With `counted`, a bin's accuracy is its count of correct rows, not their fraction."""
     conf, pred = probs.double().max(-1)
     pred = (probs[:, 1] > 0.5).long() if binary else pred
     conf = conf if column is None else probs.double()[:, column]
@@ -53,7 +56,8 @@ def _bins(probs, labels, n_bins, closed="right", column=None, zero_binned=False,
     k = torch.ceil(conf * n_bins) - 1 if closed == "right" else torch.floor(conf * n_bins).clamp(max=n_bins - 1)
     k = k.clamp(min=0) if zero_binned else k
     share = torch.stack([(k == b).double().mean() for b in range(n_bins)])
-    accuracy = [ok.mean() if global_accuracy else ok[k == b].mean() for b in range(n_bins)]
+    accuracy = [ok.mean() if global_accuracy else ok[k == b].sum() if counted else ok[k == b].mean()
+                for b in range(n_bins)]
     # each bin's confidence: its rows' mean, or its centre (times 0 plus: nan in an empty bin all the same)
     mean = [conf[k == b].mean() * 0 + (b + 0.5) / n_bins if centres else conf[k == b].mean() for b in range(n_bins)]
     return share, torch.stack([(accuracy[b] - mean[b]).abs() for b in range(n_bins)])
@@ -120,6 +124,12 @@ register("expected_calibration_error", [
     wrong("confidence-of-true-label", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, true_label=True)),
     wrong("bin-centre-as-confidence", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, centres=True)),
     wrong("single-global-gap", lambda p, y, n: _global_gap(p, y, signed=True)),
+    wrong("per-prediction-gaps", lambda p, y, n: float((lambda conf, pred: (conf - (pred == y).double()).abs().mean())(
+        *p.double().max(-1)))),
+    wrong("weights-over-n-bins", lambda p, y, n: _weighted(p, y, n, weight=lambda share: share * len(y) / n, of=_SAME)),
+    wrong("bin-accuracy-as-count", lambda p, y, n: _weighted(p, y, n, weight=_SAME, of=_SAME, counted=True)),
+    wrong("top-bin-dropped", lambda p, y, n: float(torch.mul(*_bins(p, y, n))[:-1].nansum())),
+    wrong("softmax-of-probabilities", lambda p, y, n: float(torch.mul(*_bins(p.double().softmax(-1), y, n)).nansum())),
 ])
 
 

@@ -119,5 +119,7 @@ register("align_labels", [
     twist("previous-wraps-around", lambda E, w, l: _first_token_ignored(E, w, w[-1] == w[0])),
     wrong("labels-by-word-count", _by_count),
     twist("skips-special-tokens", lambda E, w, l: [e for x, e in zip(w, _ints(E)) if x is not None]),
+    twist("continuation-labelled-not-first", lambda E, w, l: [IGNORE if x is None or e != IGNORE else l[x]
+                                                              for x, e in zip(w, _ints(E))]),
 ])
 

@@ -111,6 +111,11 @@ _logits = Exercise(
         ("scores-one-position", "one row of scores per sentence{where}: the Linear layer scored one vector per example "
          "(`H[:, 0]`, the [CLS] position, or a pooled one). A token head scores every position: (B, n, num_labels) = "
          "{want}.", "Apply the Linear layer to the whole H, (B, n, d), not to `H[:, 0]`."),
+        # the flattening for F.cross_entropy done inside forward: only "returned shape (B·n, L)" before
+        ("flattened-in-head", "logits flattened to (B·n, num_labels){where}: the positions of every sentence in one "
+         "axis, as F.cross_entropy takes them. The head returns (B, n, num_labels) = {want}, one row per sentence, "
+         "so that a prediction can be read per sentence and position; flattening is token_loss's business.",
+         "Return the Linear layer's output as it is, (B, n, num_labels), without `.view(-1, ...)` or `.reshape`."),
     ], says="TokenClassifier returned "),
 )
 
@@ -222,6 +227,15 @@ token_loss = Exercise(
         ("label-smoothing", "that is a cross-entropy with label smoothing 0.1 (`label_smoothing=0.1`): its target "
          "spreads 0.1 over all L labels. The token loss's target is the label alone, probability 1.",
          "Drop `label_smoothing=...` from F.cross_entropy."),
+        # 0 taken for padding's id (`labels > 0`, or -100 mapped to 0 then ignore_index=0): only "the mean ..." before
+        ("class-0-ignored", "you left out the positions labelled 0 as well as those labelled -100, as if 0 marked "
+         "padding. Label 0 is a class (O, outside every entity, the most frequent tag): only -100 marks a position "
+         "to ignore.", "Keep every position whose label is not -100: `labels != -100`, not `labels > 0`."),
+        # a masked mean by hand whose sum forgot the mask (-100 clamped to class 0 so that gather runs): only "the
+        # mean ..." before
+        ("mask-only-in-the-count", "you divided by the {kept} labelled positions, but summed the loss over all {all}, "
+         "the unlabelled ones too (read as class 0 once -100 is clamped): the mask must weigh the sum as well as "
+         "count the positions.", "Sum the loss only where `labels != -100`, then divide by that count."),
     ], says=_loss_message),
 )
 

@@ -47,10 +47,11 @@ BEST_SPAN_CASES = [
     # and two argmaxes cross at (7,6): here a missing or loose cap is told from an exclusive end.
     ("max_len 2, long span best", [[0, 0, 0, 0, 2, 0, 0, 2.5, 0]], [[0, 0, 0, 0, 0, 0.3, 2, 0, 0]],
      [[F_, F_, F_, F_, T_, T_, T_, T_, F_]], 2, [[7, 7]]),
-    # Every passage logit negative: (4,5)=-2 is best; multiplied by the mask, the logits outside the passage
-    # become 0 and (0,0) wins; unmasked, the question's (1,2)=5 does.
-    ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, -2, -1, -3, 0]], [PASSAGE], 3,
-     [[4, 5]]),
+    # Every span of the passage scores below 0: (4,4)=-0.5 is best; a search whose best score starts at 0 keeps its
+    # first pair (0,0); multiplied by the mask, the logits outside the passage become 0 and (2,4)=0.5 wins;
+    # unmasked, the question's (1,2)=5 does.
+    ("negative passage logits", [[0, 2, 0, 0, -1, -3, -2, 0]], [[0, 0, 3, 0, 0.5, -1, -3, 0]], [PASSAGE], 3,
+     [[4, 4]]),
     # Allowed positions 1, 3, 4: not one block, position 2 between them is not allowed. (1,1)=1 (1,3)=4
     # (3,3)=3 (3,4)=1.5 (4,4)=3.5 → (1, 3), which spans position 2 but neither starts nor ends there. A search
     # over the block from the first to the last allowed position takes (2,3)=7; over all positions (0,0)=8.
@@ -204,6 +205,11 @@ BEST_SPAN = Exercise(
         ("end-as-offset", "each end here is j − i, the span's offset from its start (as a table of scores indexed by "
          "start and offset gives it), not the end's position: the answer is tokens i … j, with j = i + offset.",
          "Add the start back before returning: `torch.stack([i, i + k], dim=-1)`, k the offset."),
+        # a loop whose best score starts at 0, not −inf: was told mask-multiplied, whose (0, 0) it shared
+        ("best-starts-at-zero", "a row whose best span scores below 0 got (0, 0): your search starts its best score "
+         "at 0, so no span beats it there and the first pair is kept. Scores are logits or log-probabilities, often "
+         "negative (a sum of log-probabilities always is).",
+         "Start the best score at `float('-inf')`, so that the first allowed span in the band replaces it."),
     ]))
 
 
@@ -465,12 +471,15 @@ def _judge_head(cls, H: torch.Tensor, d: int, seed: int) -> None:
     heads.dropout_at_eval(not _close(again, (start, end)), "SpanHead", f" for H of shape {tuple(H.shape)}")
     heads.no_train_only_layer(not _close(trained["outs"][0][0], (start, end)), "SpanHead",
                               "A span head is one linear map of each position's vector", f" for H of shape {tuple(H.shape)}")
-    for name, t in (("start_logits", start), ("end_logits", end)):
-        for dim, axis in ((-1, "the positions"), (0, "the batch axis")):
-            if bool((t >= 0).all()) and torch.allclose(t.sum(dim).float(), torch.ones(()), atol=1e-4):
-                fail(f"SpanHead's {name} are probabilities (a softmax over {axis}); the head returns raw logits. "
-                     "The softmax over the allowed positions belongs in best_span and in the loss.", "softmax-inside-head",
-                     "Return the linear layer's two outputs as they are; remove the softmax from forward.")
+    # A softmax over the (B, n, 2) scores' last axis pairs each start with its end: it was told sigmoid-output
+    # (start = sigmoid(s − e) is a sigmoid of a linear map), another mistake's words, before.
+    pairs = torch.stack([start, end])   # (2, B, n)
+    for dim, axis in ((-1, "the positions"), (1, "the batch axis"), (0, "the start and the end of each position")):
+        if bool((pairs >= 0).all()) and torch.allclose(pairs.sum(dim).float(), torch.ones(()), atol=1e-4):
+            fail(f"SpanHead's start_logits and end_logits are probabilities (a softmax over {axis}); the head returns "
+                 "raw logits. The softmax over the allowed positions belongs in best_span and in the loss.",
+                 "softmax-inside-head", "Return the linear layer's two outputs as they are; remove the softmax from "
+                 "forward.")
     on_H, scorers = loaded["outs"][0][0], _scorers(loaded["outs"][1][0])
     for key, name, f, inverse, low in SQUASHES:
         if _squashed_linear(H, on_H, loaded["outs"][1][0], f, inverse, low):

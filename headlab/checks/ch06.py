@@ -42,10 +42,11 @@ def _pool_row(out, expected, H, lengths) -> str | tuple[str, str]:
 def _full_row(err, H, lengths) -> str | tuple[str, str, str]:
     if f"for dimension 0 with size {H.shape[0]}" in str(err):   # H's batch axis overflowed, not a row's positions
         return (f"A row index went past the batch of {H.shape[0]}: the row indices must come from H itself, not from "
-                "a fixed batch size.", "", "Take them with `torch.arange(H.shape[0])`.")
+                "a fixed batch size.", "row-index-past-the-batch", "Take them with `torch.arange(H.shape[0])`.")
     full = [b for b in range(len(lengths)) if int(lengths[b]) >= H.shape[1]]
     return "" if not full else (f"Row {full[0]} is full (ℓ = n = {H.shape[1]}), and position ℓ does not exist: you "
-                                "are off by one. Positions count from 0, so the last real token is at ℓ − 1.")
+                                "are off by one. Positions count from 0, so the last real token is at ℓ − 1.",
+                                "one-too-many", "Index each row at `lengths - 1`.")
 
 
 last_token_pool = Exercise(
@@ -85,6 +86,14 @@ last_token_pool = Exercise(
         ("last-tensor-position",
          "last_token_pool pooled position max(ℓ) − 1, the end of the longest row, in every row{where}: padding for "
          "every row shorter than that one. With right padding, pick each row's own position ℓ_b − 1."),
+        # `torch.gather` with a (B, 1, 1) index, then squeezed: only "returned shape (3, 1); expected (3, 4)" before.
+        # Lesson 07's key for the same mistake. Two rows: squeezed to (B, 1), or to (B,).
+        *[("gather-index-shape",
+           "last_token_pool returned feature 0 of each row's last real token alone{where}: `torch.gather` returns a "
+           "tensor of its index's shape, and a (B, 1, 1) index gathers one entry per row. The index must be "
+           "(B, 1, d): each row's position repeated over the d features.",
+           "`H.gather(1, (lengths - 1)[:, None, None].expand(-1, 1, H.shape[-1])).squeeze(1)`, or index directly: "
+           "`H[torch.arange(H.shape[0]), lengths - 1]`.")] * 2,
     ]),
 )
 
@@ -102,7 +111,7 @@ def _index_row(out, expected, mask) -> str:
 def _bool_first(err, mask) -> tuple[str, str, str] | None:
     return None if mask.dtype == torch.bool else (
         f"This mask is 0/1 of dtype {mask.dtype}: masks may be bool or 0/1 numbers, and your code works with "
-        "True/False only.", "", "Turn it into bool first: `attention_mask.bool()`.")
+        "True/False only.", "bool-mask-only", "Turn it into bool first: `attention_mask.bool()`.")
 
 
 # Shown when the same mistake comes again (core.shown)
@@ -163,6 +172,11 @@ last_real_index = Exercise(
         ("last-tensor-position",
          "returned the last tensor position n − 1 for every row{where}: padding for a right-padded row shorter than "
          "n."),
+        # Found by probing the check: got only "returned 0 for row 0 ..., a real token, but not the last one" before.
+        ("len-is-batch-size",
+         "mapped the flipped mask's argmax back with `len(attention_mask)`{where}: `len` of a 2-D tensor is its first "
+         "dimension, the B rows, not the n positions of a row, so every index is off by n − B.",
+         "Use the row length `attention_mask.shape[1]`: the last True is at n − 1 − (argmax of the flipped row)."),
     ], says="last_real_index "),
 )
 

@@ -108,6 +108,17 @@ predict_or_reject = Exercise(
          "largest probability of the whole batch in the flattened (B, C) tensor, one number for all rows and not a "
          "class. Each row's prediction is the argmax of its own row.",
          "`top, prediction = probs.max(dim=-1)`: one of each per row."),
+        # Found by probing the check: a rule of its own, it got only "expected 0, you returned -1" before.
+        ("margin-not-top-probability",
+         "predict_or_reject compared the threshold {t} with each row's margin, its top probability minus the runner-up"
+         "{where}: a row of 0.5, 0.25, 0.25 has margin 0.25 and was rejected, yet the model gives its prediction "
+         "probability 0.5. The contract's confidence is the top probability itself.",
+         "Compare `probs.max(dim=-1).values >= threshold`, with no second probability subtracted."),
+        # Found by probing the check: got only "expected -1, you returned 3" before.
+        ("reject-as-new-class",
+         "the rejected rows hold the number of classes C, the index one past the last class, as a rejection class "
+         "of its own{where}; the caller asked for reject={r}. A rejection class needs no index of its own here: "
+         "write the `reject` argument.", "Write `reject` where your code writes the number of classes."),
     ]),
 )
 
@@ -246,6 +257,34 @@ expected_calibration_error = Exercise(
          "and over- and under-confident bins cancel in it. Take each bin's gap |accuracy − confidence| before "
          "weighting it.",
          "Take `.abs()` of each bin's gap: Σ (count_bin / N) · |accuracy_bin − confidence_bin|."),
+        # Found by probing the check: got only the recipe before.
+        ("per-prediction-gaps",
+         "That is the mean over the predictions of |correct − confidence|, each prediction's own gap between its "
+         "0/1 correctness and its confidence (within a bin or not, the same mean): it measures how far each "
+         "confidence is from 0 or 1, not calibration. The ECE compares a bin's accuracy, the mean of its 0/1 "
+         "correctness, with its mean confidence, then takes the absolute value of that gap.",
+         "Average within each bin first: the bin's accuracy minus its mean confidence, in absolute value, then "
+         "weighted by count_bin / N."),
+        # Found by probing the check: both got only the recipe before.
+        ("weights-over-n-bins",
+         "Each bin's gap was weighted by count_bin / n_bins, its count over the number of bins: the weight is its "
+         "share of the N predictions, count_bin / N.", "Divide each bin's count by `len(labels)`, not by n_bins."),
+        ("bin-accuracy-as-count",
+         "Each bin's accuracy was its number of correct predictions (a sum of the 0/1 correctness), not their "
+         "fraction: a bin's accuracy is the mean of its rows' correctness, a number in [0, 1] like its confidence.",
+         "Take the mean of the bin's 0/1 correctness, not its sum."),
+        # `torch.bucketize` or `ceil` without the − 1: got only the recipe before
+        ("top-bin-dropped",
+         "The most confident bin, ((n_bins − 1)/n_bins, 1], is missing from the sum: your bin indices run from 1 to "
+         "n_bins (`torch.bucketize` against the n_bins + 1 edges, or `ceil(confidence · n_bins)`, without − 1), so a "
+         "loop over range(n_bins) never reaches the last bin. Bin k of 0 … n_bins − 1 holds (k/n, (k+1)/n].",
+         "Subtract 1 from the bin index, so that it runs from 0 to n_bins − 1."),
+        # the softmax of the widely copied ECE code, which takes logits, applied to probabilities: only the recipe
+        # before. predict_or_reject's key for the same mistake.
+        ("softmax-of-probabilities",
+         "That is the ECE of softmax(probs): `probs` are probabilities already, and a second softmax flattens each "
+         "row towards uniform, so every confidence falls. ECE code written for logits applies the softmax first; "
+         "here it is done.", "Use `probs` as given: `probs.max(dim=-1)`, with no `.softmax`."),
     ], says=SAID),
 )
 

@@ -29,12 +29,6 @@ def _embedding_where(H, mask) -> str:
     return f" (H of shape {tuple(H.shape)}, rows with {mask.bool().sum(1).tolist()} real tokens{kind})"
 
 
-def _padded(H, mask) -> dict:
-    counts = mask.bool().sum(1).tolist()
-    b = next((b for b, c in enumerate(counts) if c < H.shape[1]), 0)
-    return {"padded": f"row {b} has {counts[b]} real tokens, but your mean averaged all {H.shape[1]} positions"}
-
-
 def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
     B, n, d = H.shape
     sizes = clashing_sizes(err)
@@ -46,10 +40,11 @@ def _mask_hint(err, H, mask) -> tuple[str, str, str] | None:
                 "`attention_mask.sum(dim=1, keepdim=True)` and `z.norm(dim=-1, keepdim=True)` have shape (B, 1).")
     if mask.dtype != torch.bool:
         return (f"The mask was a {_kind(mask)} tensor, as a tokenizer returns it. A mask may be bool or 0/1 "
-                "numbers: convert it first.", "", "E.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
+                "numbers: convert it first.", "bool-mask-only",
+                "E.g. `attention_mask.bool()` or `attention_mask.to(H.dtype)`.")
     if set(sizes) == {n, d} or (not sizes and "shape" in str(err)):
-        return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.", "",
-                "`attention_mask[:, :, None]` has shape (B, n, 1).")
+        return ("The (B, n) mask must line up with H's position axis, and broadcast over the d features.",
+                "mask-on-feature-axis", "`attention_mask[:, :, None]` has shape (B, n, 1).")
 
 
 def _embedding_values(out, expected, H, mask) -> tuple[str, str]:
@@ -116,7 +111,6 @@ _embedding = Exercise(
     shape=lambda H, mask: (H.shape[0], H.shape[2]),
     meaning=" (B, d): one vector per sentence, the mean over its real positions (dim=1), normalised",
     where=_embedding_where,
-    fields=_padded,
     hints=[((RuntimeError, IndexError, TypeError), _mask_hint)],
     explain=_embedding_values,
     dtype_message="{name} returned dtype {got}{where}; an embedding is a float tensor.",
@@ -141,8 +135,8 @@ _embedding = Exercise(
            "(B, d), by its L2 norm, so that a dot product of two embeddings is their cosine.",
            "`z / z.norm(dim=-1, keepdim=True)`, or `F.normalize(z, dim=-1)`.")] * 2,
         *_pooled("padding-in-mean",
-                 "sentence_embedding: {padded}: padding positions were averaged in{where}. Only real tokens count: sum "
-                 "over the real positions and divide by their number, then normalise.", MASKED_MEAN) * 2,
+                 "sentence_embedding summed every position of each row, padding included{where}. Only real tokens "
+                 "count: sum over the real positions and divide by their number, then normalise.", MASKED_MEAN) * 2,
         *_pooled("cls-instead-of-mean",
                  "sentence_embedding returned the [CLS] vector `H[:, 0]` (the first position){where}. This model was "
                  "trained with mean pooling: average the real tokens, then normalise."),
@@ -329,6 +323,12 @@ align_labels = Exercise(
          "all{where}: skipping them shifts every later label onto another token. The labels line up with the tokens "
          "one to one, len(word_ids) = {n}; those tokens get -100, which the loss ignores.",
          "Append -100 for a word id that is None, instead of skipping it."),
+        # Found by probing the check: got only "position 1 is the first piece of word 0" before.
+        ("continuation-labelled-not-first",
+         "align_labels gave every continuation piece its word's label and the first piece -100{where}: the test that "
+         "tells a word's first piece from the others is the wrong way round (`==` where `!=` belongs, or its two "
+         "branches swapped). Only the first piece carries the label; the other pieces get -100.",
+         "A token starts a new word when its word id differs from the previous token's: label it there."),
     ]),
 )
 

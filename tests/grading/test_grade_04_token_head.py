@@ -20,6 +20,7 @@ WRONG = [
          "layer-built-in-forward"),
         ("dropout-after-linear", "self.dropout(self.classifier(H))", "dropout-after-linear"),
         ("returns-label-ids", f"{HEAD}.argmax(dim=-1)", "returns-label-ids"),
+        ("flattened-for-the-loss", f"{HEAD}.flatten(0, 1)", "flattened-in-head"),   # the loss's flattening, in forward
         # "give every token the sentence's context"
         ("mixes-positions", "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))", "mixes-positions"),
         # Found by a student audit (as the default-dropout and Dropout1d ones below): each passed the check when it
@@ -165,6 +166,19 @@ WRONG = [
             target = F.one_hot(labels, logits.shape[-1]).float()
             return F.mse_loss(logits, target)
         """, mistake="minus-100-used-as-class"),
+    # 0 taken for padding's id: the O positions left out with the unlabelled ones
+    Wrong("token_loss-labels-above-0", "token_loss", """
+        def token_loss(logits, labels):
+            keep = labels > 0
+            return F.cross_entropy(logits[keep], labels[keep])
+        """, mistake="class-0-ignored"),
+    # a masked mean by hand whose sum forgot the mask
+    Wrong("token_loss-mask-only-in-the-count", "token_loss", """
+        def token_loss(logits, labels):
+            mask = labels != -100
+            nll = -logits.log_softmax(-1).gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+            return nll.sum() / mask.sum()
+        """, mistake="mask-only-in-the-count"),
     # --- bio_to_spans -------------------------------------------------------------------------------
     Wrong("bio_to_spans-drops-I-after-O", "bio_to_spans", """
         def bio_to_spans(tags):

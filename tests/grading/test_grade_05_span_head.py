@@ -38,7 +38,6 @@ LOGIT_SUM_LOOPS = """
         return out
     """
 
-
 WRONG = [
     # --- SpanHead ----------------------------------------------------------------------------------
     Wrong("SpanHead-one-shared-vector", "SpanHead", TWO_LINEAR_LAYERS.replace("self.end(H)", "self.start(H)"),
@@ -63,6 +62,8 @@ WRONG = [
         # The fifth simulated student's: both got only "not a linear map" before
         ("log-softmax-over-positions", f"{LOGITS}.log_softmax(dim=1)", "log-softmax-inside-head"),
         ("relu-on-the-logits", f"torch.relu({LOGITS})", "relu-on-logits"),
+        # a softmax over the (start, end) axis of each position: told sigmoid-output before (σ(s − e) is one)
+        ("softmax-over-start-and-end", f"{LOGITS}.softmax(dim=-1)", "softmax-inside-head"),
         ("linear-built-in-forward", "nn.Linear(H.shape[-1], 2)(H)", "layer-built-in-forward"),
         ("dropout-on-at-eval", "self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
         ("with-dropout", "self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),
@@ -290,6 +291,10 @@ WRONG = [
             flat = scores.flatten(1).argmax(-1)
             return torch.stack([flat // n, flat % n], dim=-1)
         """, mistake="nan-from-softmax-over-batch"),
+    # the loops' best score started at 0, not −inf: a row whose spans all score below 0 keeps (0, 0)
+    Wrong("best_span-loop-best-starts-at-zero", "best_span",
+          LOGIT_SUM_LOOPS.replace("best = None", "best = 0.0").replace("best is None or score > best", "score > best"),
+          mistake="best-starts-at-zero"),
     # the loops' band not capped at the row's end
     Wrong("best_span-loop-band-past-the-end", "best_span",
           LOGIT_SUM_LOOPS.replace("min(i + max_len, n)", "i + max_len"), mistake="band-past-the-end"),

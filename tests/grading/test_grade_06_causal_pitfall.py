@@ -13,11 +13,13 @@ WRONG = [
         ("off-by-one-lengths-as-index", "H[rows, lengths]", "one-too-many"),
         ("every-row-every-position", "H[:, lengths - 1]", "every-row-every-position"),
         ("mean-over-all-positions", "H.mean(dim=1)", "mean-pooling"),
+        # torch.gather's index not expanded over the features
+        ("gather-index-not-expanded", "H.gather(1, (lengths - 1).view(-1, 1, 1)).squeeze(1)", "gather-index-shape"),
         ("mean-over-real-tokens", "torch.stack([H[b, :k].mean(0) for b, k in enumerate(lengths.tolist())])",
          "mean-pooling"),
         ("another-rows-token", "H[rows.flip(0), lengths - 1]", "wrong-values"),
         # a batch size copied from the lesson's example: the error is on the batch axis, not an off-by-one
-        ("batch-size-hard-coded", "H[torch.arange(3), lengths - 1]", "raised-IndexError"),
+        ("batch-size-hard-coded", "H[torch.arange(3), lengths - 1]", "row-index-past-the-batch"),
     ]),
     *Wrong.edits("last_real_index", LAST, [
         ("count-minus-one-under-left-padding", "real.long().sum(1) - 1", "count-assumes-right-padding"),
@@ -31,12 +33,14 @@ WRONG = [
         ("count-as-index", "real.long().sum(1)", "count-as-index"),
         ("flip-mapped-back-with-n", "real.shape[1] - real.flip(1).long().argmax(dim=1)", "flip-off-by-one"),
         ("last-tensor-position", "torch.full((real.shape[0],), real.shape[1] - 1)", "last-tensor-position"),
+        # the row length taken with len(), which counts the rows
+        ("flip-mapped-back-with-len", "len(real) - 1 - real.long().flip(1).argmax(dim=1)", "len-is-batch-size"),
         ("int32-indices", f"({LAST}).int()", "wrong-dtype"),
         # an argmax of the flipped bool mask: torch ranks no bools (issue 27.4)
         ("argmax-of-a-bool-mask", "real.shape[1] - 1 - real.flip(1).argmax(dim=1)", "ranks-a-bool-tensor"),
     ]),
     Wrong.edit("last_real_index-bool-only-where", "last_real_index", "real = attention_mask.bool()",
-               "real = attention_mask", "raised-RuntimeError"),
+               "real = attention_mask", "bool-mask-only"),
     # the solution's three knowledge-check answers, each edited by many wrong answers; the later rows of each table
     # (issue 11.6) are for the form check, which must refuse a tensor, an unrounded value, a wrong form
     *Wrong.edits("knowledge_check", "[6, 3, 8]", [

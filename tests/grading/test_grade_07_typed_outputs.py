@@ -10,13 +10,13 @@ WRONG = [
     # --- predict_or_reject ------------------------------------------------------------------------
     Wrong.edit("predict_or_reject-strict-greater", "predict_or_reject", "top >= threshold", "top > threshold",
                "strict-greater"),
-    # a margin rule agrees with strict-greater on one case only: no mistake is named, the expected row is shown
+    # a margin rule: it agrees with strict-greater on one case only, so strict-greater is refuted by the others
     Wrong("predict_or_reject-margin-over-the-runner-up", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             top2 = probs.topk(2, dim=-1).values
             pred = probs.argmax(dim=-1)
             return torch.where(top2[:, 0] - top2[:, 1] >= threshold, pred, torch.full_like(pred, reject))
-        """, mistake="wrong-values"),
+        """, mistake="margin-not-top-probability"),
     Wrong("predict_or_reject-never-rejects", "predict_or_reject", """
         def predict_or_reject(probs, threshold, reject=-1):
             return probs.argmax(dim=-1)
@@ -36,6 +36,9 @@ WRONG = [
             over = probs >= threshold
             return torch.where(over.any(-1), over.long().argmax(-1), torch.full((len(probs),), reject))
         """, mistake="first-over-threshold"),
+    # a rejection class of its own, index C, instead of the caller's `reject`
+    Wrong.edit("predict_or_reject-reject-as-class-C", "predict_or_reject", "torch.full_like(prediction, reject)",
+               "torch.full_like(prediction, probs.shape[-1])", "reject-as-new-class"),
     Wrong.edit("predict_or_reject-argmax-over-batch", "predict_or_reject", "probs.max(dim=-1)", "probs.max(dim=0)",
                "argmax-over-batch"),
     # Found by a simulated student (issue 27): each got only the expected value before.
@@ -43,10 +46,28 @@ WRONG = [
                "threshold-on-class-index"),
     Wrong.edit("predict_or_reject-threshold-on-class-one", "predict_or_reject", "top >=", "probs[:, 1] >=",
                "confidence-of-class-one"),
-    Wrong.edit("ece-squared-gaps", "expected_calibration_error", GAP, "gap = ((correct[inside].mean() - "
-               "confidence[inside].mean()) ** 2)", "squared-gaps"),
-    Wrong.edit("ece-global-accuracy-in-every-bin", "expected_calibration_error", GAP,
-               "gap = (correct.mean() - confidence[inside].mean()).abs()", "global-accuracy-per-bin"),
+    # the one bin's gap written otherwise
+    *Wrong.edits("expected_calibration_error", GAP, [
+        ("squared-gaps", "gap = ((correct[inside].mean() - confidence[inside].mean()) ** 2)", "squared-gaps"),
+        # each prediction's own gap, averaged: the same mean whether or not it is taken bin by bin
+        ("per-prediction-gaps", "gap = (correct[inside] - confidence[inside]).abs().mean()", "per-prediction-gaps"),
+        ("bin-accuracy-summed", "gap = (correct[inside].sum() - confidence[inside].mean()).abs()",
+         "bin-accuracy-as-count"),
+        ("global-accuracy-in-every-bin", "gap = (correct.mean() - confidence[inside].mean()).abs()",
+         "global-accuracy-per-bin"),
+        # Found by probing the check: each got only the recipe before.
+        ("bin-centre-as-confidence", "gap = (correct[inside].mean() - (k + 0.5) / n_bins).abs()",
+         "bin-centre-as-confidence"),
+        ("signed-gaps", "gap = correct[inside].mean() - confidence[inside].mean()", "single-global-gap"),
+    ], prefix="ece"),
+    Wrong.edit("ece-weights-over-n-bins", "expected_calibration_error", "count / len(labels)", "count / n_bins",
+               "weights-over-n-bins"),
+    Wrong.edit("ece-bucketize-without-minus-one", "expected_calibration_error",
+               "(torch.ceil(confidence * n_bins) - 1).long().clamp(0, n_bins - 1)",
+               "torch.bucketize(confidence, torch.linspace(0, 1, n_bins + 1))", "top-bin-dropped"),
+    # the widely copied ECE code's softmax, written for logits
+    Wrong.edit("ece-softmax-of-probabilities", "expected_calibration_error", TOP,
+               "confidence, prediction = probs.softmax(dim=-1).max(dim=-1)", "softmax-of-probabilities"),
     Wrong.edit("ece-integer-division-weights", "expected_calibration_error", "count / len(labels)",
                "count // len(labels)", "integer-division-weights"),
     Wrong.edit("ece-rms-of-gaps", "expected_calibration_error", "* gap\n    return float(ece)",
@@ -191,16 +212,12 @@ WRONG = [
     Wrong.edit("ece-confidence-of-the-true-label", "expected_calibration_error", TOP,
                "prediction = probs.argmax(dim=-1)\n    confidence = probs[torch.arange(len(labels)), labels]",
                "confidence-of-true-label"),
-    Wrong.edit("ece-bin-centre-as-confidence", "expected_calibration_error", GAP,
-               "gap = (correct[inside].mean() - (k + 0.5) / n_bins).abs()", "bin-centre-as-confidence"),
-    Wrong.edit("ece-signed-gaps", "expected_calibration_error", GAP,
-               "gap = correct[inside].mean() - confidence[inside].mean()", "single-global-gap"),
     Wrong.edit("predict_or_reject-argmax-without-a-dim", "predict_or_reject", "probs.max(dim=-1)",
                "probs.max(dim=-1).values, probs.argmax()", "max-over-whole-batch"),
-    Wrong.edit("restrict-hand-written-softmax-over-the-batch", "restrict_to_labels", SOFTMAX,
-               "return chosen.exp() / chosen.exp().sum(dim=0)", "softmax-over-batch"),
-    Wrong.edit("restrict-unshifted-exp", "restrict_to_labels", SOFTMAX,
-               "return chosen.exp() / chosen.exp().sum(dim=-1, keepdim=True)", "exp-overflow"),
+    *Wrong.edits("restrict_to_labels", SOFTMAX, [   # the softmax written by hand
+        ("hand-written-softmax-over-the-batch", "return chosen.exp() / chosen.exp().sum(dim=0)", "softmax-over-batch"),
+        ("unshifted-exp", "return chosen.exp() / chosen.exp().sum(dim=-1, keepdim=True)", "exp-overflow"),
+    ], prefix="restrict"),
     Wrong("restrict-gather-with-the-ids", "restrict_to_labels", """
         def restrict_to_labels(next_token_logits, label_token_ids):
             index = torch.as_tensor(label_token_ids)

@@ -128,6 +128,8 @@ WRONG = [
     Wrong.edit("sentence_embedding-divided-by-the-squared-norm", "sentence_embedding",
                "return mean / mean.norm(dim=-1, keepdim=True)", "return mean / (mean ** 2).sum(dim=-1, keepdim=True)",
                "squared-norm"),
+    Wrong.edit("align_labels-first-piece-test-inverted", "align_labels", "elif word_id != previous:",
+               "elif word_id == previous:", "continuation-labelled-not-first"),
     Wrong.edit("align_labels-skips-special-tokens", "align_labels", "labels.append(-100)\n        elif",
                "continue\n        elif", "skips-special-tokens"),
     *Wrong.edits("sentence_embedding", "(H * mask).sum(dim=1) / mask.sum(dim=1)", [

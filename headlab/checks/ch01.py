@@ -344,7 +344,8 @@ def _crashes(V: int, d: int) -> list[tuple[str, str, str]]:
             "like the dense layer's.", "output-bias-of-size-d")
     return [
         (f"and {V}x{d})", f"embedding.weight has shape (V, d) = ({V}, {d}): to score the d features against each "
-         "of the V words, multiply by its transpose (`.T`), so that the logits come out (…, V).",
+         "of the V words, multiply by its transpose, `h @ embedding.weight.T`, so that the logits come out (…, V); "
+         "`F.linear(h, embedding.weight)` transposes the weight itself, so it takes the (V, d) weight as it is.",
          "projection-not-transposed"),   # torch's words for a matmul by the (V, d) weight itself
         # Python's words for `B, n, d = h.shape` on the check's 2-D h (or `N, d = h.shape` on its 3-D h)
         ("values to unpack", "MLMHead.forward must accept h of any leading shape (…, d), a batch (B, n, d) or "

@@ -75,6 +75,8 @@ IPYTHON_ATTRS = {"input_transformers_cleanup", "input_transformers_post", "input
                  "transform_cell", "displayhook", "display_pub", "excepthook",
                  # the kernel's own, which sys.stdout and sys.stderr hold too (red team 7: sys.stdout.session.send)
                  "session", "iopub_socket", "iopub_thread", "pub_thread", "shell_streams", "comm_manager"}
+# a widget's comm holds the kernel, whose `shell` is the IPython shell (red team 12: slider.comm.kernel.shell.ev(...))
+WIDGET_TO_KERNEL = {"comm", "shell", "kernel"}
 SHELL_ONLY_ATTRS = {"events", "user_ns", "user_global_ns", "ex", "ev", "push", "magics_manager", "kernel"}
 LINK_CALLS = {"os.symlink", "os.link", "os.mkfifo", "os.mknod"}
 LINK_ATTRS = {"symlink_to", "hardlink_to", "link_to"}
@@ -117,7 +119,7 @@ HOOK_METHODS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__",
 # Parts of torch that change what every later operation does (an operator's kernel re-registered, C++ compiled
 # and loaded, a forward hook on every module, code from a hub): no answer needs them, and through them code that
 # looks like an honest head could compute something else while the grader's probe runs.
-TORCH_EVERYWHERE = ("torch.library", "torch.utils.cpp_extension", "torch.hub", "torch.package", "torch.overrides",
+TORCH_EVERYWHERE = ("torch.fx", "torch.jit", "torch.library", "torch.utils.cpp_extension", "torch.hub", "torch.package", "torch.overrides",
                     "torch.ops", "torch.utils.hooks", "sys.addaudithook", "sys.breakpointhook")
 # What imports or calls a module named by a string (logging.config's '()' and 'ext://', ctypes' libraries), or
 # decides where imports come from: a module the notebook wrote would run unread
@@ -169,6 +171,8 @@ def _top_level_names(*modules: str) -> frozenset[str]:
 # What respond, its drivers and its codec are called: a store of one of these names on an object the notebook did not
 # make replaces a part of the kernel's side (the module reached through a library that imports a spelled name)
 KERNEL_SIDE = _top_level_names("kernel", "codec")
+# ...of which these are everyday words (`opts.load = True`, `other.at = self.at`): held only when a function is stored
+KERNEL_SIDE_WORDS = {"load", "at", "describe", "encode", "decode", "digest", "detached"}
 # What reaches an attribute by a name the code computes ("__glo" + "bals__"), which no answer needs
 BY_COMPUTED_NAME = {"getattr", "setattr", "delattr", "hasattr", "builtins.getattr"}
 BY_NAME_GETTERS = {"operator.attrgetter", "operator.methodcaller"}
@@ -350,6 +354,7 @@ class _Owners(TreeIndex):
 
     def __init__(self, tree: ast.Module):
         self.classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        self.functions = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.params = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
         self.rebound: dict[str, list] = {}
         for node in ast.walk(tree):
@@ -357,6 +362,18 @@ class _Owners(TreeIndex):
                 if not isinstance(t, (ast.Attribute, ast.Subscript)):
                     for name in set(names_in(t)):
                         self.rebound.setdefault(name, []).append((t, v))
+
+
+def _a_function(value: ast.AST | None, tree: ast.Module) -> bool:
+    """Whether `value` may be a function: a lambda, or a name the notebook binds to a def or to anything it cannot
+    follow (a value that is plainly data, `True` or `self.at`, is not)."""
+    if isinstance(value, ast.Lambda):
+        return True
+    if not isinstance(value, ast.Name):
+        return False
+    return value.id in _Owners.of(tree).functions or any(not isinstance(v, (ast.Constant, ast.Attribute, ast.List,
+                                                                          ast.Tuple, ast.Dict, ast.Subscript))
+                                                         for v in bound_values(value.id, tree) or [None])
 
 
 def _own_object(target: ast.AST, tree: ast.Module) -> bool:
@@ -488,7 +505,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                             part.value, notebook or tree, aliases):
                         found.append(f"patches an object: assigns an attribute of {shown(part.value)}")
                     elif isinstance(part, ast.Attribute) and part.attr in KERNEL_SIDE and not _own_target(
-                            part.value, notebook or tree, aliases):
+                            part.value, notebook or tree, aliases) and (part.attr not in KERNEL_SIDE_WORDS or _a_function(
+                            getattr(node, "value", None), notebook or tree)):
                         # K.respond = ..., with K the module a library imported by a name the notebook spelled
                         found.append(f"patches an object: assigns {shown(part)}, a name of the grader's kernel side")
                     elif isinstance(part, ast.Attribute) and part.attr.startswith("_") and not _own_target(
@@ -506,6 +524,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"patches a module: {func}({base}, ...)")
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({shown(node.args[0])}, ...)")
+            if func == "functools.update_wrapper" and not (node.args and isinstance(node.args[0], ast.Name) and (
+                    node.args[0].id in _Owners.of(notebook or tree).functions)):
+                # update_wrapper(K, src) copies src's names into K.__dict__: only a function of the notebook's takes them
+                found.append(f"patches an object: functools.update_wrapper({shown(node.args[0]) if node.args else ''}, ...)")
             if func in BY_COMPUTED_NAME | BY_NAME_GETTERS:
                 found += _by_name_flags(func, node, notebook or tree, aliases, watched, is_shell)
             if func == "vars" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
@@ -520,6 +542,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     and _own_target(node.args[0], notebook or tree, aliases, made_by="torch.nn.")):
                 # vars(sys.stdout)["session"]: an attribute by a name no rule reads (red team 8)
                 found.append(f"reads an object's namespace: vars({shown(node.args[0])})")
+            if any(k.arg is None and isinstance(k.value, ast.Dict) and not all(
+                    isinstance(key, ast.Constant) for key in k.value.keys) for k in node.keywords):
+                found.append(f"passes keywords by names the code computes: {func}(**{{...}})")   # "eval" + chr(95)
             if any(k.arg == "eval_str" and not _constant(k.value, False) for k in node.keywords):
                 found.append(f"runs code from a string: {func}(eval_str=...)")   # inspect.signature evaluates notes
             if any(k.arg == "trust_remote_code" and not _constant(k.value, False) for k in node.keywords):
@@ -594,6 +619,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if isinstance(node, ast.Attribute) and (attr in IPYTHON_ATTRS or (
                     attr in SHELL_ONLY_ATTRS and is_shell(node.value))):
                 found.append(f"touches IPython's execution machinery: {attr}")
+            if isinstance(node, ast.Attribute) and attr in WIDGET_TO_KERNEL and not _own_target(
+                    node.value, notebook or tree, aliases):
+                found.append(f"reaches the kernel through an object: {shown(node)}")
             if isinstance(node, ast.Attribute) and attr in LINK_ATTRS:
                 found.append(f"creates links: {attr}()")
             if isinstance(node, ast.Attribute) and attr in ("get_field", "get_value") or full == "string.Formatter":
@@ -657,8 +685,11 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             elif _special(node.value):   # getattr(cls, "__subclasses__")
                 found.append(f"reaches a special attribute by name: {node.value}")
         note = getattr(node, "annotation", None) or getattr(node, "returns", None)
-        if note is not None and any(isinstance(n, (ast.Call, ast.JoinedStr, ast.NamedExpr, ast.Lambda)) or isinstance(
-                n, ast.BinOp) and not isinstance(n.op, ast.BitOr) for n in ast.walk(note)):
+        if note is not None and any(isinstance(n, (ast.JoinedStr, ast.NamedExpr, ast.Lambda)) or isinstance(
+                n, ast.BinOp) and not isinstance(n.op, ast.BitOr) or isinstance(n, ast.Call) and not all(
+                isinstance(a, ast.Constant) for a in [*n.args, *(k.value for k in n.keywords)])
+                for n in ast.walk(note)) or isinstance(note, ast.Name) and any(
+                not re.fullmatch(r"[\w.\[\], |]*", text) for text in names_of(note, notebook or tree) or ()):
             # def f(x: "(k := " + P + "lab.kernel) and int"): typing.get_type_hints and functools.singledispatch
             # evaluate a string annotation; one that is computed, the flags cannot read (a constant one is read)
             found.append(f"computes an annotation: {shown(note)}")

@@ -355,6 +355,10 @@ class _Owners(TreeIndex):
     def __init__(self, tree: ast.Module):
         self.classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
         self.functions = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        # {class: the methods that take `self`}, with a dataclass's generated __init__ (which sets its fields on self)
+        self.methods = {c.name: {f.name for f in c.body if isinstance(f, ast.FunctionDef) and f.args.args
+                                 and f.args.args[0].arg == "self"} | {"__init__"} for c in ast.walk(tree)
+                        if isinstance(c, ast.ClassDef)}
         self.params = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
         self.rebound: dict[str, list] = {}
         for node in ast.walk(tree):
@@ -524,6 +528,12 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"patches a module: {func}({base}, ...)")
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({shown(node.args[0])}, ...)")
+            owners = _Owners.of(notebook or tree)
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.args and \
+                    node.func.attr in owners.methods.get(node.func.value.id, ()) and not _own_target(
+                    node.args[0], notebook or tree, aliases):
+                # Box.__init__(K, respond2): the method's `self.respond = ...` sets it on an object the notebook did not make
+                found.append(f"patches an object: calls {shown(node.func)} on {shown(node.args[0])}")
             if func == "functools.update_wrapper" and not (node.args and isinstance(node.args[0], ast.Name) and (
                     node.args[0].id in _Owners.of(notebook or tree).functions)):
                 # update_wrapper(K, src) copies src's names into K.__dict__: only a function of the notebook's takes them

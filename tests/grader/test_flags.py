@@ -249,6 +249,9 @@ FORGERIES = {
     "fx-generated-forward": "import torch.fx\ngraph = torch.fx.Graph()",
     "update-wrapper-onto-an-object": "import functools, json\nclass Src:\n    respond = print\n"
                                      "functools.update_wrapper(json.JSONDecoder(), Src, assigned=())",
+    # (found while closing round 12) a method of the notebook's own class run with another object as its self
+    "own-method-on-another-object": "import json\nclass Box:\n    def __init__(self, r):\n        self.respond = r\n"
+                                    "Box.__init__(json.JSONDecoder(), print)",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
@@ -349,6 +352,12 @@ HONEST = {
     "wraps-decorator": "import functools\ndef logged(f):\n    @functools.wraps(f)\n    def inner(*a):\n"
                        "        return f(*a)\n    return inner\ndef step(n):\n    return n\n"
                        "functools.update_wrapper(step, logged)",
+    "methods-called-through-the-class": "class Base(torch.nn.Module):\n    def __init__(self):\n"
+                                        "        torch.nn.Module.__init__(self)\nclass Child(Base):\n"
+                                        "    def __init__(self):\n        Base.__init__(self)\n"
+                                        "    def twice(self, x):\n        return 2 * x\n    @staticmethod\n"
+                                        "    def make(n):\n        return n\nc = Child()\n"
+                                        "print(Child.twice(c, 3), Child.make(3))",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                         "    def __repr__(self):\n        return type(self).__name__\n"
                         "if __name__ == '__main__':\n    print(torch.__version__, Small())",

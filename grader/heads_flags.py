@@ -119,8 +119,8 @@ HOOK_METHODS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__",
 # Parts of torch that change what every later operation does (an operator's kernel re-registered, C++ compiled
 # and loaded, a forward hook on every module, code from a hub): no answer needs them, and through them code that
 # looks like an honest head could compute something else while the grader's probe runs.
-TORCH_EVERYWHERE = ("torch.fx", "torch.jit", "torch.library", "torch.utils.cpp_extension", "torch.hub", "torch.package", "torch.overrides",
-                    "torch.ops", "torch.utils.hooks", "sys.addaudithook", "sys.breakpointhook")
+TORCH_EVERYWHERE = ("torch.fx", "torch.jit", "torch.library", "torch.utils.cpp_extension", "torch.hub", "torch.package",
+                    "torch.overrides", "torch.ops", "torch.utils.hooks", "sys.addaudithook", "sys.breakpointhook")
 # What imports or calls a module named by a string (logging.config's '()' and 'ext://', ctypes' libraries), or
 # decides where imports come from: a module the notebook wrote would run unread
 BY_NAME_LOADERS = ("logging.config", "numpy.ctypeslib", "torch.classes.load_library",
@@ -406,8 +406,8 @@ def _own_target(target: ast.AST, tree: ast.Module, aliases: dict[str, str], made
     if target.id in owners.classes:
         return not rebound
     made = lambda call: isinstance(call.func, ast.Name) and call.func.id in owners.classes \
-        and call.func.id not in aliases and not owners.rebound.get(call.func.id) or made_by is not None and (resolved(call.func, aliases) or "").startswith(
-            made_by) and _is_object(resolved(call.func, aliases))
+        and call.func.id not in aliases and not owners.rebound.get(call.func.id) or made_by is not None and (
+            resolved(call.func, aliases) or "").startswith(made_by) and _is_object(resolved(call.func, aliases))
     return bool(rebound) and all(isinstance(t, ast.Name) and isinstance(v, ast.Call) and made(v) for t, v in rebound)
 
 
@@ -509,8 +509,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                             part.value, notebook or tree, aliases):
                         found.append(f"patches an object: assigns an attribute of {shown(part.value)}")
                     elif isinstance(part, ast.Attribute) and part.attr in KERNEL_SIDE and not _own_target(
-                            part.value, notebook or tree, aliases) and (part.attr not in KERNEL_SIDE_WORDS or _a_function(
-                            getattr(node, "value", None), notebook or tree)):
+                            part.value, notebook or tree, aliases) and (part.attr not in KERNEL_SIDE_WORDS
+                                                                        or _a_function(getattr(node, "value", None),
+                                                                                       notebook or tree)):
                         # K.respond = ..., with K the module a library imported by a name the notebook spelled
                         found.append(f"patches an object: assigns {shown(part)}, a name of the grader's kernel side")
                     elif isinstance(part, ast.Attribute) and part.attr.startswith("_") and not _own_target(
@@ -532,12 +533,12 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.args and \
                     node.func.attr in owners.methods.get(node.func.value.id, ()) and not _own_target(
                     node.args[0], notebook or tree, aliases):
-                # Box.__init__(K, respond2): the method's `self.respond = ...` sets it on an object the notebook did not make
+                # Box.__init__(K, respond2): the method's `self.respond = ...` sets it on an object not the notebook's
                 found.append(f"patches an object: calls {shown(node.func)} on {shown(node.args[0])}")
             if func == "functools.update_wrapper" and not (node.args and isinstance(node.args[0], ast.Name) and (
-                    node.args[0].id in _Owners.of(notebook or tree).functions)):
-                # update_wrapper(K, src) copies src's names into K.__dict__: only a function of the notebook's takes them
-                found.append(f"patches an object: functools.update_wrapper({shown(node.args[0]) if node.args else ''}, ...)")
+                    node.args[0].id in owners.functions)):
+                # update_wrapper(K, src) copies src's names into K.__dict__: only the notebook's own function takes them
+                found.append(f"patches an object: functools.update_wrapper({shown(node.args[0]) if node.args else ''})")
             if func in BY_COMPUTED_NAME | BY_NAME_GETTERS:
                 found += _by_name_flags(func, node, notebook or tree, aliases, watched, is_shell)
             if func == "vars" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:

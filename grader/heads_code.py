@@ -88,7 +88,7 @@ def expanded_code(tree: ast.AST) -> list[str]:
         arg = node.args[index] if index is not None and len(node.args) > index else None
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and "{" in arg.value):
             continue
-        found += [field for field in _format_fields(arg.value) if _parses(field, "eval")]
+        found += [field for field in _format_fields(arg.value) if parses(field, "eval")]
     return found
 
 
@@ -114,12 +114,12 @@ def timed_code(tree: ast.AST) -> list[str]:
         given = dict(zip(("stmt", "setup"), node.args[:2])) | {k.arg: k.value for k in node.keywords}
         stmt, setup = ([a.value] if isinstance(a, ast.Constant) and isinstance(a.value, str) else []
                        for a in (given.get("stmt"), given.get("setup")))
-        if (not setup or _parses(setup[0])) and _parses("\n".join(setup + stmt)):
+        if (not setup or parses(setup[0])) and parses("\n".join(setup + stmt)):
             found.append("\n".join(setup + stmt))
     return found
 
 
-def _parses(text: str, mode: str = "exec") -> bool:
+def parses(text: str, mode: str = "exec") -> bool:
     """Whether `text` is Python: statements (mode "exec") or one expression ("eval")."""
     try:
         ast.parse(text, mode=mode)

@@ -35,10 +35,11 @@ import json
 import os
 import re
 import string
+from pathlib import Path
 
 from heads_code import (CODE_MAGICS, MAGIC_METHODS, SHELL_METHODS, TIMERS, TreeIndex, bindings, bound_values, call_root,
                         chain_root, dotted, free_names, imports, module_level_stores, names_in, names_of, parse,
-                        plain_prefix, resolved, root, shown)
+                        parses, plain_prefix, resolved, root, shown)
 
 WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
            # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
@@ -161,8 +162,8 @@ GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading"}
 
 def _top_level_names(*modules: str) -> frozenset[str]:
     """The names the grader's modules of headlab define at their top level, read from their source."""
-    folder = os.path.dirname(importlib.util.find_spec("headlab").origin)
-    trees = [ast.parse(open(os.path.join(folder, f"{m}.py"), encoding="utf-8").read()) for m in modules]
+    folder = Path(importlib.util.find_spec("headlab").origin).parent
+    trees = [ast.parse((folder / f"{m}.py").read_text(encoding="utf-8")) for m in modules]
     return frozenset(n.name if not isinstance(n, ast.Assign) else t.id for tree in trees for n in tree.body
                      for t in (n.targets if isinstance(n, ast.Assign) else [n])
                      if isinstance(n, (ast.FunctionDef, ast.ClassDef)) or isinstance(t, ast.Name))
@@ -316,11 +317,7 @@ def _compacted(text: str) -> list[str]:
     """`text` with the spaces around each dot or plus left out, as Python reads "headlab . kernel" in a string it
     evaluates; across lines only if the text is Python (not in prose: "... of heads.\n  answers: ...")."""
     found = [re.sub(r"[ \t]*([.+])[ \t]*", r"\1", text)]
-    try:
-        ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
-        return found
-    return found + [re.sub(r"\s*([.+])\s*", r"\1", text)]
+    return found + [re.sub(r"\s*([.+])\s*", r"\1", text)] if parses(text, "eval") else found
 
 
 def _format_path_parts(text: str) -> list[str]:
@@ -366,6 +363,22 @@ class _Owners(TreeIndex):
                 if not isinstance(t, (ast.Attribute, ast.Subscript)):
                     for name in set(names_in(t)):
                         self.rebound.setdefault(name, []).append((t, v))
+
+
+def _computed_annotation(note: ast.AST, tree: ast.Module) -> bool:
+    """Whether an annotation is text computed at run time, or held in a name bound to code: typing.get_type_hints and
+    functools.singledispatch evaluate a string annotation, and the flags read only one written as a constant. Types
+    (`int | None`, `Tensor`, `Annotated[int, range(1, 65)]`: a call of constants is metadata) are not."""
+    if isinstance(note, ast.Name):
+        return any(not re.fullmatch(r"[\w.\[\], |]*", text) for text in names_of(note, tree) or ())
+    for n in ast.walk(note):
+        if isinstance(n, (ast.JoinedStr, ast.NamedExpr, ast.Lambda)) or (
+                isinstance(n, ast.BinOp) and not isinstance(n.op, ast.BitOr)):
+            return True
+        if isinstance(n, ast.Call) and not all(isinstance(a, ast.Constant)
+                                               for a in [*n.args, *(k.value for k in n.keywords)]):
+            return True
+    return False
 
 
 def _a_function(value: ast.AST | None, tree: ast.Module) -> bool:
@@ -696,11 +709,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             elif _special(node.value):   # getattr(cls, "__subclasses__")
                 found.append(f"reaches a special attribute by name: {node.value}")
         note = getattr(node, "annotation", None) or getattr(node, "returns", None)
-        if note is not None and any(isinstance(n, (ast.JoinedStr, ast.NamedExpr, ast.Lambda)) or isinstance(
-                n, ast.BinOp) and not isinstance(n.op, ast.BitOr) or isinstance(n, ast.Call) and not all(
-                isinstance(a, ast.Constant) for a in [*n.args, *(k.value for k in n.keywords)])
-                for n in ast.walk(note)) or isinstance(note, ast.Name) and any(
-                not re.fullmatch(r"[\w.\[\], |]*", text) for text in names_of(note, notebook or tree) or ()):
+        if note is not None and _computed_annotation(note, notebook or tree):
             # def f(x: "(k := " + P + "lab.kernel) and int"): typing.get_type_hints and functools.singledispatch
             # evaluate a string annotation; one that is computed, the flags cannot read (a constant one is read)
             found.append(f"computes an annotation: {shown(note)}")

@@ -15,5 +15,7 @@ def table(rows: Iterable[tuple], says: str | Callable[[str], Any] = "",
     say: a loss to four places, a tensor as a list); `fix` is the fix of every row that gives none. A row whose
     message is already a function of the output keeps it."""
     def said(message):
-        return message if not isinstance(message, str) else says(message) if callable(says) else says + message
+        if not isinstance(message, str):
+            return message
+        return says(message) if callable(says) else says + message
     return [Mistake(key, said(message), more[0] if more else fix) for key, message, *more in rows]

@@ -49,16 +49,28 @@ if TYPE_CHECKING:
 HEADLAB = Path(importlib.util.find_spec("headlab").origin).resolve().parent
 
 
-# The line that replaces a test cell. It names nothing the notebook's namespace can rebind: an `import` statement
-# finds `__import__` among the builtins, never in the notebook's globals, and `respond` takes the namespace from
-# its caller's frame, not from a `globals()` call (a red team defined `__import__` and `globals` at the top of a
-# notebook and handed respond a namespace holding another answer). `from headlab.kernel import` takes the module
-# from the import system, not as an attribute of the package (a red team set `headlab.kernel` on the package to its
-# own object, reached through pkgutil). Rebinding `__builtins__`, `headlab` or a builtin module's attributes is
-# flagged (heads_flags).
+# The lines that replace a test cell: they run headlab/fresh_kernel.py, whose fresh copy of the kernel side answers,
+# so that what the notebook did to the imported headlab.kernel and codec changes nothing. They name nothing the
+# notebook's namespace can rebind: an `import` statement finds `__import__` among the builtins, never in the
+# notebook's globals (a red team defined `__import__` and `globals` at the top of a notebook), exec, compile and open
+# are read from the builtins module, and the script takes the notebook's namespace from its caller's frame, not from
+# a `globals()` call. The fresh copy's namespace is a dict the cell does not bind to a name: the learner's code
+# that runs during the cell (a forward) cannot reach it through the notebook's globals. Rebinding `__builtins__` or
+# an attribute of the builtins module is flagged (heads_flags).
 RESPOND = ("# Graded outside this notebook: your answers run on the grader's inputs, and the grader compares.\n"
-           "from headlab.kernel import respond as _heads_respond\n"
-           "_heads_respond({grade_id!r}, folder={folder!r})\n")
+           "import builtins as _heads_builtins\n"
+           "_heads_builtins.exec(\n"
+           "    _heads_builtins.compile(_heads_builtins.open({script!r}).read(), {script!r}, 'exec'),\n"
+           "    {{'__builtins__': _heads_builtins, '__name__': '__main__', "
+           "'GRADE_ID': {grade_id!r}, 'FOLDER': {folder!r}, 'HEADLAB': {headlab!r}}})\n")
+
+
+def respond_source(grade_id: str, folder: Path) -> str:
+    """The source of test cell `grade_id` for the grading run, its inputs in `folder` (a full path)."""
+    return RESPOND.format(grade_id=grade_id, folder=str(folder), headlab=str(HEADLAB),
+                          script=str(HEADLAB / "fresh_kernel.py"))
+
+
 _STATE = "heads_outside"
 
 
@@ -112,7 +124,7 @@ class RunAnswersOnly(NbGraderPreprocessor):
         for grade_id, cell in _grade_cells(nb):
             sources[grade_id] = cell.source
             # the folder by its full path: a notebook that changed directory (os.chdir, %cd) still finds it
-            cell.source = RESPOND.format(grade_id=grade_id, folder=str(workdir.resolve() / codec.FOLDER))
+            cell.source = respond_source(grade_id, workdir.resolve() / codec.FOLDER)
         capture = AnswerCapture(workdir, grading.kernel_view(book), self.max_answer_bytes)
         resources[_STATE] = {"book": book, "sources": sources, "capture": capture}
         resources[CELL_HOOKS] = capture

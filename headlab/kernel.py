@@ -1,15 +1,16 @@
 """The student's kernel's side of grading: what runs there, and nothing that judges.
 
-In place of a test cell the kernel runs `respond(grade_id)`: it reads the grader's inputs for that
-cell, calls the student's answers on them (a function directly; a class through a driver of this module) and
-gives what they returned, as data (`codec`), as the cell's own output. A driver builds the learner's class, loads the grader's weights,
-runs it and returns plain facts: outputs, gradients, outputs after the grader's training step, exceptions. It
-names no mistake and writes no message, so whatever a kernel patches here changes only what its answers appear
-to return, never how they are judged: that is `grading`'s and the checks', in the grader's own process.
+In place of a test cell the kernel runs `respond(grade_id)` of a fresh copy of this module and of codec.py,
+compiled from their files when the cell runs (fresh_kernel.py), so that nothing the notebook did to the imported
+modules counts. It reads the grader's inputs for that cell, calls the student's answers on them (a function
+directly; a class through a driver of this module) and gives what they returned, as data (`codec`), as the cell's
+own output. A driver builds the learner's class, loads the grader's weights, runs it and returns plain facts:
+outputs, gradients, outputs after the grader's training step, exceptions. It names no mistake and writes no
+message, so whatever a kernel patches here changes only what its answers appear to return, never how they are
+judged: that is `grading`'s and the checks', in the grader's own process.
 """
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
@@ -73,9 +74,10 @@ def respond(grade_id: str, namespace: dict | None = None, folder: str = FOLDER) 
 def _publish(pub: Any, data: dict) -> None:
     """Send `data` as display data, as ipykernel's publisher does, but past the hooks a notebook can register on it
     (`display_pub.register_hook`: a red team's hook rewrote the answers on their way out) and through the channel
-    as it was when this module was imported (`_CHANNEL`), in the lesson's setup cell: the Session is shared with
-    sys.stdout, sys.stderr and every widget, and red teams replaced its `send`, then its `pack`, through each of
-    them. The message is packed, signed and sent here as Session.send does, by the functions taken then."""
+    as it was when this module was imported (`_CHANNEL`), by `headlab.setup()` in the lesson's locked setup cell:
+    the Session is shared with sys.stdout, sys.stderr and every widget, and red teams replaced its `send`, then its
+    `pack`, through each of them. The message is packed, signed and sent here as Session.send does, by the functions
+    taken then."""
     if _CHANNEL is None:   # not ipykernel's publisher (or imported outside a kernel): the publisher's own publish
         pub.publish(data=data, metadata={})
         return
@@ -142,9 +144,9 @@ def _run(answer: Any, call: dict) -> dict:
 
 def _driver(name: str) -> Callable:
     module, _, attr = name.partition(":")
-    if not (module == __name__ and attr.startswith("drive_")):   # this module's drivers, and no other code
+    if not (module == __name__ and attr.startswith("drive_") and attr in globals()):   # this module's drivers only
         raise GraderError(f"not a course driver: {name}")
-    return getattr(importlib.import_module(module), attr)
+    return globals()[attr]   # this copy's own (a fresh one's, headlab/fresh_kernel.py), not the imported module's
 
 
 def _tensors(args: tuple, kwargs: dict):

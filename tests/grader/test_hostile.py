@@ -217,7 +217,8 @@ SESSION_SEND = FIX_ANSWERS + textwrap.dedent("""\
     _session.send = lambda *a, **k: _rewriting_send(_session, *a, **k)
     """)
 # Red team 9 (held out; written here): the same fix in the session's `pack`, which its `send` calls through the
-# instance. respond packs and signs with the packer and key it took at import.
+# instance. respond packed and signed with the packer and key it took at import; now the test cell's fresh copy of the
+# kernel finds another packer than the one taken then, and gives no answers (either could be the notebook's).
 SESSION_PACK = FIX_ANSWERS + textwrap.dedent("""\
     _pack = _session.pack
     _session.pack = lambda part: _pack(_fix({'content': part})['content'] if 'data' in part else part)
@@ -262,6 +263,11 @@ SHADOW_SOURCE = textwrap.dedent("""\
 SHADOW_MODULE = ("from pathlib import Path\n"
                  f"Path('safetensors.py').write_text(bytes.fromhex('{SHADOW_SOURCE.encode().hex()}').decode())\n"
                  "import safetensors")
+# Red teams 10-12 (held out; written here): the imported kernel's respond replaced (through one of some forty routes;
+# here the plainest), and its channel to the grader. The test cell's fresh copy of the kernel side answers, so the
+# first changes nothing; the second, a channel other than the one taken in the setup cell, gives no answers.
+KERNEL_RESPOND = SHADOW_SOURCE
+KERNEL_CHANNEL = "import headlab.kernel as K\nK._CHANNEL = None\n"
 LEAK = ("def _leak(info):\n    print(info.raw_cell)\n"
         "get_ipython().events.register('pre_run_cell', _leak)")
 FRAMES = SOL["padding_mask"].replace("    positions =", "    import sys\n    _ = sys._getframe(1)\n"
@@ -296,10 +302,12 @@ EXPECTED = {
     "forgery-and-leak": (0, True), "forgery-kit": (0, True), "answers-after": (2, True),   # its thread: flagged
     "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
     "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
-    "session-pack": (2, True),
+    "session-pack": (0, True),   # a packer other than the one the setup cell took: no test cell answers
     "stop-respond": (2, True),   # its causal_mask scores 0; the mime type it spells is flagged
     "trap-respond": (2, True),
     "shadow-module": (2, False),   # the installed safetensors is imported, not the file the notebook wrote
+    "kernel-respond": (2, True),   # the transposed causal_mask scores 0, whatever the imported respond does
+    "kernel-channel": (0, True),   # both test cells refuse to answer
 }
 
 
@@ -328,6 +336,8 @@ def build(root):
     submit(root, "stop-respond", fill(rel, {**SOL, "causal_mask": STOP_RESPOND}))
     submit(root, "trap-respond", fill(rel, {**SOL, "causal_mask": TRAP_RESPOND}))
     submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))
+    submit(root, "kernel-respond", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, KERNEL_RESPOND)))
+    submit(root, "kernel-channel", with_cells(fill(rel, SOL), (IMPORTS, KERNEL_CHANNEL)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
 
@@ -609,6 +619,11 @@ def test_an_answer_that_stops_respond_leaves_two_sets_not_its_own(graded, studen
                 if c.metadata.get("nbgrader", {}).get("grade_id") == "test_causal_mask")
     shown = "".join(o.get("text", "") + str(o.get("data", "")) + o.get("evalue", "") for o in cell.outputs)
     assert re.search(r"gave \d+ sets of answers", shown), shown
+
+
+def test_a_changed_channel_is_named_in_the_feedback(graded):
+    text = outputs_text(autograded(graded["root"], "kernel-channel"))
+    assert "AnswersRefused: this notebook changed the channel the answers leave through" in text, text[-2000:]
 
 
 def test_a_later_cell_cannot_change_a_result_already_given(graded):

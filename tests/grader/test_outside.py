@@ -137,7 +137,7 @@ def test_the_test_cells_line_finds_the_notebooks_own_answer_whatever_names_it_sh
                                                                                     attack):
     import headlab.kernel
     from headlab.checks.core import checked
-    from heads_outside import RESPOND
+    from heads_outside import respond_source
 
     monkeypatch.setattr(headlab, "kernel", headlab.kernel)   # put back after an attack that replaces it
     monkeypatch.chdir(tmp_path)
@@ -146,8 +146,7 @@ def test_the_test_cells_line_finds_the_notebooks_own_answer_whatever_names_it_sh
                                                         '"calls": []}]}')
     notebook = {"causal_mask": _wrong_causal_mask, "_right": lambda n: n}
     exec(SHADOWS[attack], notebook)
-    exec(compile(RESPOND.format(grade_id="test_causal_mask", folder=str(tmp_path / codec.FOLDER)), "<test cell>",
-                 "exec"), notebook)
+    exec(compile(respond_source("test_causal_mask", tmp_path / codec.FOLDER), "<test cell>", "exec"), notebook)
     assert checked["causal_mask"] is _wrong_causal_mask
 
 
@@ -155,7 +154,7 @@ def test_the_test_cells_line_finds_the_inputs_after_the_notebook_changed_directo
     """Red team 6: an honest `os.chdir("figures")` (or `%cd`) lost every later test cell, whose inputs the kernel
     looked for relative to its directory."""
     from headlab.checks.core import checked
-    from heads_outside import RESPOND
+    from heads_outside import respond_source
 
     (tmp_path / codec.FOLDER).mkdir()
     (tmp_path / codec.FOLDER / "calls.json").write_text('{"test_causal_mask": [{"answer": "causal_mask", '
@@ -163,6 +162,58 @@ def test_the_test_cells_line_finds_the_inputs_after_the_notebook_changed_directo
     (tmp_path / "figures").mkdir()
     monkeypatch.chdir(tmp_path / "figures")
     notebook = {"causal_mask": _wrong_causal_mask}
-    exec(compile(RESPOND.format(grade_id="test_causal_mask", folder=str(tmp_path / codec.FOLDER)), "<test cell>",
-                 "exec"), notebook)
+    exec(compile(respond_source("test_causal_mask", tmp_path / codec.FOLDER), "<test cell>", "exec"), notebook)
     assert checked["causal_mask"] is _wrong_causal_mask
+
+
+class _Publisher:
+    """A shell's display publisher that keeps what respond sends (no kernel session: respond publishes through it)."""
+    def __init__(self):
+        self.sent = []
+
+    def publish(self, data, metadata=None):
+        self.sent.append(data)
+
+
+# Red teams 10-12 (held out; written here): the imported kernel side replaced, through one route or another, so that
+# the wrong causal_mask's results leave as the right one's. The test cell's fresh copy of kernel.py and codec.py
+# answers, so none of these changes what leaves.
+PATCHES = {
+    "respond": "import headlab.kernel as K\n_r = K.respond\n"
+               "K.respond = lambda g, ns=None, **k: _r(g, {'causal_mask': _right}, **k)\n",
+    "run": "import headlab.kernel as K\n_run = K._run\nK._run = lambda answer, call: _run(_right, call)\n",
+    "encode": "import headlab.codec as C, headlab.kernel as K\n"
+              "C.encode = K.encode = lambda value, _depth=0: {'forged': True}\n",
+    "describe": "import headlab.kernel as K\nK.describe = lambda answer: {'kind': 'function', 'type': 'forged'}\n",
+    "module": "import sys, types\nsys.modules['headlab.kernel'] = types.SimpleNamespace(_CHANNEL=None)\n"
+              "sys.modules['headlab.codec'] = types.SimpleNamespace()\n",
+}
+
+
+@pytest.mark.parametrize("patch", PATCHES)
+def test_what_the_notebook_did_to_the_imported_kernel_side_changes_no_answer(tmp_path, monkeypatch, patch):
+    import sys
+
+    import IPython
+
+    import headlab.codec
+    import headlab.kernel
+    from heads_outside import respond_source
+
+    for name in ("headlab.kernel", "headlab.codec"):   # put back after the attack
+        monkeypatch.setitem(sys.modules, name, sys.modules[name])
+    for module in (headlab.kernel, headlab.codec):
+        for name, value in vars(module).copy().items():
+            monkeypatch.setattr(module, name, value)
+    publisher = _Publisher()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"display_pub": publisher})())
+    (tmp_path / codec.FOLDER).mkdir()
+    call = {"kind": "call", "grad": False, "args": codec.encode([3]), "kwargs": codec.encode({})}
+    (tmp_path / codec.FOLDER / "calls.json").write_text(json.dumps(
+        {"test_causal_mask": [{"answer": "causal_mask", "calls": [call]}]}))
+    notebook = {"causal_mask": _wrong_causal_mask, "_right": lambda n: n}
+    exec(PATCHES[patch], notebook)
+    exec(compile(respond_source("test_causal_mask", tmp_path / codec.FOLDER), "<test cell>", "exec"), notebook)
+    [given] = publisher.sent
+    assert given[codec.ANSWERS_MIME]["answers"] == [{"answer": {"kind": "function", "type": "function"},
+                                                     "results": [{"value": None}]}], given

@@ -83,6 +83,13 @@ class Wrong:
             f"{verdict.key or 'none'}:\n{verdict.text()}")
 
 
+def squashed(logits: str) -> list[tuple[str, str, str]]:
+    """The rows of a head whose `logits`, the solution's expression for them, go through sigmoid, relu or tanh:
+    the same three mistakes, named alike, in every lesson whose head returns logits for a loss (04, 05)."""
+    return [(f"{f}-on-the-logits", f"torch.{f}({logits})", key)
+            for f, key in (("sigmoid", "sigmoid-output"), ("relu", "relu-on-logits"), ("tanh", "tanh-on-logits"))]
+
+
 @dataclass(frozen=True)
 class Alternative:
     """A correct implementation spelled differently from the solution."""

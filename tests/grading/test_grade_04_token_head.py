@@ -1,6 +1,6 @@
 """Lesson 04: wrong implementations students write (each named by its key in headlab/checks/ch04.py),
 and correct alternatives."""
-from harness import Alternative, LessonGrading, Wrong
+from harness import Alternative, LessonGrading, Wrong, squashed
 
 HEAD = "self.classifier(self.dropout(H))"
 LOSS = "logits.reshape(-1, L), labels.reshape(-1)"
@@ -9,8 +9,7 @@ WRONG = [
     *Wrong.edits("TokenClassifier", HEAD, [
         ("softmax-inside-head", f"{HEAD}.softmax(dim=-1)"),
         ("log-softmax-inside-head", f"F.log_softmax({HEAD}, dim=-1)"),
-        *[(f"{f}-on-the-logits", f"torch.{f}({HEAD})", key)   # lessons 03 and 05 name the same three
-          for f, key in [("sigmoid", "sigmoid-output"), ("relu", "relu-on-logits"), ("tanh", "tanh-on-logits")]],
+        *squashed(HEAD),
         ("scores-the-first-position-only", "self.classifier(self.dropout(H[:, 0]))", "scores-one-position"),
         # "cross_entropy wants the classes on dim 1", done in the wrong place
         ("output-B-L-n", f"{HEAD}.transpose(1, 2)", "labels-axis-second"),

@@ -60,11 +60,13 @@ class Wrong:
         return cls(name, exercise, mistake=mistake, replace=(old, new))
 
     @classmethod
-    def edits(cls, exercise: str, old: str, rows: list[tuple[str, str, str]], prefix: str = "") -> list["Wrong"]:
+    def edits(cls, exercise: str, old: str, rows: list[tuple[str, ...]], prefix: str = "") -> list["Wrong"]:
         """The wrong implementations that each replace the same place `old` of the solution of `exercise`, one
         per row `(what, new, mistake)`, named `<prefix>-<what>` (the prefix is the exercise's name unless given):
-        the exercise and the place are written once, however many mistakes students make there."""
-        return [cls.edit(f"{prefix or exercise}-{what}", exercise, old, new, mistake) for what, new, mistake in rows]
+        the exercise and the place are written once, however many mistakes students make there. A row named by
+        its mistake's key is `(key, new)`: the key is written once."""
+        return [cls.edit(f"{prefix or exercise}-{what}", exercise, old, new, key[0] if key else what)
+                for what, new, *key in rows]
 
     def answer(self, solution: dict[str, str]) -> str:
         if self.replace is None:
@@ -79,6 +81,13 @@ class Wrong:
         return "" if verdict.key == self.mistake else (
             f"test_{self.exercise} should name mistake {self.mistake!r} for {self.name}; it named "
             f"{verdict.key or 'none'}:\n{verdict.text()}")
+
+
+def squashed(logits: str) -> list[tuple[str, str, str]]:
+    """The rows of a head whose `logits`, the solution's expression for them, go through sigmoid, relu or tanh:
+    the same three mistakes, named alike, in every lesson whose head returns logits for a loss (04, 05)."""
+    return [(f"{f}-on-the-logits", f"torch.{f}({logits})", key)
+            for f, key in (("sigmoid", "sigmoid-output"), ("relu", "relu-on-logits"), ("tanh", "tanh-on-logits"))]
 
 
 @dataclass(frozen=True)

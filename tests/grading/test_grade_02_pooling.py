@@ -7,30 +7,29 @@ MAX = 'H.masked_fill(padding, float("-inf")).amax(dim=1)'
 WRONG = [
     # --- cls_pool ---
     *Wrong.edits("cls_pool", "H[:, 0]", [
-        ("last-position", "H[:, -1]", "last-position"),
-        ("mean-pooling", "H.mean(dim=1)", "mean-pooling"),
+        ("last-position", "H[:, -1]"),
+        ("mean-pooling", "H.mean(dim=1)"),
         ("first-sequence-not-first-position", "H[0]", "first-sequence"),
         ("cls-of-the-first-sequence-only", "H[0][0]", "first-sequence-only"),
-        ("keeps-position-axis", "H[:, :1]", "keeps-position-axis"),
+        ("keeps-position-axis", "H[:, :1]"),
         ("position-one", "H[:, 1]", "later-position"),
-        ("feature-axis", "H[:, :, 0]", "feature-axis"),
+        ("feature-axis", "H[:, :, 0]"),
         ("squeeze-without-axis", "H[:, :1].squeeze()", "squeeze-drops-batch-axis"),
         # Found by a simulated student (issue 27): it passed.
         ("detached", "H[:, 0].detach()", "no-gradient"),
     ]),
     # --- Pooler ---
     *Wrong.edits("Pooler", TANH, [
-        ("no-tanh", "self.dense(c)", "no-tanh"),
+        ("no-tanh", "self.dense(c)"),
         ("relu-instead-of-tanh", "torch.relu(self.dense(c))", "relu-not-tanh"),
         ("sigmoid-instead-of-tanh", "torch.sigmoid(self.dense(c))", "sigmoid-not-tanh"),
         # Keys no wrong implementation named before (tests/test_mistake_vocabulary.py listed them), as Pooler-no-bias's
         # and mean_pool-sums-the-padding's below:
         ("takes-position-0-again", "torch.tanh(self.dense(c[:, 0]))", "indexes-c-again"),
         # the lesson's W c + b written for a batch of rows: torch's words alone before
-        ("weight-times-batch", "torch.tanh(self.dense.weight @ c + self.dense.bias)", "weight-times-batch"),
-        ("tanh-before-dense", "self.dense(torch.tanh(c))", "tanh-before-dense"),
-        ("linear-weight-not-transposed", "torch.tanh(c @ self.dense.weight + self.dense.bias)",
-         "linear-weight-not-transposed"),
+        ("weight-times-batch", "torch.tanh(self.dense.weight @ c + self.dense.bias)"),
+        ("tanh-before-dense", "self.dense(torch.tanh(c))"),
+        ("linear-weight-not-transposed", "torch.tanh(c @ self.dense.weight + self.dense.bias)"),
         # Found by a student audit: they passed before the gradient check and the batch of one.
         ("detached-output", f"{TANH}.detach()", "parameters-without-gradient"),
         ("detached-input", "torch.tanh(self.dense(c.detach()))", "input-detached"),
@@ -39,7 +38,7 @@ WRONG = [
         # Found by a simulated student (issue 27): a new random layer on every call (once taken for wrong values),
         # and a second tanh (an nn.Tanh in a Sequential, then torch.tanh in forward).
         ("linear-built-in-forward", "torch.tanh(nn.Linear(c.shape[-1], c.shape[-1])(c))", "layer-built-in-forward"),
-        ("tanh-twice", f"torch.tanh({TANH})", "tanh-twice"),
+        ("tanh-twice", f"torch.tanh({TANH})"),
         # Found by the fourth simulated student (as Pooler-plain-tensors-not-parameters and max_pool-whole-batch
         # below): each got only "expected X, got Y", or passed
         ("squeeze-without-axis", f"{TANH}.squeeze()", "squeeze-drops-batch-axis"),
@@ -47,7 +46,7 @@ WRONG = [
         # Found by a simulated student: each got only "returned X; tanh(W c + b) is Y".
         ("hardtanh-instead-of-tanh", "F.hardtanh(self.dense(c))", "hardtanh-not-tanh"),
         ("clamp-instead-of-tanh", "self.dense(c).clamp(-1, 1)", "hardtanh-not-tanh"),
-        ("bias-outside-tanh", "torch.tanh(c @ self.dense.weight.T) + self.dense.bias", "bias-outside-tanh"),
+        ("bias-outside-tanh", "torch.tanh(c @ self.dense.weight.T) + self.dense.bias"),
     ]),
     Wrong.edit("Pooler-no-bias", "Pooler", "nn.Linear(d, d)", "nn.Linear(d, d, bias=False)", "no-bias"),
     Wrong.edit("Pooler-plain-tensors-not-parameters", "Pooler", "self.dense = nn.Linear(d, d)",
@@ -61,11 +60,11 @@ WRONG = [
     ]),
     *Wrong.edits("mean_pool", "return total / count", [
         ("over-every-position", "return H.mean(dim=1)", "padding-included"),
-        ("sum-not-mean", "return total", "sum-not-mean"),
-        ("pools-whole-batch", "return H[mask.bool()].mean(dim=0)", "pools-whole-batch"),
+        ("sum-not-mean", "return total"),
+        ("pools-whole-batch", "return H[mask.bool()].mean(dim=0)"),
         ("squeeze-without-axis", "return (total / count).squeeze()", "squeeze-drops-batch-axis"),
         # A rounding that names its operation (issue 27.4)
-        ("floor-division", "return total // count", "floor-division"),
+        ("floor-division", "return total // count"),
         # Found by a simulated student (issue 27): it passed.
         ("float64-count", "return total / count.double()", "wrong-dtype"),
         # The sixth simulated student's wrong passes (as max_pool-detached below): cls_pool's gradient check did not
@@ -108,7 +107,7 @@ WRONG = [
         """, mistake="integer-mask-as-index"),
     *Wrong.edits("mean_pool", "count = weights.sum(dim=1)", [
         ("counts-over-the-batch-axis", "count = weights.sum(dim=0)", "count-over-batch-axis"),
-        ("divides-by-batch-count", "count = weights.sum()", "divides-by-batch-count"),
+        ("divides-by-batch-count", "count = weights.sum()"),
     ]),
     # pooled by lengths: right only while every mask is right-padded
     Wrong("mean_pool-slices-the-first-lengths", "mean_pool", """
@@ -120,7 +119,7 @@ WRONG = [
     *Wrong.edits("max_pool", MAX, [
         ("whole-batch", "H[mask.bool()].amax(dim=0)", "pools-whole-batch"),
         ("zero-filled-padding", "(H * mask[:, :, None]).amax(dim=1)", "zero-fill"),
-        ("padding-included", "H.amax(dim=1)", "padding-included"),
+        ("padding-included", "H.amax(dim=1)"),
         # Found by a simulated student (issue 27): it got only a row's values.
         ("fill-minus-one", "H.masked_fill(padding, -1.0).amax(dim=1)", "zero-fill"),
         # Found by a simulated student: it passed while every real value was above -100.

@@ -7,13 +7,12 @@ RETURN = "\n        return logits"   # the last line of forward (the K = 1 branc
 
 WRONG = [
     *Wrong.edits(HEAD, RETURN, [
-        ("softmax-inside-head", RETURN + ".softmax(dim=-1)", "softmax-inside-head"),
+        ("softmax-inside-head", RETURN + ".softmax(dim=-1)"),
         ("squeeze-without-axis", RETURN + ".squeeze()", "squeeze-drops-batch-axis"),
-        ("log-softmax-inside-head", RETURN.replace("logits", "F.log_softmax(logits, dim=-1)"),
-         "log-softmax-inside-head"),
-        ("relu-on-logits", RETURN + ".relu()", "relu-on-logits"),
-        ("sigmoid-output", RETURN + ".sigmoid()", "sigmoid-output"),
-        ("returns-label-ids", RETURN + ".argmax(dim=-1)", "returns-label-ids"),
+        ("log-softmax-inside-head", RETURN.replace("logits", "F.log_softmax(logits, dim=-1)")),
+        ("relu-on-logits", RETURN + ".relu()"),
+        ("sigmoid-output", RETURN + ".sigmoid()"),
+        ("returns-label-ids", RETURN + ".argmax(dim=-1)"),
         # the regression head's (B,) made by flattening, for every K: only "returned shape (B·K,)" before
         ("flattened-logits", RETURN + ".view(-1)", "flattens-the-classes"),
     ]),
@@ -21,7 +20,7 @@ WRONG = [
                "F.dropout(pooled, self.dropout.p, training=True)", "dropout-at-eval"),
     *Wrong.edits(HEAD, "nn.Linear(d, num_classes)", [
         # nn.Linear's two sizes in the wrong order: torch's words alone before
-        ("linear-sizes-swapped", "nn.Linear(num_classes, d)", "linear-sizes-swapped"),
+        ("linear-sizes-swapped", "nn.Linear(num_classes, d)"),
         # binary cross-entropy's single logit for two classes: "returned shape (B, 1)" before
         ("one-logit-for-two-classes", "nn.Linear(d, 1 if num_classes == 2 else num_classes)",
          "one-logit-for-k-classes"),
@@ -29,8 +28,8 @@ WRONG = [
     Wrong.edit("SequenceClassifier-regression-B-by-1", HEAD, "return logits.squeeze(-1)", "return logits",
                "regression-b-by-1"),
     *Wrong.edits(HEAD, LOGITS, [
-        ("no-dropout-in-training", "logits = self.linear(pooled)", "no-dropout-in-training"),
-        ("dropout-after-linear", "logits = self.dropout(self.linear(pooled))", "dropout-after-linear"),
+        ("no-dropout-in-training", "logits = self.linear(pooled)"),
+        ("dropout-after-linear", "logits = self.dropout(self.linear(pooled))"),
         # Found by a student audit (as SequenceClassifier-dropout1d-drops-whole-examples below): it passed before the
         # train-mode and gradient checks it is named by.
         ("no-dropout-for-regression", "logits = self.linear(pooled if self.num_classes == 1 else self.dropout(pooled))",
@@ -83,21 +82,21 @@ WRONG = [
                 return logits.squeeze(-1) if self.num_classes == 1 else logits
         """, mistake="wrong-values"),
     *Wrong.edits("head_param_count", "K * d + K", [
-        ("forgets-the-bias", "K * d", "forgets-the-bias"),
-        ("one-bias-per-feature", "K * d + d", "one-bias-per-feature"),
-        ("one-row-and-column-too-many", "(d + 1) * (K + 1)", "one-row-and-column-too-many"),
-        ("adds-the-sizes", "d + K", "adds-the-sizes"),
-        ("counts-the-pooler", "d * d + d + K * d + K", "counts-the-pooler"),
+        ("forgets-the-bias", "K * d"),
+        ("one-bias-per-feature", "K * d + d"),
+        ("one-row-and-column-too-many", "(d + 1) * (K + 1)"),
+        ("adds-the-sizes", "d + K"),
+        ("counts-the-pooler", "d * d + d + K * d + K"),
         ("returns-a-float", "float(K * (d + 1))", "not-an-int"),
     ]),
     *Wrong.edits("untrained_loss", "math.log(K)", [
-        ("log-base-2", "math.log2(K)", "log-base-2"),
-        ("log-base-10", "math.log10(K)", "log-base-10"),
-        ("probability-not-loss", "1 / K", "probability-not-loss"),
+        ("log-base-2", "math.log2(K)"),
+        ("log-base-10", "math.log10(K)"),
+        ("probability-not-loss", "1 / K"),
         ("torch-log-of-the-int", "torch.log(K)", "torch-function-on-a-number"),
-        ("wrong-sign", "math.log(1 / K)", "wrong-sign"),
+        ("wrong-sign", "math.log(1 / K)"),
         ("ln-2-for-every-K", "math.log(2)", "ln-2-for-every-k"),
-        ("error-rate-not-loss", "1 - 1 / K", "error-rate-not-loss"),
+        ("error-rate-not-loss", "1 - 1 / K"),
         ("returns-a-tensor", "torch.log(torch.tensor(float(K)))", "returned-a-tensor"),
         # the entropy −Σ p ln p of the uniform guess without its sum: only "ln K" before
         ("one-term-of-the-entropy", "-(1 / K) * math.log(1 / K)", "one-term-of-the-sum"),

@@ -1,16 +1,15 @@
 """Lesson 04: wrong implementations students write (each named by its key in headlab/checks/ch04.py),
 and correct alternatives."""
-from harness import Alternative, LessonGrading, Wrong
+from harness import Alternative, LessonGrading, Wrong, squashed
 
 HEAD = "self.classifier(self.dropout(H))"
 LOSS = "logits.reshape(-1, L), labels.reshape(-1)"
 WRONG = [
     # --- TokenClassifier ---------------------------------------------------------------------------
     *Wrong.edits("TokenClassifier", HEAD, [
-        ("softmax-inside-head", f"{HEAD}.softmax(dim=-1)", "softmax-inside-head"),
-        ("log-softmax-inside-head", f"F.log_softmax({HEAD}, dim=-1)", "log-softmax-inside-head"),
-        *[(f"{f}-on-the-logits", f"torch.{f}({HEAD})", key)   # lessons 03 and 05 name the same three
-          for f, key in [("sigmoid", "sigmoid-output"), ("relu", "relu-on-logits"), ("tanh", "tanh-on-logits")]],
+        ("softmax-inside-head", f"{HEAD}.softmax(dim=-1)"),
+        ("log-softmax-inside-head", f"F.log_softmax({HEAD}, dim=-1)"),
+        *squashed(HEAD),
         ("scores-the-first-position-only", "self.classifier(self.dropout(H[:, 0]))", "scores-one-position"),
         # "cross_entropy wants the classes on dim 1", done in the wrong place
         ("output-B-L-n", f"{HEAD}.transpose(1, 2)", "labels-axis-second"),
@@ -18,11 +17,11 @@ WRONG = [
         ("linear-over-sequence-axis", "self.classifier(self.dropout(H).transpose(1, 2))", "linear-on-wrong-axis"),
         ("linear-built-in-forward", "nn.Linear(H.shape[-1], self.classifier.out_features)(self.dropout(H))",
          "layer-built-in-forward"),
-        ("dropout-after-linear", "self.dropout(self.classifier(H))", "dropout-after-linear"),
-        ("returns-label-ids", f"{HEAD}.argmax(dim=-1)", "returns-label-ids"),
+        ("dropout-after-linear", "self.dropout(self.classifier(H))"),
+        ("returns-label-ids", f"{HEAD}.argmax(dim=-1)"),
         ("flattened-for-the-loss", f"{HEAD}.flatten(0, 1)", "flattened-in-head"),   # the loss's flattening, in forward
         # "give every token the sentence's context"
-        ("mixes-positions", "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))", "mixes-positions"),
+        ("mixes-positions", "self.classifier(self.dropout(H + H.mean(dim=1, keepdim=True)))"),
         # Found by a student audit (as the default-dropout and Dropout1d ones below): each passed the check when it
         # probed dropout at p = 1 only, or no gradient.
         ("unscaled-dropout-mask", "self.classifier(H * (torch.rand_like(H) >= self.dropout.p) if self.training else H)",
@@ -56,9 +55,9 @@ WRONG = [
         ("dropout1d-drops-whole-tokens", "nn.Dropout1d(dropout)", "drops-whole-vectors"),
     ]),
     *Wrong.edits("TokenClassifier", "nn.Linear(d, num_labels)", [
-        ("no-bias", "nn.Linear(d, num_labels, bias=False)", "no-bias"),
+        ("no-bias", "nn.Linear(d, num_labels, bias=False)"),
         # nn.Linear's sizes given as (out, in): torch's shape error and "print the shapes" before
-        ("linear-sizes-swapped", "nn.Linear(num_labels, d)", "linear-sizes-swapped"),
+        ("linear-sizes-swapped", "nn.Linear(num_labels, d)"),
     ]),
     Wrong.edit("TokenClassifier-default-dropout-0.5", "TokenClassifier", "dropout: float = 0.1",
                "dropout: float = 0.5", "wrong-default-dropout"),
@@ -97,7 +96,7 @@ WRONG = [
     *Wrong.edits("token_loss", "labels.reshape(-1)", [   # the labels left (B, n) under flattened logits
         ("labels-not-flattened", "labels", "flattened-one-not-the-other")]),
     *Wrong.edits("token_loss", f"F.cross_entropy({LOSS}, ignore_index=-100)", [
-        ("label-smoothing", f"F.cross_entropy({LOSS}, ignore_index=-100, label_smoothing=0.1)", "label-smoothing"),
+        ("label-smoothing", f"F.cross_entropy({LOSS}, ignore_index=-100, label_smoothing=0.1)"),
         ("summed-then-divided-by-the-batch-size",
          f"F.cross_entropy({LOSS}, ignore_index=-100, reduction=\"sum\") / logits.shape[0]", "divides-by-batch-size")]),
     Wrong("token_loss-minus-100-replaced-by-class-0", "token_loss", """

@@ -2,7 +2,7 @@
 and correct alternatives."""
 import pytest
 import torch
-from harness import Alternative, LessonGrading, Wrong
+from harness import Alternative, LessonGrading, Wrong, squashed
 from heads_lessons import lesson as lesson_named
 
 from headlab.checks import ch05
@@ -54,16 +54,15 @@ WRONG = [
                "self.qa_outputs = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, 2))", "not-linear"),
     # the solution with its logits computed otherwise
     *Wrong.edits("SpanHead", LOGITS, [
-        ("tanh-on-the-logits", f"torch.tanh({LOGITS})", "tanh-on-logits"),
+        # the sigmoid, found by a simulated student (issue 27), was "not linear" before, and the relu, the fifth
+        # simulated student's, "not a linear map"
+        *squashed(LOGITS),
         ("detached-logits", f"{LOGITS}.detach()", "not-connected"),
-        # Found by a simulated student (issue 27): a sigmoid was "not linear", a layer made in forward
-        # "dropout at eval".
-        ("sigmoid-on-the-logits", f"torch.sigmoid({LOGITS})", "sigmoid-output"),
-        # The fifth simulated student's: both got only "not a linear map" before
+        # The fifth simulated student's: "not a linear map" before
         ("log-softmax-over-positions", f"{LOGITS}.log_softmax(dim=1)", "log-softmax-inside-head"),
-        ("relu-on-the-logits", f"torch.relu({LOGITS})", "relu-on-logits"),
         # a softmax over the (start, end) axis of each position: told sigmoid-output before (σ(s − e) is one)
         ("softmax-over-start-and-end", f"{LOGITS}.softmax(dim=-1)", "softmax-inside-head"),
+        # Found by a simulated student (issue 27): "dropout at eval" before
         ("linear-built-in-forward", "nn.Linear(H.shape[-1], 2)(H)", "layer-built-in-forward"),
         ("dropout-on-at-eval", "self.qa_outputs(F.dropout(H, 0.1, training=True))", "dropout-at-eval"),
         ("with-dropout", "self.qa_outputs(F.dropout(H, 0.1, self.training))", "dropout-in-head"),

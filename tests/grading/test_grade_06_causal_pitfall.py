@@ -7,11 +7,11 @@ PARAMS = "512 * 5 + 5"   # the knowledge check's parameter count: a table below 
 
 WRONG = [
     *Wrong.edits("last_token_pool", "H[rows, lengths - 1]", [
-        ("last-tensor-position", "H[:, -1]", "last-tensor-position"),
+        ("last-tensor-position", "H[:, -1]"),
         ("end-of-the-longest-row", "H[rows, lengths.max() - 1]", "last-tensor-position"),   # was wrong-values
-        ("first-token", "H[:, 0]", "first-token"),
+        ("first-token", "H[:, 0]"),
         ("off-by-one-lengths-as-index", "H[rows, lengths]", "one-too-many"),
-        ("every-row-every-position", "H[:, lengths - 1]", "every-row-every-position"),
+        ("every-row-every-position", "H[:, lengths - 1]"),
         ("mean-over-all-positions", "H.mean(dim=1)", "mean-pooling"),
         # torch.gather's index not expanded over the features
         ("gather-index-not-expanded", "H.gather(1, (lengths - 1).view(-1, 1, 1)).squeeze(1)", "gather-index-shape"),
@@ -30,9 +30,9 @@ WRONG = [
         # issue 11.6: this one was told it computed n − ℓ
         ("flipped-but-not-mapped-back", "real.flip(1).long().argmax(dim=1)", "flipped-not-mapped-back"),
         ("stops-before-the-first-false", "(~real).long().argmax(dim=1) - 1", "stopped-at-first-false"),
-        ("count-as-index", "real.long().sum(1)", "count-as-index"),
+        ("count-as-index", "real.long().sum(1)"),
         ("flip-mapped-back-with-n", "real.shape[1] - real.flip(1).long().argmax(dim=1)", "flip-off-by-one"),
-        ("last-tensor-position", "torch.full((real.shape[0],), real.shape[1] - 1)", "last-tensor-position"),
+        ("last-tensor-position", "torch.full((real.shape[0],), real.shape[1] - 1)"),
         # the row length taken with len(), which counts the rows
         ("flip-mapped-back-with-len", "len(real) - 1 - real.long().flip(1).argmax(dim=1)", "len-is-batch-size"),
         ("int32-indices", f"({LAST}).int()", "wrong-dtype"),

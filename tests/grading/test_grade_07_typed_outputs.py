@@ -4,7 +4,7 @@ from harness import Alternative, LessonGrading, Wrong
 
 SOFTMAX = "return chosen.softmax(dim=-1)"               # restrict_to_labels's last line
 TOP = "confidence, prediction = probs.max(dim=-1)"     # expected_calibration_error's first line
-GAP = "gap = (correct[inside].mean() - confidence[inside].mean()).abs()"   # and its one bin's gap
+GAP = "(correct[inside].mean() - confidence[inside].mean()).abs()"   # and its one bin's gap
 
 WRONG = [
     # --- predict_or_reject ------------------------------------------------------------------------
@@ -48,17 +48,15 @@ WRONG = [
                "confidence-of-class-one"),
     # the one bin's gap written otherwise
     *Wrong.edits("expected_calibration_error", GAP, [
-        ("squared-gaps", "gap = ((correct[inside].mean() - confidence[inside].mean()) ** 2)", "squared-gaps"),
+        ("squared-gaps", "((correct[inside].mean() - confidence[inside].mean()) ** 2)"),
         # each prediction's own gap, averaged: the same mean whether or not it is taken bin by bin
-        ("per-prediction-gaps", "gap = (correct[inside] - confidence[inside]).abs().mean()", "per-prediction-gaps"),
-        ("bin-accuracy-summed", "gap = (correct[inside].sum() - confidence[inside].mean()).abs()",
-         "bin-accuracy-as-count"),
-        ("global-accuracy-in-every-bin", "gap = (correct.mean() - confidence[inside].mean()).abs()",
+        ("per-prediction-gaps", "(correct[inside] - confidence[inside]).abs().mean()"),
+        ("bin-accuracy-summed", "(correct[inside].sum() - confidence[inside].mean()).abs()", "bin-accuracy-as-count"),
+        ("global-accuracy-in-every-bin", "(correct.mean() - confidence[inside].mean()).abs()",
          "global-accuracy-per-bin"),
         # Found by probing the check: each got only the recipe before.
-        ("bin-centre-as-confidence", "gap = (correct[inside].mean() - (k + 0.5) / n_bins).abs()",
-         "bin-centre-as-confidence"),
-        ("signed-gaps", "gap = correct[inside].mean() - confidence[inside].mean()", "single-global-gap"),
+        ("bin-centre-as-confidence", "(correct[inside].mean() - (k + 0.5) / n_bins).abs()"),
+        ("signed-gaps", "correct[inside].mean() - confidence[inside].mean()", "single-global-gap"),
     ], prefix="ece"),
     Wrong.edit("ece-weights-over-n-bins", "expected_calibration_error", "count / len(labels)", "count / n_bins",
                "weights-over-n-bins"),

@@ -136,9 +136,9 @@ WRONG = [
         # found by probing the check: got only one row's values before
         ("specials-sliced-off", "(H * mask)[:, 1:-1].sum(dim=1) / mask[:, 1:-1].sum(dim=1)", "specials-left-out"),
         # was told "a mean over no position ... [CLS] and [SEP] included", another mistake's words
-        ("inverted-mask", "(H * (1 - mask)).sum(dim=1) / mask.sum(dim=1)", "inverted-mask"),
+        ("inverted-mask", "(H * (1 - mask)).sum(dim=1) / mask.sum(dim=1)"),
         # `//` in the mean: the visible means are whole numbers, so the gradient step names it (issue 27.4)
-        ("floor-division", "(H * mask).sum(dim=1) // mask.sum(dim=1)", "floor-division"),
+        ("floor-division", "(H * mask).sum(dim=1) // mask.sum(dim=1)"),
     ]),
 ]
 

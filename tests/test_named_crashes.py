@@ -185,6 +185,22 @@ def mask_tokens_clone_not_called(ids, special_mask, vocab_size, mask_id, p=0.15,
     return inputs, torch.where(chosen, ids, -100)
 
 
+def mask_tokens_comparison_unbracketed(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
+    chosen = torch.rand(ids.shape, generator=generator) < p & ~special_mask.bool()   # `&` first: p & ~special
+    return torch.where(chosen, mask_id, ids), torch.where(chosen, ids, -100)
+
+
+def bio_to_spans_splitting_every_tag(tags):
+    spans = []
+    for i, tag in enumerate(tags):
+        prefix, kind = tag.split("-")   # an O tag has no '-'
+        if prefix == "B" or not spans or spans[-1][0] != kind or spans[-1][2] != i:
+            spans.append((kind, i, i + 1))
+        else:
+            spans[-1] = (kind, spans[-1][1], i + 1)
+    return spans
+
+
 def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
     chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
     inputs = ids.copy()   # NumPy's name for clone
@@ -281,6 +297,9 @@ class SequenceClassifierPassingTheTrainMethod(torch.nn.Module):
     # told "Pooler.forward is not written yet", the stub's words, before
     (ch02.Pooler, PoolerWithForwardMisspelt, "forward-misnamed", "has no method named `forward`"),
     (ch03.sequence_classifier, SequenceClassifierPassingTheTrainMethod, "train-method-as-flag", "passed `self.train`"),
+    # torch's words alone (raised-NotImplementedError), and Python's (raised-ValueError), before
+    (ch01.mask_tokens, mask_tokens_comparison_unbracketed, "comparison-without-brackets", "binds `&` tighter than `<`"),
+    (ch04.bio_to_spans, bio_to_spans_splitting_every_tag, "splits-the-o-tag", "An O tag has no '-' to split on"),
 ], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
         "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
         "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy",
@@ -288,7 +307,8 @@ class SequenceClassifierPassingTheTrainMethod(torch.nn.Module):
         "MLMHead-tensor-as-parameter", "MLMHead-module-as-tensor", "last_real_index-minus-inf-into-longs",
         "padding_mask-shape-called", "mask_tokens-clone-not-called", "mask_tokens-numpy-copy",
         "MLMHead-parameter-given-a-size", "span_loss-targets-with-extra-axis", "sentence_embedding-axis",
-        "causal_mask-for-i-in-n", "Pooler-forward-misspelt", "SequenceClassifier-train-method"])
+        "causal_mask-for-i-in-n", "Pooler-forward-misspelt", "SequenceClassifier-train-method",
+        "mask_tokens-comparison-unbracketed", "bio_to_spans-split-o"])
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

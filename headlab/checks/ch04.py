@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import torch
 
 from . import heads
-from .core import CheckFailed, call, fail, passed, require_function, require_module_class
+from .core import CheckFailed, call, call_raw, explain, fail, passed, require_function, require_module_class
 from .dropout import identity_on_top, train_pass
 from .engine import Exercise, Mistake, backward_through, judge_gradients, reference, same, show
 from .shared import table
@@ -254,7 +254,15 @@ def bio_to_spans(fn: Callable, cases: Sequence | None = None) -> None:
     cases = BIO_CASES if cases is None else cases
     for tags, expected in cases:
         tags, given, expected = list(tags), list(tags), [tuple(s) for s in expected]
-        out = call(fn, "bio_to_spans", given)
+        try:
+            out = call_raw(fn, "bio_to_spans", given)
+        except Exception as err:
+            if isinstance(err, ValueError) and "not enough values to unpack" in str(err):
+                fail(f"bio_to_spans({tags}) raised ValueError: {err}. An O tag has no '-' to split on: `'O'.split('-')` "
+                     "is ['O'], one part, which cannot be unpacked into a prefix and a type.", "splits-the-o-tag",
+                     "Handle O before splitting (`if tag == 'O':` closes the open entity); split only B- and I- tags, "
+                     "or slice them: `tag[:2]`, `tag[2:]`.")
+            explain(err, "bio_to_spans", given)
         if given != tags:
             fail("bio_to_spans changed the list of tags it was given; read it without editing it.", "changed-input",
                  "Only read the tags (index them, loop over them); if you must edit, edit a copy, `list(tags)`.")

@@ -321,6 +321,12 @@ _OPERATIONS: list[tuple[tuple[str, ...], str, str, str]] = [
      "{name} passed `self.train`, the method that switches a module's mode, where a True/False flag belongs: the "
      "flag is the attribute `self.training`.",
      "Pass `training=self.training`, with no parentheses, or use nn.Dropout, which follows the mode by itself."),
+    # `torch.rand(shape) < p & ~special`: Python binds `&` tighter than `<`, so torch was asked for `p & ~special`
+    (("\"bitwise_and_cpu\" not implemented for 'Float'", "\"bitwise_or_cpu\" not implemented for 'Float'"),
+     "comparison-without-brackets",
+     "{name} combined a comparison with `&` (or `|`) without brackets: Python binds `&` tighter than `<`, so "
+     "`x < p & m` is `x < (p & m)`, and torch has no `&` between a float and a mask.",
+     "Bracket each comparison: `(torch.rand(shape) < p) & ~special_mask`."),
     (("'int' object is not iterable",), "loop-over-a-number",
      "{name} looped over a number (`for i in n`): a `for` loop walks a sequence, and a number is none.",
      "Loop over `range(n)`, the numbers 0 … n − 1, or better build the whole result at once with tensor operations."),

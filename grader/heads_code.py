@@ -119,6 +119,21 @@ def timed_code(tree: ast.AST) -> list[str]:
     return found
 
 
+def too_deep(source: str) -> bool:
+    """Whether a cell that `parse` reads as not Python is Python nested deeper than the grader's parser goes: a
+    kernel whose recursion limit an earlier cell raised runs it (red team 13 hid a patch behind a sum of 3,000
+    terms). A cell that is not Python at all the kernel cannot run either."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        ast.parse(TransformerManager().transform_cell(source))
+    except (RecursionError, MemoryError):
+        return True
+    except (SyntaxError, ValueError):
+        pass
+    return False
+
+
 def parses(text: str, mode: str = "exec") -> bool:
     """Whether `text` is Python: statements (mode "exec") or one expression ("eval")."""
     try:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from heads_code import (CODE_MAGICS, MAGIC_METHODS, SHELL_METHODS, TIMERS, TreeIndex, bindings, bound_values, call_root,
                         chain_root, dotted, free_names, imports, module_level_stores, names_in, names_of, parse,
-                        parses, plain_prefix, resolved, root, shown)
+                        parses, plain_prefix, resolved, root, shown, too_deep)
 
 WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
            # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
@@ -177,6 +177,8 @@ KERNEL_SIDE_WORDS = {"load", "at", "describe", "encode", "decode", "digest", "de
 # What reaches an attribute by a name the code computes ("__glo" + "bals__"), which no answer needs
 BY_COMPUTED_NAME = {"getattr", "setattr", "delattr", "hasattr", "builtins.getattr"}
 BY_NAME_GETTERS = {"operator.attrgetter", "operator.methodcaller"}
+# What makes a function of the notebook's into another callable, still its code (a store of one is judged as of a def)
+FUNCTION_WRAPPERS = {"functools.partial", "functools.partialmethod", "types.MethodType", "functools.wraps"}
 # The magics honest notebooks use; any other (`%run`, `%load_ext`, `%config`, `%debug` with its statement...) runs
 # code the grader cannot read or changes IPython, and is flagged. The code of CODE_MAGICS is read as part of its cell
 # (heads_code.parse).
@@ -278,9 +280,11 @@ def _benign_command(command: str) -> bool:
     words = command.split()
     if not words or re.search(r"[|;&$<>`\n\\]", command) or words[0] not in BENIGN_COMMANDS:
         return False
+    # a package by its name, never a file: pip builds an archive in the notebook's folder by running its code (red
+    # team 13's `%pip install evil-1.0.tar.gz` read the kernel's key from its memory)
     return words[0] not in ("pip", "conda") or (len(words) > 1 and words[1] in ("install", "list", "show") and all(
         re.fullmatch(r"-q|--quiet|-U|--upgrade|[A-Za-z][\w.\-]*(\[[\w,]+\])?([=<>~!]=?[\w.*]+)?", w)
-        for w in words[2:]))
+        and not re.search(r"\.(tar(\.\w+)?|tgz|zip|whl|egg|py)$", w, re.IGNORECASE) for w in words[2:]))
 
 
 def _string_name(node: ast.AST, tree: ast.Module) -> bool:
@@ -357,6 +361,12 @@ class _Owners(TreeIndex):
                                  and f.args.args[0].arg == "self"} | {"__init__"} for c in ast.walk(tree)
                         if isinstance(c, ast.ClassDef)}
         self.params = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+        # `self` and `cls` of a plain function are whatever it is given (red team 13: `def install(cls): cls.x = f`
+        # then `install(json.JSONEncoder)`): only a method's are the notebook's own object
+        methods = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body}
+        self.plain_params = {a.arg for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                             ast.Lambda)) and id(f) not in methods
+                             for a in ast.walk(f.args) if isinstance(a, ast.arg)}
         self.rebound: dict[str, list] = {}
         for node in ast.walk(tree):
             for t, v in bindings(node):
@@ -393,14 +403,57 @@ def _a_function(value: ast.AST | None, tree: ast.Module) -> bool:
                                                          for v in bound_values(value.id, tree) or [None])
 
 
+def _notebook_function(value: ast.AST | None, tree: ast.Module, aliases: dict[str, str]) -> bool:
+    """Whether `value` is plainly a function the notebook wrote: a lambda, the name of its def, or one wrapped
+    (functools.partial, types.MethodType); not a layer or any other object (`model.classifier = head`)."""
+    if isinstance(value, ast.Lambda):
+        return True
+    if isinstance(value, ast.Call):
+        return dotted(value.func, aliases) in FUNCTION_WRAPPERS
+    return isinstance(value, ast.Name) and value.id in _Owners.of(tree).functions
+
+
+def _a_class_of_another(target: ast.AST, tree: ast.Module, aliases: dict[str, str]) -> str | None:
+    """What `target` names, when it is a name bound to a class or object of an imported module (`Enc =
+    json.JSONEncoder`) or to the type of an object (`Tensor = type(torch.zeros(1))`): a store on it patches that
+    class for every object of it (red team 13 rewrote the answers in JSONEncoder.iterencode and Tensor.numpy)."""
+    if not isinstance(target, ast.Name):
+        return None
+    for value in bound_values(target.id, tree) or []:
+        if isinstance(value, ast.Call) and dotted(value.func, aliases) == "type" and value.args and not (
+                isinstance(value.args[0], ast.Name) and value.args[0].id in ("self", "cls")):
+            return f"type({shown(value.args[0])})"
+        name = resolved(value, aliases) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        if name and "." in name and root(name) in {root(a) for a in aliases.values()}:
+            return name
+    return None
+
+
+def _patches_another(target: ast.AST, value: ast.AST | None, tree: ast.Module, aliases: dict[str, str]) -> str:
+    """Why setting an attribute of `target` (not the notebook's own) to `value` patches code that is not the
+    notebook's: `target` is a class of another module, or `value` a function the notebook wrote; "" otherwise."""
+    of = _a_class_of_another(target, tree, aliases)
+    if of:
+        return f"a class or object of another module ({of})"
+    return "a function of the notebook's put on an object it did not make" \
+        if _notebook_function(value, tree, aliases) else ""
+
+
+def _membership(node: ast.AST, parents: dict) -> bool:
+    """Whether `node` is only asked whether it holds a key: `'google.colab' in sys.modules`, the lessons' own setup."""
+    parent = parents.get(id(node))
+    return isinstance(parent, ast.Compare) and node in parent.comparators and all(
+        isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+
+
 def _own_object(target: ast.AST, tree: ast.Module) -> bool:
     """Whether `target` is the student's own object: `self`/`cls`, or a name bound only to instances of classes the
     notebook defines (`box = Box()`). A name bound to anything else (`out = sys.stdout`) may hold the kernel's."""
     if not isinstance(target, ast.Name):
         return False
-    if target.id in ("self", "cls"):
-        return True
     owners = _Owners.of(tree)   # a class name the notebook also binds to something else may be anything
+    if target.id in ("self", "cls"):
+        return target.id not in owners.plain_params
     values = bound_values(target.id, tree)
     return bool(values) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in owners.classes
                                 and not owners.rebound.get(v.func.id) for v in values)
@@ -531,6 +584,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                             part.value, notebook or tree, aliases):
                         # K._secret_step = ..., with K a module that inspect.getmodule handed over
                         found.append(f"patches an object: assigns a private attribute {shown(part)}")
+                    elif isinstance(part, ast.Attribute) and not _own_target(part.value, notebook or tree, aliases) \
+                            and _patches_another(part.value, getattr(node, "value", None), notebook or tree, aliases):
+                        found.append(f"patches an object: assigns {shown(part)}, "
+                                     f"{_patches_another(part.value, node.value, notebook or tree, aliases)}")
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and \
                             dotted(part.value.func, aliases) in ("globals", "vars", "locals"):
                         found.append("patches a module: assigns into globals()")
@@ -542,6 +599,10 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"patches a module: {func}({base}, ...)")
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({shown(node.args[0])}, ...)")
+                elif len(node.args) > 2 and not _own_target(node.args[0], notebook or tree, aliases) and \
+                        _patches_another(node.args[0], node.args[2], notebook or tree, aliases):
+                    found.append(f"patches an object: {func}({shown(node.args[0])}, ...), "
+                                 f"{_patches_another(node.args[0], node.args[2], notebook or tree, aliases)}")
             owners = _Owners.of(notebook or tree)
             if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.args and \
                     node.func.attr in owners.methods.get(node.func.value.id, ()) and not _own_target(
@@ -638,7 +699,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
             elif root(full) == "IPython" and "." in full and not full.startswith(IPYTHON_FOR_STUDENTS) and \
                     not isinstance(parents.get(id(node)), ast.Attribute):
                 found.append(f"reaches IPython's machinery: {full}")
-            if name == "sys.modules" or name.startswith("sys.modules."):
+            if (name == "sys.modules" or name.startswith("sys.modules.")) and not _membership(node, parents):
                 found.append("touches sys.modules")
             if isinstance(node, ast.Attribute) and (attr in IPYTHON_ATTRS or (
                     attr in SHELL_ONLY_ATTRS and is_shell(node.value))):
@@ -672,7 +733,8 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     attr == "__annotations__" and _looked_at(node, parents, aliases)):   # print(f.__annotations__)
                 found.append(f"reaches a special attribute: {attr}")   # (a frozen dataclass sets its own fields)
             parent = parents.get(id(node))
-            if isinstance(node.ctx, ast.Load) and not isinstance(parent, (ast.Attribute, ast.arguments)) and not (
+            if isinstance(node.ctx, ast.Load) and not isinstance(parent, (ast.Attribute, ast.arguments)) and not \
+                    _membership(node, parents) and not (
                     isinstance(parent, ast.Call) and (parent.func is node or _read_harmlessly(parent, node, aliases))) and not (
                     isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets)):
                 held = resolved(node, aliases)
@@ -854,6 +916,8 @@ def code_flags(submitted: dict, release: dict) -> list[str]:
     released = {c.get("id"): c for c in release["cells"] if c["cell_type"] == "code" and c.get("id")}
     flags = []
     for cell, tree in cells:
+        if tree is None and too_deep(_text(cell["source"])):
+            flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
         if tree is not None:
             try:
                 # A release cell the student edited (a `-U` added to the setup's %pip): only what the edit added

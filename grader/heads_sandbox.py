@@ -148,7 +148,9 @@ def sandbox_command(cmd: list[str], workdir: str, private: str, scratch_size: in
     args += ["--bind", private, private, "--bind", workdir, workdir]
     for path in grader_only_paths(binds) if hide is None else hide:   # after every bind, so that none covers it
         args += ["--tmpfs", path, "--remount-ro", path]
-    args += ["--remount-ro", "/tmp",
+    # /proc read-only too: writable, /proc/self/mem let a notebook rewrite its own kernel's code in memory with a
+    # plain open() (red team 13 gave json's encoder another function's code), no name of which a flag reads
+    args += ["--remount-ro", "/tmp", "--remount-ro", "/proc",
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", workdir]
     env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
     env.update(HOME="/scratch", TMPDIR="/scratch", MPLCONFIGDIR="/scratch/matplotlib",

@@ -252,6 +252,22 @@ FORGERIES = {
     # (found while closing round 12) a method of the notebook's own class run with another object as its self
     "own-method-on-another-object": "import json\nclass Box:\n    def __init__(self, r):\n        self.respond = r\n"
                                     "Box.__init__(json.JSONDecoder(), print)",
+    # Red team 13 (held out; written here): a class of another module patched through a name bound to it or to an
+    # object's type, through a plain function's `cls` parameter or a default, by setattr, with a function of the
+    # notebook's or a wrapped one; and a cell hidden from every flag behind a sum too deep for the grader's parser
+    "class-through-a-name": "import json\nEnc = json.JSONEncoder\ndef hook(self, o, _one_shot=False):\n"
+                            "    return iter(['{}'])\nEnc.iterencode = hook",
+    "class-through-type": "import torch\nTensor = type(torch.zeros(1))\nTensor.numpy = Tensor.detach",
+    "class-through-cls": "import json\ndef install(cls):\n    def hook(self, o, _one_shot=False):\n"
+                         "        return iter(['{}'])\n    cls.iterencode = hook\ninstall(json.JSONEncoder)",
+    "class-through-a-default": "import json\ndef install(Enc=json.JSONEncoder):\n"
+                               "    Enc.iterencode = 0\ninstall()",
+    "class-by-setattr": "import json\nEnc = json.JSONEncoder\nsetattr(Enc, 'iterencode', 0)",
+    "function-by-setattr": "import json\ndef patch(target):\n"
+                           "    setattr(target, 'iterencode', lambda self, o, _one_shot=False: iter(['{}']))",
+    "wrapped-function": "import functools\ndef hook(self, o):\n    return o\ndef patch(target):\n"
+                        "    target.encode = functools.partial(hook)",
+    "too-deep-to-parse": "x = 0" + " + 0" * 3000,
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
@@ -358,6 +374,11 @@ HONEST = {
                                         "    def twice(self, x):\n        return 2 * x\n    @staticmethod\n"
                                         "    def make(n):\n        return n\nc = Child()\n"
                                         "print(Child.twice(c, 3), Child.make(3))",
+    # Red team 13's honest variants that must stay free: a layer of a package's model replaced, a classmethod's cls
+    "colab-check": "import sys\nif 'google.colab' in sys.modules:\n    print('on Colab')",
+    "layer-replaced": "from headlab import tiny_encoder\nenc = tiny_encoder()\nenc.pooler = torch.nn.Identity()",
+    "classmethod-cls": "class Counter:\n    n = 0\n    @classmethod\n    def bump(cls):\n        cls.n += 1\n"
+                       "        cls.last = lambda: cls.n\nCounter.bump()",
     "everyday-dunders": "class Small(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                         "    def __repr__(self):\n        return type(self).__name__\n"
                         "if __name__ == '__main__':\n    print(torch.__version__, Small())",
@@ -375,7 +396,8 @@ def test_honest_scratch_code_holds_no_score(name):
 
 
 @pytest.mark.parametrize("program", ["%%bash\npython3 -c 'print(1)'", "%%python3\nprint(1)", "!ls | python3 -",
-                                     "!pip install ./helpers", "%system env python3 -c 1", "!wget http://example.org"])
+                                     "!pip install ./helpers", "%system env python3 -c 1", "!wget http://example.org",
+                                     "%pip install -q evil-1.0.tar.gz", "!pip install helpers.whl"])
 def test_a_program_the_flags_cannot_read_is_held(program):
     """Red team 7 (held out; written here): a shell script ran Python beside the kernel, out of the flags' sight. A
     command that only looks around or installs a package by name is flagged for a look, not held (HONEST)."""

@@ -44,6 +44,8 @@ def attacks(root, port) -> dict[str, str]:
         "network": f"socket.create_connection(('127.0.0.1', {port}), timeout=3).close()",
         # the kernel's sockets and signing key: with them a child process can send the kernel code to run
         "read-connection-file": "import sys; open(sys.argv[sys.argv.index('-f') + 1]).read(10)",
+        # the kernel's own memory, in which a plain open() rewrites any function's code (red team 13)
+        "write-own-memory": "open('/proc/self/mem', 'r+b').close()",
         # a module the notebook writes, imported by name (`%%writefile tqdm.py`): PYTHONSAFEPATH, sandbox or not
         "import-from-workdir": "open('heads_written.py', 'w').write('X = 1'); import heads_written",
     }
@@ -121,7 +123,7 @@ def graded(tmp_path_factory, listener):
 
 
 ATTACKS = ["read-solutions", "read-gradebook", "read-other-student", "list-other-students",
-           "write-outside", "write-other-student", "network", "read-connection-file"]
+           "write-outside", "write-other-student", "network", "read-connection-file", "write-own-memory"]
 
 
 def test_grading_works_inside_the_sandbox(graded):

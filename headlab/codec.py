@@ -7,6 +7,7 @@ it does not know.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
 import math
@@ -64,15 +65,22 @@ def encode(value: Any, _depth: int = 0) -> Any:
     return {"$obj": type(value).__name__, "repr": _safe_repr(value)}
 
 
+# The tensor methods of C: torch.Tensor is a Python class that a notebook can patch for every tensor (red team 13
+# rewrote the answers in Tensor.numpy), its base class torch._C.TensorBase is immutable, as is numpy's ndarray
+_BASE = torch._C.TensorBase
+
+
 def _encode_tensor(t: torch.Tensor) -> dict:
-    plain = t.detach().cpu().contiguous().clone()
+    plain = _BASE.clone(_BASE.contiguous(_BASE.cpu(_BASE.detach(t))))
     if type(plain) is not torch.Tensor:  # a subclass: only its data travels
-        plain = plain.as_subclass(torch.Tensor)
-    if plain.dtype not in _DTYPES.values():
-        return {"$obj": "Tensor", "repr": f"a tensor of dtype {plain.dtype}"}
-    bits = plain.view(_BITS[plain.dtype]) if plain.dtype in _BITS else plain
-    return {"$t": str(plain.dtype).removeprefix("torch."), "shape": list(plain.shape),
-            "grad": bool(t.requires_grad), "b": base64.b64encode(bits.numpy().tobytes()).decode()}
+        plain = _BASE.as_subclass(plain, torch.Tensor)
+    dtype = _BASE.dtype.__get__(plain)
+    if dtype not in _DTYPES.values():
+        return {"$obj": "Tensor", "repr": f"a tensor of dtype {dtype}"}
+    bits = _BASE.numpy(_BASE.view(plain, _BITS[dtype]) if dtype in _BITS else plain)
+    grad = _BASE.requires_grad.__get__(t)
+    return {"$t": str(dtype).removeprefix("torch."), "shape": list(bits.shape), "grad": bool(grad),
+            "b": binascii.b2a_base64(bits.tobytes(), newline=False).decode()}
 
 
 def decode(data: Any, _depth: int = 0) -> Any:

@@ -81,14 +81,18 @@ def _publish(pub: Any, data: dict) -> None:
     if _CHANNEL is None:   # not ipykernel's publisher (or imported outside a kernel): the publisher's own publish
         pub.publish(data=data, metadata={})
         return
-    publisher, session, socket, flush, message, pack, auth, send_multipart = _CHANNEL
+    publisher, session, socket, flush, message, pack, auth, send_multipart, make_encoder, encode_ascii = _CHANNEL
     try:   # the cell's prints first, as publish does; they go through sys.stderr as the notebook left it, which
         flush(publisher)   # can raise (red team 11 left a stream whose flush raises): the answers leave all the same
     except BaseException:
         pass
-    msg = message(session, "display_data", {"data": data, "metadata": {}, "transient": {}},
-                  parent=publisher.parent_header)
-    parts = [pack(msg[part]) for part in ("header", "parent_header", "metadata", "content")]
+    content = {"data": data, "metadata": {}, "transient": {}}
+    # The answers packed first, by json's encoder of C, whose code no patch reaches: the session's packer calls
+    # json.dumps, whose JSONEncoder methods are a class's a notebook can patch (red team 13 rewrote them there)
+    packed = pack(content) if make_encoder is None else "".join(make_encoder(
+        None, _unencodable, encode_ascii, None, ":", ",", False, False, False)(content, 0)).encode("ascii")
+    msg = message(session, "display_data", content, parent=publisher.parent_header)
+    parts = [*(pack(msg[part]) for part in ("header", "parent_header", "metadata")), packed]
     signature = b""
     if auth is not None:   # the key's HMAC, as Session.sign computes it
         digest = auth.copy()
@@ -98,17 +102,24 @@ def _publish(pub: Any, data: dict) -> None:
     send_multipart(socket, [publisher.topic, b"<IDS|MSG>", signature, *parts])   # jupyter_client's DELIM
 
 
+def _unencodable(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")   # never met: the answers are `codec.encode`'s data
+
+
 def _channel() -> tuple | None:
     """(publisher, its session, its socket, the class functions that flush and build a message, the session's
-    packer and a copy of its signing HMAC, and the socket class's send), taken now: not attributes looked up when
-    the answers leave, so that a `send` or `pack` replaced later on the session or its class is not the one called."""
+    packer and a copy of its signing HMAC, the socket class's send, and json's encoder of C with its string
+    escaper), taken now: not attributes looked up when the answers leave, so that a `send` or `pack` replaced later
+    on the session or its class is not the one called."""
+    from json import encoder
+
     pub = getattr(_shell(), "display_pub", None)
     session, socket = getattr(pub, "session", None), getattr(pub, "pub_socket", None)
     if session is None or socket is None or not hasattr(type(pub), "_flush_streams"):
         return None
     auth = session.auth.copy() if session.auth is not None else None
     return (pub, session, socket, type(pub)._flush_streams, type(session).msg, session.pack, auth,
-            type(socket).send_multipart)
+            type(socket).send_multipart, encoder.c_make_encoder, encoder.c_encode_basestring_ascii)
 
 
 def _shell():

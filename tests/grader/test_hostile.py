@@ -223,6 +223,18 @@ SESSION_PACK = FIX_ANSWERS + textwrap.dedent("""\
     _pack = _session.pack
     _session.pack = lambda part: _pack(_fix({'content': part})['content'] if 'data' in part else part)
     """)
+# Red team 13 (held out; written here): the same fix in json's JSONEncoder, reached through a name bound to the class,
+# which the session's packer calls. respond packs the answers with json's encoder of C, which no class method reaches.
+JSON_ENCODER = FIX_ANSWERS + textwrap.dedent("""\
+    import json
+    Enc = json.JSONEncoder
+    _iterencode = Enc.iterencode
+    def _rewriting(self, o, _one_shot=False):
+        if isinstance(o, dict) and 'data' in o:
+            _fix({'content': o})
+        return _iterencode(self, o, _one_shot)
+    Enc.iterencode = _rewriting
+    """)
 # Red team 10 (held out; written here): causal_mask shows a set of answers of its own, then raises what `except
 # Exception` lets through, so that respond left before giving its set and the notebook's was the cell's only one.
 STOP_RESPOND = textwrap.dedent("""\
@@ -303,6 +315,7 @@ EXPECTED = {
     "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
     "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
     "session-pack": (0, True),   # a packer other than the one the setup cell took: no test cell answers
+    "json-encoder": (2, True),   # the transposed causal_mask scores 0, whatever JSONEncoder does
     "stop-respond": (2, True),   # its causal_mask scores 0; the mime type it spells is flagged
     "trap-respond": (2, True),
     "shadow-module": (2, False),   # the installed safetensors is imported, not the file the notebook wrote
@@ -333,6 +346,7 @@ def build(root):
     submit(root, "bad-signature", with_cells(fill(rel, SOL), ("test_padding_mask", BAD_SIGNATURE)))
     submit(root, "session-send", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_SEND)))
     submit(root, "session-pack", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_PACK)))
+    submit(root, "json-encoder", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, JSON_ENCODER)))
     submit(root, "stop-respond", fill(rel, {**SOL, "causal_mask": STOP_RESPOND}))
     submit(root, "trap-respond", fill(rel, {**SOL, "causal_mask": TRAP_RESPOND}))
     submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))

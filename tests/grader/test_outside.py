@@ -185,6 +185,9 @@ PATCHES = {
     "encode": "import headlab.codec as C, headlab.kernel as K\n"
               "C.encode = K.encode = lambda value, _depth=0: {'forged': True}\n",
     "describe": "import headlab.kernel as K\nK.describe = lambda answer: {'kind': 'function', 'type': 'forged'}\n",
+    # red team 13: the method of the tensor class that the codec turned a tensor into bytes with
+    "tensor-class": "import torch\nT = type(torch.zeros(1))\n_numpy = T.numpy\n"
+                    "T.numpy = lambda self, *a, **k: _numpy(~self if self.dtype == torch.bool else self)\n",
     "module": "import sys, types\nsys.modules['headlab.kernel'] = types.SimpleNamespace(_CHANNEL=None)\n"
               "sys.modules['headlab.codec'] = types.SimpleNamespace()\n",
 }
@@ -195,6 +198,7 @@ def test_what_the_notebook_did_to_the_imported_kernel_side_changes_no_answer(tmp
     import sys
 
     import IPython
+    import torch
 
     import headlab.codec
     import headlab.kernel
@@ -205,15 +209,17 @@ def test_what_the_notebook_did_to_the_imported_kernel_side_changes_no_answer(tmp
     for module in (headlab.kernel, headlab.codec):
         for name, value in vars(module).copy().items():
             monkeypatch.setattr(module, name, value)
+    monkeypatch.setattr(torch.Tensor, "numpy", torch.Tensor.numpy)
     publisher = _Publisher()
     monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"display_pub": publisher})())
     (tmp_path / codec.FOLDER).mkdir()
     call = {"kind": "call", "grad": False, "args": codec.encode([3]), "kwargs": codec.encode({})}
     (tmp_path / codec.FOLDER / "calls.json").write_text(json.dumps(
         {"test_causal_mask": [{"answer": "causal_mask", "calls": [call]}]}))
-    notebook = {"causal_mask": _wrong_causal_mask, "_right": lambda n: n}
+    wrong = torch.zeros(3, 3, dtype=torch.bool)   # the wrong answer's mask, all False
+    expected = [{"answer": {"kind": "function", "type": "function"}, "results": [{"value": codec.encode(wrong)}]}]
+    notebook = {"causal_mask": lambda n: wrong.clone(), "_right": lambda n: torch.ones(n, n, dtype=torch.bool).tril()}
     exec(PATCHES[patch], notebook)
     exec(compile(respond_source("test_causal_mask", tmp_path / codec.FOLDER), "<test cell>", "exec"), notebook)
     [given] = publisher.sent
-    assert given[codec.ANSWERS_MIME]["answers"] == [{"answer": {"kind": "function", "type": "function"},
-                                                     "results": [{"value": None}]}], given
+    assert given[codec.ANSWERS_MIME]["answers"] == expected, given

@@ -447,8 +447,9 @@ def _membership(node: ast.AST, parents: dict) -> bool:
 
 
 def _own_object(target: ast.AST, tree: ast.Module) -> bool:
-    """Whether `target` is the student's own object: `self`/`cls`, or a name bound only to instances of classes the
-    notebook defines (`box = Box()`). A name bound to anything else (`out = sys.stdout`) may hold the kernel's."""
+    """Whether `target` is the student's own object: `self`/`cls` of a method, or a name bound only to instances of
+    classes the notebook defines (`box = Box()`). A name bound to anything else (`out = sys.stdout`) may hold the
+    kernel's."""
     if not isinstance(target, ast.Name):
         return False
     owners = _Owners.of(tree)   # a class name the notebook also binds to something else may be anything
@@ -585,9 +586,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                         # K._secret_step = ..., with K a module that inspect.getmodule handed over
                         found.append(f"patches an object: assigns a private attribute {shown(part)}")
                     elif isinstance(part, ast.Attribute) and not _own_target(part.value, notebook or tree, aliases) \
-                            and _patches_another(part.value, getattr(node, "value", None), notebook or tree, aliases):
-                        found.append(f"patches an object: assigns {shown(part)}, "
-                                     f"{_patches_another(part.value, node.value, notebook or tree, aliases)}")
+                            and (why := _patches_another(part.value, getattr(node, "value", None), notebook or tree,
+                                                         aliases)):
+                        found.append(f"patches an object: assigns {shown(part)}, {why}")
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and \
                             dotted(part.value.func, aliases) in ("globals", "vars", "locals"):
                         found.append("patches a module: assigns into globals()")
@@ -599,10 +600,9 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                     found.append(f"patches a module: {func}({base}, ...)")
                 elif _through_expression(node.args[0]):
                     found.append(f"patches an object: {func}({shown(node.args[0])}, ...)")
-                elif len(node.args) > 2 and not _own_target(node.args[0], notebook or tree, aliases) and \
-                        _patches_another(node.args[0], node.args[2], notebook or tree, aliases):
-                    found.append(f"patches an object: {func}({shown(node.args[0])}, ...), "
-                                 f"{_patches_another(node.args[0], node.args[2], notebook or tree, aliases)}")
+                elif len(node.args) > 2 and not _own_target(node.args[0], notebook or tree, aliases) and (
+                        why := _patches_another(node.args[0], node.args[2], notebook or tree, aliases)):
+                    found.append(f"patches an object: {func}({shown(node.args[0])}, ...), {why}")
             owners = _Owners.of(notebook or tree)
             if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.args and \
                     node.func.attr in owners.methods.get(node.func.value.id, ()) and not _own_target(

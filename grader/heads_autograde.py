@@ -35,6 +35,7 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async
 from nbformat.notebooknode import NotebookNode
+from nbformat.v4 import output_from_msg
 from nbgrader.nbgraderformat import SCHEMA_VERSION
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
@@ -155,7 +156,21 @@ class HeadsExecute(Execute):
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds the base coroutine otherwise
 
+    # The grader's answers (respond's display data) go into the cell's own outputs and stay there: nbclient sends
+    # a cell's outputs to a widget's capture hook (an Output widget opened around respond took its set out of the
+    # cell) and empties them at a clear_output (red team 14 cleared respond's set, then showed its own as the only one)
+    def clear_output(self, outs, msg, cell_index):
+        kept = answers_in(outs)
+        super().clear_output(outs, msg, cell_index)
+        outs[:0] = [o for o in kept if all(o is not x for x in outs)]
+
     def output(self, outs, msg, display_id, cell_index):
+        kept = answers_in(outs)   # nbclient's delayed clear_output (wait=True) empties them at the next output
+        out = self._output(outs, msg, display_id, cell_index)
+        outs[:0] = [o for o in kept if all(o is not x for x in outs)]
+        return out
+
+    def _output(self, outs, msg, display_id, cell_index):
         msg_type = msg["msg_type"]
         if msg_type not in ("stream", "execute_result", "display_data", "error"):
             return super().output(outs, msg, display_id, cell_index)
@@ -163,8 +178,10 @@ class HeadsExecute(Execute):
         size, chars = output_size(content)
         if msg_type == "display_data" and headlab("codec").ANSWERS_MIME in content.get("data", {}):
             self._answers[cell_index] = self._answers.get(cell_index, 0) + size
-            return super().output(outs, msg, display_id, cell_index) \
-                if self._answers[cell_index] <= self.max_answers_bytes else None
+            if self._answers[cell_index] > self.max_answers_bytes:
+                return None
+            outs.append(output_from_msg(msg))
+            return outs[-1]
         used_chars = self._chars.get(cell_index, 0)
         used_bytes = self._bytes.get(cell_index, 0)
         room = min(self._room(self.max_output_chars, used_chars, chars),
@@ -208,6 +225,12 @@ class HeadsExecute(Execute):
             return None
         self._notebook_bytes += size
         return super()._update_display_id(display_id, msg)
+
+
+def answers_in(outs: list) -> list:
+    """The outputs that are the grader's answers (respond's display data)."""
+    mime = headlab("codec").ANSWERS_MIME
+    return [o for o in outs if mime in o.get("data", {})]
 
 
 def output_size(content: dict) -> tuple[int, int]:

@@ -259,6 +259,35 @@ TRAP_RESPOND = textwrap.dedent("""\
         redirect_stderr(Trap()).__enter__()
         return None
     """)
+# Red team 14 (held out; written here): a stdout whose write, at respond's closing line (after its set had left),
+# cleared the cell's outputs and showed a set of its own, the right masks built from the inputs' folder, as the only
+# one. The grader keeps respond's set through a clear_output: the cell gives two sets, which are refused.
+CLEAR_OUTPUT = textwrap.dedent("""\
+    import contextlib, json, glob, base64
+    from IPython.display import clear_output, display
+    class Quiet:
+        def write(self, s):
+            found = glob.glob('.*/calls.json')
+            if 'grade is decided outside' in s and found:
+                book = json.load(open(found[0]))
+                answers = []
+                for entry in book.get('test_causal_mask', []):
+                    results = []
+                    for call in entry['calls']:
+                        n = call['args']['$tuple'][0] if isinstance(call['args'], dict) else call['args'][0]
+                        i = torch.arange(n)
+                        b = base64.b64encode((i[None, :] <= i[:, None]).numpy().tobytes()).decode()
+                        results.append({'value': {'$t': 'bool', 'shape': [n, n], 'grad': False, 'b': b}})
+                    answers.append({'answer': {'kind': 'function', 'type': 'function'}, 'results': results})
+                if answers:
+                    clear_output()
+                    kind = '/'.join(['application', 'vnd.hea']) + 'ds.ans' + 'wers' + chr(43) + 'json'
+                    display({kind: {'grade_id': 'test_causal_mask', 'answers': answers}}, raw=True)
+            return len(s)
+        def flush(self):
+            pass
+    contextlib.redirect_stdout(Quiet()).__enter__()
+    """)
 # A module written into the kernel's folder under the name of an installed course import, then imported by that
 # name: without the grader's -P it was found before site-packages, and its code (hex, unread by the flags) replaced
 # respond so that the transposed causal_mask was answered transposed back (4 of 4, unflagged).
@@ -315,6 +344,7 @@ EXPECTED = {
     "bad-signature": (2, True),   # it assigns to the kernel's session: flagged
     "session-send": (2, True),   # the transposed causal_mask scores 0, whatever the session's send does
     "session-pack": (0, True),   # a packer other than the one the setup cell took: no test cell answers
+    "clear-output": (2, False),   # its causal_mask cell gives two sets (respond's is kept), which are refused
     "json-encoder": (2, True),   # the transposed causal_mask scores 0, whatever JSONEncoder does
     "stop-respond": (2, True),   # its causal_mask scores 0; the mime type it spells is flagged
     "trap-respond": (2, True),
@@ -346,6 +376,7 @@ def build(root):
     submit(root, "bad-signature", with_cells(fill(rel, SOL), ("test_padding_mask", BAD_SIGNATURE)))
     submit(root, "session-send", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_SEND)))
     submit(root, "session-pack", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SESSION_PACK)))
+    submit(root, "clear-output", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, CLEAR_OUTPUT)))
     submit(root, "json-encoder", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, JSON_ENCODER)))
     submit(root, "stop-respond", fill(rel, {**SOL, "causal_mask": STOP_RESPOND}))
     submit(root, "trap-respond", fill(rel, {**SOL, "causal_mask": TRAP_RESPOND}))

@@ -157,7 +157,9 @@ SCHEDULERS = {"io_loop", "add_callback", "call_later", "add_timeout", "PeriodicC
               "call_soon_threadsafe", "call_at", "run_in_executor", "create_task", "ensure_future", "add_done_callback"}
 # The modules through which the kernel answers the grader: no answer calls them (a red team's callback called
 # respond again after its test cell, with another answer)
-GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading"}
+# ... and the checks' modules that hold the kernel's drivers and the codec (red team 14 ran `headlab.checks.heads
+# .drive_head` on a hidden right head, reached as attributes of `import headlab`)
+GRADER_CHANNEL = {"headlab.kernel", "headlab.codec", "headlab.grading", "headlab.checks.heads", "headlab.checks.engine"}
 
 
 def _top_level_names(*modules: str) -> frozenset[str]:

@@ -268,6 +268,8 @@ FORGERIES = {
     "wrapped-function": "import functools\ndef hook(self, o):\n    return o\ndef patch(target):\n"
                         "    target.encode = functools.partial(hook)",
     "too-deep-to-parse": "x = 0" + " + 0" * 3000,
+    # Red team 14 (held out; written here): the kernel's driver reached as attributes of the package
+    "driver-through-the-package": "import headlab\nrun = headlab.checks.heads.drive_head",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"

@@ -189,6 +189,21 @@ def bindings(node: ast.AST):
         positional = [*a.posonlyargs, *a.args]
         yield from zip(positional[len(positional) - len(a.defaults):], a.defaults)
         yield from ((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    elif isinstance(node, ast.Match):   # `match json: case m:` binds m to json; `case object(x=m)`, to json.x
+        for case in node.cases:
+            yield from _pattern_bindings(case.pattern, node.subject)
+
+
+def _pattern_bindings(pattern: ast.pattern, subject: ast.expr):
+    if isinstance(pattern, ast.MatchAs) and pattern.name:
+        yield ast.Name(pattern.name, ast.Store()), subject
+    if isinstance(pattern, (ast.MatchAs, ast.MatchOr)):
+        for inner in [pattern.pattern] if isinstance(pattern, ast.MatchAs) else pattern.patterns:
+            if inner is not None:
+                yield from _pattern_bindings(inner, subject)
+    elif isinstance(pattern, ast.MatchClass):
+        for attr, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+            yield from _pattern_bindings(inner, ast.Attribute(subject, attr, ast.Load()))
 
 
 def names_in(target: ast.AST, attributes: bool = False) -> list[str]:

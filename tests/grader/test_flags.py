@@ -270,6 +270,10 @@ FORGERIES = {
     "too-deep-to-parse": "x = 0" + " + 0" * 3000,
     # Red team 14 (held out; written here): the kernel's driver reached as attributes of the package
     "driver-through-the-package": "import headlab\nrun = headlab.checks.heads.drive_head",
+    # Red team 15 (held out; written here): the builtins module reached through a match pattern's attribute, then
+    # its exec (which the grader's test cell lines call) replaced; a module captured by a match
+    "match-pattern-attribute": "match print:\n    case object(__self__=b):\n        b.exec = b.exec",
+    "match-capture-of-a-module": "import json\nmatch json:\n    case m:\n        m.dumps = None",
     # A name for getattr that the notebook's code builds or passes in a way the flagger cannot follow
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
@@ -377,6 +381,7 @@ HONEST = {
                                         "    def make(n):\n        return n\nc = Child()\n"
                                         "print(Child.twice(c, 3), Child.make(3))",
     # Red team 13's honest variants that must stay free: a layer of a package's model replaced, a classmethod's cls
+    "match-on-a-shape": "match torch.zeros(2, 3):\n    case object(shape=(rows, cols)):\n        print(rows, cols)",
     "colab-check": "import sys\nif 'google.colab' in sys.modules:\n    print('on Colab')",
     "layer-replaced": "from headlab import tiny_encoder\nenc = tiny_encoder()\nenc.pooler = torch.nn.Identity()",
     "classmethod-cls": "class Counter:\n    n = 0\n    @classmethod\n    def bump(cls):\n        cls.n += 1\n"

@@ -162,12 +162,12 @@ class HeadsExecute(Execute):
     def clear_output(self, outs, msg, cell_index):
         kept = answers_in(outs)
         super().clear_output(outs, msg, cell_index)
-        outs[:0] = [o for o in kept if all(o is not x for x in outs)]
+        _put_back(outs, kept)
 
     def output(self, outs, msg, display_id, cell_index):
         kept = answers_in(outs)   # nbclient's delayed clear_output (wait=True) empties them at the next output
         out = self._output(outs, msg, display_id, cell_index)
-        outs[:0] = [o for o in kept if all(o is not x for x in outs)]
+        _put_back(outs, kept)
         return out
 
     def _output(self, outs, msg, display_id, cell_index):
@@ -231,6 +231,11 @@ def answers_in(outs: list) -> list:
     """The outputs that are the grader's answers (respond's display data)."""
     mime = headlab("codec").ANSWERS_MIME
     return [o for o in outs if mime in o.get("data", {})]
+
+
+def _put_back(outs: list, kept: list) -> None:
+    """The answers of `kept` that a clear took out of `outs`, first again."""
+    outs[:0] = [o for o in kept if all(o is not x for x in outs)]
 
 
 def output_size(content: dict) -> tuple[int, int]:

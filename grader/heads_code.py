@@ -23,10 +23,8 @@ def parse(source: str) -> ast.Module | None:
     """The cell as the kernel would run it (IPython syntax translated), or None if it is not Python; the code a
     magic runs (`%%time`, `%%capture`, `%timeit stmt`: a string in the translated cell) is read as part of the
     cell. The tree is shared between callers: read it, never change it."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
     try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
+        tree = _translated(source)
     except (SyntaxError, ValueError, RecursionError):
         return None
     inner = [parse(code) if code is not None else None
@@ -36,6 +34,13 @@ def parse(source: str) -> ast.Module | None:
         tree.body.append(ast.Expr(ast.Call(ast.Name("heads_unreadable_magic", ast.Load()), [], [])))
     tree.body += [stmt for t in inner if t is not None for stmt in t.body] + annotations
     return tree
+
+
+def _translated(source: str) -> ast.Module:
+    """The cell's tree with IPython's syntax (magics, `!ls`) translated to Python, as the kernel runs it."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return ast.parse(TransformerManager().transform_cell(source))
 
 
 def string_annotations(tree: ast.AST) -> list[ast.expr]:
@@ -123,10 +128,8 @@ def too_deep(source: str) -> bool:
     """Whether a cell that `parse` reads as not Python is Python nested deeper than the grader's parser goes: a
     kernel whose recursion limit an earlier cell raised runs it (red team 13 hid a patch behind a sum of 3,000
     terms). A cell that is not Python at all the kernel cannot run either."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
     try:
-        ast.parse(TransformerManager().transform_cell(source))
+        _translated(source)
     except (RecursionError, MemoryError):
         return True
     except (SyntaxError, ValueError):

@@ -673,7 +673,7 @@ def cell_flags(tree: ast.Module, aliases: dict[str, str], watched_names: dict[st
                 found.append("runs code in a magic that is not Python the grader can read")
         if isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:   # `case object(__self__=b)` reads print.__self__, the builtins module
-                if _special(attr) or attr.startswith("_") or attr in FRAME_ATTRS | FUNCTION_INTERNALS | \
+                if attr.startswith("_") or attr in FRAME_ATTRS | FUNCTION_INTERNALS | \
                         IPYTHON_ATTRS | SHELL_ONLY_ATTRS | WIDGET_TO_KERNEL:
                     found.append(f"reaches an attribute through a match pattern: {attr}")
         if isinstance(node, (ast.Attribute, ast.Name)):

@@ -40,7 +40,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from heads_autograde import CELL_HOOKS
+from heads_autograde import CELL_HOOKS, answers_in
 from heads_files import headlab, setting
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class AnswerCapture:
         if grade_id not in self.view:
             return
         mime = headlab("codec").ANSWERS_MIME
-        given = [o for o in cell.get("outputs", []) if mime in o.get("data", {})]
+        given = answers_in(cell.get("outputs", []))
         # The results leave the notebook: the feedback shows the cell's checks, not the data they were judged on
         cell.outputs = [o for o in cell.get("outputs", []) if mime not in o.get("data", {})]
         if grade_id not in self.answers and given:   # a result, once given, stays what its cell left

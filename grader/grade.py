@@ -3,7 +3,8 @@
     python grader/grade.py collect SUBMISSIONS...   # an LMS zip, a folder of downloads, files
                                                     # (--roster FILE: an LMS roster decides ids)
     python grader/grade.py autograde [LESSON...]    # sandboxed, in parallel, each hand-in applied once
-                                                    # (--scheduler ADDRESS, --db-url URL: grader/CLUSTER.md)
+                                                    # (--scheduler ADDRESS, --db-url URL: grader/CLUSTER.md;
+                                                    # --run-flagged STUDENT/LESSON: flagged code read, run)
     python grader/grade.py feedback [LESSON...]     # grader/feedback/<student>/<lesson>/*.html
     python grader/grade.py feedback --zip           # and grader/lms/<lesson>_feedback.zip for the LMS
     python grader/grade.py export [LESSON...] [--to grades.csv]  # a row per student, a column per notebook
@@ -23,8 +24,8 @@ an in-process cluster of `--jobs` workers, or `--scheduler ADDRESS`), applies ea
 (grader/heads_ledger.py; `--regrade` grades all again; `--db-url` for PostgreSQL; the hidden tests
 draw fresh inputs each run, the same for the whole class, `--hidden-seed N` to repeat a run's), and prints
 every student's score, a `PROBLEM` line for what the grader had to clean up or stop (links removed,
-processes stopped, a kernel killed over a limit) and a `FLAG` line for a submission to look at
-(grader/heads_flags.py). `feedback` and `export` are `nbgrader generate_feedback` and `nbgrader export`.
+processes stopped, a kernel killed over a limit, code flagged for review replaced by `pass` and not run:
+grader/heads_unrun.py) and a `FLAG` line for a submission to look at (grader/heads_flags.py). `feedback` and `export` are `nbgrader generate_feedback` and `nbgrader export`.
 `feedback --zip` also writes one upload-ready zip a lesson for the LMS (grader/heads_lms.py). `export`
 prints the flags, holds the score of a notebook flagged for review out of the CSV until `--clear` names it
 (grader/heads_export.py), and refuses (exit status 1) a score above its maximum; it exports the lessons named, or
@@ -282,12 +283,13 @@ def set_aside_bad(course: Course, lesson: str) -> dict[str, str]:
 
 
 def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | None = None,
-              regrade: bool = False, hidden_seed: int | None = None) -> dict:
+              regrade: bool = False, hidden_seed: int | None = None, run_flagged: frozenset = frozenset()) -> dict:
     """Autograde every submission of `lessons` that the ledger has not applied yet (all of them with
     `regrade`): one Dask task per hand-in (grader/heads_task.py) on an in-process cluster of `jobs`
     worker processes, or on the cluster at `scheduler`; each result applied here, once
     (grader/heads_ledger.py). Every hand-in of the run is graded on the same hidden inputs, drawn from
-    `hidden_seed` (default: the course's, or a fresh one for this run)."""
+    `hidden_seed` (default: the course's, or a fresh one for this run). The hand-ins `run_flagged` names
+    (`student/lesson`) are graded again, with their code flagged for review run (grader/heads_unrun.py)."""
     from heads_ledger import Writer
 
     if isinstance(scheduler, str):
@@ -306,7 +308,7 @@ def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | No
             hidden_seed = course.config.RunAnswersOnly.get("hidden_seed", -1)
         if hidden_seed < 0:
             hidden_seed = secrets.randbelow(2**31)
-        work = handins(course, lessons, writer.applied(), problems, counts, hidden_seed)
+        work = handins(course, lessons, writer.applied(), problems, counts, hidden_seed, run_flagged)
         first = next(work, None)
         if first is not None:
             with dask_client(scheduler, jobs, course.env) as client:
@@ -329,7 +331,8 @@ def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | No
             "counts": counts, "refused": bool(not_graded)}
 
 
-def handins(course: Course, lessons: list[str], done: set, problems: dict, counts: dict, hidden_seed: int):
+def handins(course: Course, lessons: list[str], done: set, problems: dict, counts: dict, hidden_seed: int,
+            run_flagged: frozenset = frozenset()):
     """The task of every hand-in still to grade, read when its turn comes (a class of any size is never
     all in memory): each submitted folder holding a notebook of its lesson whose (student, lesson,
     hand-in, grader version) the ledger lacks."""
@@ -356,7 +359,8 @@ def handins(course: Course, lessons: list[str], done: set, problems: dict, count
                 continue
             graded = all((course.folder("autograded") / student / lesson / f"{nb}.ipynb").exists()
                          for nb in present)
-            if graded and (student, lesson, handin_hash(files), version) in done:
+            as_written = f"{student}/{lesson}" in run_flagged
+            if graded and (student, lesson, handin_hash(files), version) in done and not as_written:
                 counts["unchanged"] += 1
                 continue
             made = made or read_handin(template(str(course.root), lesson, version))
@@ -364,7 +368,7 @@ def handins(course: Course, lessons: list[str], done: set, problems: dict, count
                    "version": version, "sandbox": course.env.get("HEADS_SANDBOX"),
                    "duedate": due.isoformat() if due else None,
                    "timeout": len(notebooks) * budget + record + 120, "template": made,
-                   "hidden_seed": hidden_seed}
+                   "hidden_seed": hidden_seed, "run_flagged": as_written}
 
 
 def ensure_assignments(course: Course, lessons: list[str]) -> None:
@@ -590,6 +594,9 @@ def main(argv=None) -> int:
     p.add_argument("--hidden-seed", type=int, default=None, metavar="N",
                    help="the seed the hidden tests draw their inputs from (default: the course's "
                         "RunAnswersOnly.hidden_seed, or a fresh one for this run when that is -1)")
+    p.add_argument("--run-flagged", action="append", default=[], metavar="STUDENT/LESSON",
+                   help="a hand-in whose flags the instructor has read and found honest: graded again with "
+                        "the code flagged for review run, which is otherwise replaced by pass (repeatable)")
     p = sub.add_parser("feedback", help="generate feedback HTML for every graded submission")
     p.add_argument("lessons", nargs="*")
     p.add_argument("--zip", action="store_true",
@@ -663,7 +670,8 @@ def main(argv=None) -> int:
         if warning:
             print(warning)
             print(warning, file=sys.stderr)
-        result = autograde(course, lessons, max(1, args.jobs), args.scheduler, args.regrade, args.hidden_seed)
+        result = autograde(course, lessons, max(1, args.jobs), args.scheduler, args.regrade, args.hidden_seed,
+                           frozenset(args.run_flagged))
         counts = result["counts"]
         print(f"graded {counts['graded']} hand-ins; {counts['unchanged']} unchanged since they were "
               f"graded (--regrade grades them again)"

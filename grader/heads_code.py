@@ -38,9 +38,14 @@ def parse(source: str) -> ast.Module | None:
 
 def _translated(source: str) -> ast.Module:
     """The cell's tree with IPython's syntax (magics, `!ls`) translated to Python, as the kernel runs it."""
+    return ast.parse(translated(source))
+
+
+def translated(source: str) -> str:
+    """The cell's text with IPython's syntax (magics, `!ls`) translated to Python, as the kernel runs it."""
     from IPython.core.inputtransformer2 import TransformerManager
 
-    return ast.parse(TransformerManager().transform_cell(source))
+    return TransformerManager().transform_cell(source)
 
 
 def string_annotations(tree: ast.AST) -> list[ast.expr]:

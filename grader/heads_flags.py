@@ -901,46 +901,61 @@ def student_cells(submitted: dict, release: dict) -> list[dict]:
 
 def code_flags(submitted: dict, release: dict) -> list[str]:
     """Flags from the code the student wrote, `submitted` and `release` notebooks as dicts."""
-    aliases, used_as_module = {}, set()
-    for cell in release["cells"]:
-        if cell["cell_type"] == "code":
-            tree = parse(_text(cell["source"]))
-            if tree is not None:
-                aliases.update(imports(tree))
-                used_as_module |= {n.value.id for n in ast.walk(tree)
-                                   if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
-    # Names the release binds to a watched module (`check`, `torch`), not to a function of one
-    # (`course_tokenizer`): a student may well define a function of that name.
-    watched_names = {name: target for name, target in aliases.items()
-                     if root(target) in WATCHED and name in used_as_module}
-    watched_names.update({name: name for name in REBOUND})
-    cells = [(cell, parse(_text(cell["source"]))) for cell in student_cells(submitted, release)]
-    own = _own_functions([tree for _, tree in cells if tree is not None])
-    notebook = ast.Module(body=[stmt for _, tree in cells if tree is not None for stmt in tree.body], type_ignores=[])
-    for _, tree in cells:  # a module named in one cell and patched in another
-        if tree is not None:
-            aliases = module_aliases(tree, {**aliases, **imports(tree)})
-    released = {c.get("id"): c for c in release["cells"] if c["cell_type"] == "code" and c.get("id")}
-    flags = []
-    for cell, tree in cells:
-        if tree is None and too_deep(_text(cell["source"])):
-            flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
-        if tree is not None:
-            try:
-                # A release cell the student edited (a `-U` added to the setup's %pip): only what the edit added
-                original = parse(_text(released[cell["id"]]["source"])) if cell.get("id") in released else None
-                before = cell_flags(original, aliases, watched_names) if original is not None else []
-                flags += [f"{cell_id(cell)}: {f}"
-                          for f in cell_flags(tree, aliases, watched_names, own, notebook) if f not in before]
-                flags += [f"{cell_id(cell)}: imports a part of the course package the lesson does not: {name}"
-                          for name in _course_modules_beyond(tree, release)]
-            except RecursionError:   # no answer nests a thousand levels deep
-                flags.append(f"{cell_id(cell)}: code nested too deep for the grader to read")
+    reading = NotebookReading(submitted, release)
+    flags = [f"{cell_id(cell)}: {reason}" for cell, tree in reading.cells for reason in reading.reasons(cell, tree)]
     try:
-        flags += answers_from_the_package(release, [tree for _, tree in cells if tree is not None], aliases)
+        flags += answers_from_the_package(release, [tree for _, tree in reading.cells if tree is not None],
+                                          reading.aliases)
     except RecursionError:
-        pass   # flagged above, cell by cell
+        pass   # flagged cell by cell
     return list(dict.fromkeys(flags))
+
+
+class NotebookReading:
+    """The student's cells of a hand-in, parsed once with what the whole notebook says about their names (the
+    modules each name is bound to, the functions of their own): `reasons` reads one cell, as written or as the
+    grader would run it (heads_unrun)."""
+
+    def __init__(self, submitted: dict, release: dict):
+        aliases, used_as_module = {}, set()
+        for cell in release["cells"]:
+            if cell["cell_type"] == "code":
+                tree = parse(_text(cell["source"]))
+                if tree is not None:
+                    aliases.update(imports(tree))
+                    used_as_module |= {n.value.id for n in ast.walk(tree)
+                                       if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+        # Names the release binds to a watched module (`check`, `torch`), not to a function of one
+        # (`course_tokenizer`): a student may well define a function of that name.
+        self.watched_names = {name: target for name, target in aliases.items()
+                              if root(target) in WATCHED and name in used_as_module}
+        self.watched_names.update({name: name for name in REBOUND})
+        self.release = release
+        self.cells = [(cell, parse(_text(cell["source"]))) for cell in student_cells(submitted, release)]
+        trees = [tree for _, tree in self.cells if tree is not None]
+        self.own = _own_functions(trees)
+        self.notebook = ast.Module(body=[stmt for tree in trees for stmt in tree.body], type_ignores=[])
+        for tree in trees:  # a module named in one cell and patched in another
+            aliases = module_aliases(tree, {**aliases, **imports(tree)})
+        self.aliases = aliases
+        self.released = {c.get("id"): c for c in release["cells"] if c["cell_type"] == "code" and c.get("id")}
+
+    def reasons(self, cell: dict, tree: ast.Module | None, source: str | None = None) -> list[str]:
+        """What `cell` (parsed as `tree`, from `source` when given, else from its own source) does that a correct
+        answer never needs."""
+        if tree is None:
+            return ["code nested too deep for the grader to read"] if too_deep(source or _text(cell["source"])) \
+                else []
+        try:
+            # A release cell the student edited (a `-U` added to the setup's %pip): only what the edit added
+            original = parse(_text(self.released[cell["id"]]["source"])) if cell.get("id") in self.released else None
+            before = cell_flags(original, self.aliases, self.watched_names) if original is not None else []
+            found = [f for f in cell_flags(tree, self.aliases, self.watched_names, self.own, self.notebook)
+                     if f not in before]
+            return found + [f"imports a part of the course package the lesson does not: {name}"
+                            for name in _course_modules_beyond(tree, self.release)]
+        except RecursionError:   # no answer nests a thousand levels deep
+            return ["code nested too deep for the grader to read"]
 
 
 def _course_modules_beyond(tree: ast.Module, release: dict) -> list[str]:

@@ -181,7 +181,8 @@ def grade_handin(spec: dict, config=None) -> dict:
     """Grade one hand-in (see the module's docstring). `spec`: course (its root path), lesson, student,
     files ({relative path: bytes} of the submitted folder), version (the coordinator's
     grader_version), sandbox (None, or "off" for --no-sandbox), duedate (ISO text or None), timeout
-    (seconds for the whole task), template (optional: the lesson's scratch course, see `template`).
+    (seconds for the whole task), template (optional: the lesson's scratch course, see `template`), run_flagged
+    (optional: grade with the code flagged for review run, heads_unrun).
     `config`: the course configuration, when the caller has loaded it already. The result always has `status`: "graded", "failed" or "refused"."""
     where = f"{spec['student']}/{spec['lesson']}"
     result = {key: spec[key] for key in ("lesson", "student", "version")}
@@ -229,6 +230,8 @@ def _grade(spec: dict, base) -> dict:
             config.RunAnswersOnly.hidden_seed = spec["hidden_seed"]
         if spec.get("sandbox") == "off":
             config.SandboxKernelManager.sandbox = "off"
+        if spec.get("run_flagged"):   # the instructor read its flags: graded with all its code
+            config.SkipFlaggedCode.run_as_written = [f"{student}/{lesson}"]
         handin = scratch / "submitted" / student / lesson
         write_files(handin, spec["files"])
         with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:

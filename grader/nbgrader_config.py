@@ -76,9 +76,12 @@ c.ScrubWorkdir.max_folder_bytes = 64 * 1024**2
 # Test cells are scored outside the student's process (grader/heads_outside.py): the kernel only runs
 # the answers on recorded inputs; this process replays the checks on the results and writes the
 # cells' outputs, from which SaveAutoGrades scores them.
+# Before that, each statement that holds the notebook's score for review (grader/heads_flags.py) is replaced by
+# `pass`, so a patch that could forge the score does nothing (grader/heads_unrun.py).
 from heads_outside import JudgeOutsideKernel, RunAnswersOnly  # noqa: E402
+from heads_unrun import SkipFlaggedCode  # noqa: E402
 
-c.Autograde.autograde_preprocessors = [RunAnswersOnly, HeadsExecute, ScrubWorkdir, JudgeOutsideKernel,
+c.Autograde.autograde_preprocessors = [SkipFlaggedCode, RunAnswersOnly, HeadsExecute, ScrubWorkdir, JudgeOutsideKernel,
                                        SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor,
                                        LimitOutput, SaveAutoGrades, AssignLatePenalties,
                                        CheckCellMetadata]

@@ -34,6 +34,7 @@ from course import (LESSON, REPO, fill, grade_py, make_course, release_nb, score
                     submit)
 from harness import hidden_test_lines
 from heads_sandbox import bwrap_works
+from test_unrun import SWAP_DURING_TEST
 
 if not bwrap_works():
     if os.environ.get("CI"):
@@ -351,7 +352,15 @@ EXPECTED = {
     "shadow-module": (2, False),   # the installed safetensors is imported, not the file the notebook wrote
     "kernel-respond": (2, True),   # the transposed causal_mask scores 0, whatever the imported respond does
     "kernel-channel": (0, True),   # both test cells refuse to answer
+    # Red team 15 (held out; written here): the test cell's lines run through a replaced builtins.exec, which swaps
+    # in a correct causal_mask while the grader calls it. Its patch is not run: the transposed one scores 0.
+    "swap-during-test": (2, True),
+    "swap-as-written": (4, True),   # the control: the instructor had it run as written (--run-flagged), it forged
 }
+# The flagged hand-ins above test what the grader does while their code runs: their flags were read (by these
+# tests) and they are graded as written. Otherwise a statement flagged for review is not run (heads_unrun).
+UNRUN = {"swap-during-test"}
+AS_WRITTEN = [s for s, (_, flagged) in EXPECTED.items() if flagged is True and s not in UNRUN]
 
 
 def build(root):
@@ -383,6 +392,8 @@ def build(root):
     submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))
     submit(root, "kernel-respond", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, KERNEL_RESPOND)))
     submit(root, "kernel-channel", with_cells(fill(rel, SOL), (IMPORTS, KERNEL_CHANNEL)))
+    for student in ("swap-during-test", "swap-as-written"):
+        submit(root, student, with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SWAP_DURING_TEST)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
                                              (IMPORTS, STEAL_INPUTS), ("END", ANSWER_LATER)))
 
@@ -414,7 +425,8 @@ def graded(tmp_path_factory):
                                            *(root / "submitted").glob(f"*/{LESSON}/{NB}")]}
     env = {"HEADS_SANDBOX": "required", "OMP_NUM_THREADS": "1"}
     start = time.monotonic()
-    auto = grade_py("--course", str(root), "--jobs", "2", "autograde", env=env)
+    auto = grade_py("--course", str(root), "--jobs", "2", "autograde",
+                    *(f"--run-flagged={s}/{LESSON}" for s in AS_WRITTEN), env=env)
     seconds = time.monotonic() - start
     assert auto.returncode == 0, auto.stdout + auto.stderr
     fb = grade_py("--course", str(root), "feedback")
@@ -664,6 +676,16 @@ def test_an_answer_that_stops_respond_leaves_two_sets_not_its_own(graded, studen
                 if c.metadata.get("nbgrader", {}).get("grade_id") == "test_causal_mask")
     shown = "".join(o.get("text", "") + str(o.get("data", "")) + o.get("evalue", "") for o in cell.outputs)
     assert re.search(r"gave \d+ sets of answers", shown), shown
+
+
+def test_a_flagged_patch_is_not_run(graded):
+    """swap-during-test's patch, replaced by pass, is named in the grader's PROBLEM line and in its feedback's
+    cell; run as written, the same notebook forged full marks (EXPECTED)."""
+    said = " ".join(lines(graded["out"], "PROBLEM", "swap-during-test"))
+    assert "not run, flagged for review" in said and "match print:" in said, said
+    text = "".join(c.source for c in autograded(graded["root"], "swap-during-test").cells)
+    assert "The grader did not run" in text and "b.exec = Runner" not in text
+    assert "not run" not in " ".join(lines(graded["out"], "PROBLEM", "swap-as-written"))
 
 
 def test_a_changed_channel_is_named_in_the_feedback(graded):

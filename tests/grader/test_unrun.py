@@ -1,0 +1,123 @@
+"""Flagged code is not run (grader/heads_unrun.py), parse only: no kernel, no nbgrader run.
+
+The statements that hold a score for review are replaced by `pass` and nothing held is left; the rest of the
+notebook, the student's answers among it, runs as written. End to end (a kernel, the grader's run) in
+test_hostile.py: a hand-in whose patch would have forged its score gets its honest score.
+"""
+from __future__ import annotations
+
+import nbformat
+import pytest
+import torch
+
+from course import fill, solution_answers
+from heads_flags import code_flags, holds
+from heads_unrun import disable_flagged
+from test_flags import FORGERIES, HONEST, LESSON, release
+
+CORRECT = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()\n"
+WRONG = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
+# Red team 15 (held out; written here): the test cell's lines run through a replaced builtins.exec, which swaps in a
+# correct causal_mask while the grader calls it; the notebook shows a wrong one.
+SWAP_DURING_TEST = """\
+class Runner:
+    def __init__(self, real):
+        self.real = real
+
+    def __call__(self, code, *rest, **kw):
+        global causal_mask
+        causal_mask = lambda n: torch.ones(n, n, dtype=torch.bool).tril()
+        return self.real(code, *rest, **kw)
+
+
+match print:
+    case object(__self__=b):
+        b.exec = Runner(b.exec)
+"""
+
+
+def held(nb, rel) -> list[str]:
+    return [f for f in code_flags(nb, rel) if holds(f)]
+
+
+def answer_cell(nb):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "causal_mask")
+
+
+def code_of(cell) -> str:
+    """The cell's code without the grader's note (comment lines at its top)."""
+    lines = cell.source.split("\n")
+    return "\n".join(lines[next(i for i, line in enumerate(lines) if not line.startswith("#")):])
+
+
+def run(cell) -> dict:
+    """The cell as the kernel would run it, in a namespace of its own."""
+    namespace = {"torch": torch}
+    exec(cell.source, namespace)
+    return namespace
+
+
+def with_cell(source: str, answer: str = CORRECT):
+    rel = release(LESSON)
+    nb = fill(rel, {**solution_answers(LESSON), "causal_mask": answer})
+    nb.cells.insert(3, nbformat.v4.new_code_cell(source))
+    return nb, rel
+
+
+def test_the_patch_is_not_run_and_the_answer_shown_is_graded():
+    nb, rel = with_cell(SWAP_DURING_TEST, WRONG)
+    assert held(nb, rel)
+    changed = disable_flagged(nb, rel)
+    assert len(changed) == 1 and "match print:" in changed[0], changed
+    inserted = nb.cells[3]
+    assert "b.exec" not in code_of(inserted) and "pass" in inserted.source
+    assert "class Runner" in inserted.source, "the rest of the cell runs"
+    namespace = run(inserted)
+    assert "Runner" in namespace and print.__self__.exec is exec, "nothing was patched"
+    assert held(nb, rel) == []
+    assert answer_cell(nb).source.strip() == WRONG.strip(), "the answer cell is not touched"
+
+
+def test_a_patch_inside_an_answer_leaves_the_answer_defined():
+    answer = CORRECT.replace("    return", "    import builtins\n    builtins.exec = print\n    return")
+    nb, rel = with_cell("x = 1", answer)
+    disable_flagged(nb, rel)
+    namespace = run(answer_cell(nb))
+    assert torch.equal(namespace["causal_mask"](3), torch.ones(3, 3, dtype=torch.bool).tril())
+    assert "builtins.exec" not in code_of(answer_cell(nb))
+    assert held(nb, rel) == []
+
+
+def test_a_timed_cell_runs_its_code_without_the_timer():
+    nb, rel = with_cell("%%time\nimport builtins\nbuiltins.open = print\ny = 2")
+    disable_flagged(nb, rel)
+    namespace = run(nb.cells[3])
+    assert namespace["y"] == 2 and "builtins.open" not in code_of(nb.cells[3])
+    assert "%%time" in nb.cells[3].source, "the note says the timer was left out"
+
+
+@pytest.mark.parametrize("name", sorted(HONEST)[:12])
+def test_honest_code_runs_as_written(name):
+    nb, rel = with_cell(HONEST[name])
+    assert disable_flagged(nb, rel) == []
+    assert nb.cells[3].source == HONEST[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["answer", "inserted"])
+def test_nothing_held_is_left_of_any_forgery(where):
+    """Every forgery test_flags names, in the answer cell or a cell of its own: after the rewrite, nothing of it
+    holds the score (no flag the grader would hold for is left in the code the kernel runs)."""
+    left = {}
+    for name, forgery in FORGERIES.items():
+        if where == "answer":
+            code = [CORRECT, forgery]
+            nb, rel = with_cell("x = 1", "\n".join(code[::-1] if "%%" in forgery else code))
+        else:
+            nb, rel = with_cell(forgery)
+        before = held(nb, rel)
+        disable_flagged(nb, rel)
+        after = [f for f in held(nb, rel) if "an answer built on the course package" not in f]
+        if after or not before:
+            left[name] = after or "not held to begin with"
+    assert not left, left

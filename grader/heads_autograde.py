@@ -39,7 +39,7 @@ from nbformat.v4 import output_from_msg
 from nbgrader.nbgraderformat import SCHEMA_VERSION
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
-from heads_files import headlab, problem, setting
+from heads_files import headlab, limit, problem, setting
 
 CELL_HOOKS = "heads_cell_hooks"
 
@@ -52,12 +52,10 @@ def error_output(ename: str, evalue: str) -> NotebookNode:
 class HeadsExecute(Execute):
     notebook_timeout = setting(180, "Seconds one notebook may run in total; "
                                     "cells after that are not run (score 0).")
-    max_output_chars = setting(20000, "Characters of stream/text output kept per "
-                                      "cell while executing (-1: no cap).")
-    max_output_bytes = setting(1024**2, "Bytes of output of every mimetype (text, HTML, images, "
-                                        "errors...) kept per cell while executing (-1: no cap).")
-    max_notebook_output_bytes = setting(8 * 1024**2, "Bytes of output of every mimetype "
-                                                     "kept per notebook (-1: no cap).")
+    max_output_chars = limit(20000, "Characters of stream/text output kept per cell while executing", off=-1)
+    max_output_bytes = limit(1024**2, "Bytes of output of every mimetype (text, HTML, images, errors...) kept per "
+                                      "cell while executing", off=-1)
+    max_notebook_output_bytes = limit(8 * 1024**2, "Bytes of output of every mimetype kept per notebook", off=-1)
     max_answers_bytes = setting(32 * 1024**2, "Bytes of the grader's answers (respond's display data) kept per "
                                               "test cell, apart from the caps above, so that a notebook's own "
                                               "output cannot crowd them out; more is dropped (the cell scores 0).")

@@ -17,7 +17,8 @@ get the solutions copied into their feedback. So:
   feedback gets the notebook's HTML and, of the student's files, only the two short records
   `nbgrader release_feedback` needs, read from `submitted/` without following links.
 
-`setting` declares a configurable trait of any grader plugin (`c.<Class>.<name>` in nbgrader_config.py).
+`setting` declares a configurable trait of any grader plugin (`c.<Class>.<name>` in nbgrader_config.py), and
+`limit` one that caps a size or a count.
 """
 from __future__ import annotations
 
@@ -49,6 +50,13 @@ def setting(default, help: str | None = None):
     by --help-all: a traitlets Bool, Integer, Float or Unicode trait, after the type of `default`."""
     kind = {bool: Bool, int: Integer, float: Float, str: Unicode}[type(default)]
     return kind(default, help=help).tag(config=True)
+
+
+def limit(default: int, help: str, off: int):
+    """A `setting` that caps a size or a count, its help ending in one form for every cap with the value `off` that
+    lifts it: -1 for the caps on what a hand-in and its outputs hold, 0 for the sandbox's limits, as prlimit takes
+    them."""
+    return setting(default, f"{help} ({off}: no limit).")
 
 
 def _walk(folder: str):
@@ -119,8 +127,8 @@ class ScrubWorkdir(NbGraderPreprocessor):
     writes to or copies from the folder.
     """
 
-    max_folder_bytes = setting(64 * 1024**2, "Bytes of files a student's autograded folder may keep after "
-                                             "grading (-1: no cap); the largest files go first.")
+    max_folder_bytes = limit(64 * 1024**2, "Bytes of files a student's autograded folder may keep after grading; "
+                                           "the largest files go first", off=-1)
 
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path")

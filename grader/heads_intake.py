@@ -21,7 +21,7 @@ import os
 
 from traitlets.config import Configurable
 
-from heads_files import setting
+from heads_files import limit
 
 TOO_LARGE = ".too-large"
 
@@ -35,13 +35,12 @@ def _mib(n: int) -> str:
 
 
 class HandInLimits(Configurable):
-    max_bytes = setting(16 * 1024**2, "Bytes a hand-in (the .ipynb file) may have; a "
-                                      "larger one is refused unread (a lesson with its "
-                                      "outputs is under 0.5 MiB). -1: no cap.")
-    max_cells = setting(1000, "Cells a hand-in may have (a lesson has 30-60). -1: no cap.")
-    max_output_bytes = setting(8 * 1024**2, "Bytes of output a hand-in may have stored in its "
-                                            "cells, every output counted as JSON (a lesson's, "
-                                            "plots included, are under 0.5 MiB). -1: no cap.")
+    max_bytes = limit(16 * 1024**2, "Bytes a hand-in (the .ipynb file) may have, where a lesson with its outputs "
+                                    "is under 0.5 MiB; a larger one is refused unread", off=-1)
+    max_cells = limit(1000, "Cells a hand-in may have, where a lesson has 30-60", off=-1)
+    max_output_bytes = limit(8 * 1024**2, "Bytes of output a hand-in may have stored in its cells, every output "
+                                          "counted as JSON, where a lesson's, plots included, are under 0.5 MiB",
+                             off=-1)
 
     def over(self, path: str) -> str | None:
         """Why the hand-in at `path` is over a cap, or None (also when it is not JSON: the

@@ -45,7 +45,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import CaselessStrEnum
 
-from heads_files import setting
+from heads_files import limit, setting
 
 # What a kernel may read: the system and Python, never the course folder itself.
 SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -226,18 +226,14 @@ class SandboxKernelManager(AsyncKernelManager):
              "the recordings (every hidden case and expected value), the solutions and the gradebook. "
              "The environment variable HEADS_SANDBOX overrides it.",
     ).tag(config=True)
-    memory_limit = setting(2 * 1024**3, "Address-space limit of the kernel in "
-                                        "bytes (0: none), set with prlimit.")
-    file_size_limit = setting(64 * 1024**2, "Largest file the kernel may write, in "
-                                            "bytes (0: none), set with prlimit.")
-    scratch_size = setting(256 * 1024**2, "Size of the kernel's private /scratch tmpfs (its "
-                                          "HOME and TMPDIR) in bytes (0: unbounded); it "
-                                          "lives in RAM, outside the memory limit.")
-    process_limit = setting(64, "Processes and threads the sandboxed kernel may run at once (0: no limit).")
+    memory_limit = limit(2 * 1024**3, "Address-space limit of the kernel in bytes, set with prlimit", off=0)
+    file_size_limit = limit(64 * 1024**2, "Largest file the kernel may write, in bytes, set with prlimit", off=0)
+    scratch_size = limit(256 * 1024**2, "Size of the kernel's private /scratch tmpfs (its HOME and TMPDIR) in bytes; "
+                                        "it lives in RAM, outside the memory limit", off=0)
+    process_limit = limit(64, "Processes and threads the sandboxed kernel may run at once", off=0)
     niceness = setting(10, "nice value of the kernel and every process it starts (0: unchanged).")
-    disk_limit = setting(128 * 1024**2, "Bytes the kernel may have on disk in its "
-                                        "working and socket folders while it runs (0: no "
-                                        "limit); over it, the kernel is killed.")
+    disk_limit = limit(128 * 1024**2, "Bytes the kernel may have on disk in its working and socket folders while "
+                                      "it runs, over which it is killed", off=0)
     disk_poll_seconds = setting(0.2, "Seconds between two measurements of a running kernel's disk use.")
     kernel_uid_base = setting(1_000_000, "When the grader runs as root, the sandboxed kernel "
                                          "runs as uid kernel_uid_base + the grader process's "

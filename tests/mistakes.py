@@ -14,8 +14,8 @@ A key is *proven* where a test feeds a named wrong implementation to a check and
 - an `Exercise`'s `Mistake`, fed back to the check by tests/test_engine.py's
   `test_every_mistake_is_named_by_its_key` (its output is the wrong implementation);
 - in a test function of tests/test_*.py, an assertion `<failure>.mistake == "key"`; or `<failure>.mistake ==
-  name`, where `name` takes its keys from the function's `pytest.mark.parametrize` list or from the list a `for`
-  loop walks.
+  name`, where `name` takes its keys from the function's `pytest.mark.parametrize` list (written in the decorator,
+  or a list of the module that the decorator names, read from the module) or from the list a `for` loop walks.
 Each of these is a test that runs and fails if its key is not named, so a key proven here is one the suite
 checks. The keys the engine builds from an exception's name (`raised-IndexError`) are a family, not declared.
 """
@@ -137,6 +137,14 @@ def _compares_mistake(node: ast.AST) -> list[ast.AST]:
     return sides
 
 
+def _named_cases(path: Path, argvalues: list[ast.AST]) -> set[str]:
+    """The keys of a parametrize list the module builds and the decorator names (a pytest.param's values too)."""
+    if not (argvalues and isinstance(argvalues[0], ast.Name)):
+        return set()
+    cases = getattr(importlib.import_module(path.stem), argvalues[0].id)
+    return {v for case in cases for v in getattr(case, "values", case) if isinstance(v, str) and KEY.fullmatch(v)}
+
+
 def test_function_proofs() -> dict[str, list[str]]:
     """{key: [test id, ...]} from the test functions of tests/test_*.py that assert a failure's key."""
     proofs: dict[str, list[str]] = {}
@@ -149,7 +157,7 @@ def test_function_proofs() -> dict[str, list[str]]:
                 # the keys come from the cases this function runs: its parametrize list, or a loop's list
                 for deco in fn.decorator_list:
                     if isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "parametrize":
-                        keys |= _strings(deco)
+                        keys |= _strings(deco) | _named_cases(path, deco.args[1:2])
                 for loop in [n for n in ast.walk(fn) if isinstance(n, ast.For)]:
                     if _compares_mistake(loop):
                         keys |= _strings(loop.iter)

@@ -14,27 +14,45 @@ import torch
 from headlab.checks import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
 from headlab.checks.core import CheckFailed, NotWritten
 
+# (check, wrong implementation, key, the operation's words in the message) of each crash below, the cases of
+# test_a_crash_names_the_operation_in_one_line (tests/mistakes.py reads their keys as proven by it)
+CRASHES = []
 
+
+def crash(check, key: str, words: str):
+    """Register the wrong implementation it decorates as a case of CRASHES, named after it: a case is written once,
+    beside its code, instead of in a table of rows and a list of names that must stay in step with it."""
+    def register(wrong):
+        CRASHES.append(pytest.param(check, wrong, key, words, id=wrong.__name__))
+        return wrong
+    return register
+
+
+@crash(ch08.sentence_embedding, "floor-division", "divides with `//`, floor division")
 def floor_divided_embedding(H, attention_mask):
     real = attention_mask.bool()[:, :, None].to(H.dtype)
     z = (H * real).sum(1) // real.sum(1)   # the visible means are whole numbers: only the gradient step shows it
     return z / z.norm(dim=-1, keepdim=True)
 
 
+@crash(ch02.mean_pool, "floor-division", "that is what `//`, floor division, does")
 def floor_divided_mean(H, mask):
     w = mask.to(H.dtype)[:, :, None]
     return (H * w).sum(1) // w.sum(1)
 
 
+@crash(ch06.last_real_index, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor")
 def argmax_of_flipped_bool(attention_mask):
     return attention_mask.shape[1] - 1 - attention_mask.bool().flip(1).argmax(1)
 
 
+@crash(ch07.predict_or_reject, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor")
 def argmax_of_reached_threshold(probs, threshold, reject=-1):
     top = probs.max(-1).values
     return torch.where(top >= threshold, (probs == top[:, None]).argmax(-1), reject)
 
 
+@crash(ch07.predict_or_reject, "tensor-as-condition", "a tensor of several values as a condition")
 def if_on_the_batch(probs, threshold, reject=-1):
     top, prediction = probs.max(dim=-1)
     if top >= threshold:   # one answer for the whole batch
@@ -42,12 +60,16 @@ def if_on_the_batch(probs, threshold, reject=-1):
     return torch.full_like(prediction, reject)
 
 
+# at the check's backward step: torch's words alone, ending in its anomaly-detection hint and "..", before
+@crash(ch05.span_loss, "in-place-on-saved-tensor", "expected version 0 instead. span_loss wrote in place")
 def span_loss_shifting_log_probabilities_in_place(start_logits, end_logits, start, end):
     start_lp, end_lp = start_logits.log_softmax(-1), end_logits.log_softmax(-1)
     start_lp -= 0.0   # in place, in what log_softmax's backward reads
     return -(start_lp.gather(1, start[:, None]).mean() + end_lp.gather(1, end[:, None]).mean()) / 2
 
 
+# in the kernel's step of a head, met by the driver
+@crash(ch02.Pooler, "in-place-on-saved-tensor", "expected version 0 instead. Pooler.forward wrote in place")
 class PoolerDoublingItsOutputInPlace(torch.nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -59,6 +81,7 @@ class PoolerDoublingItsOutputInPlace(torch.nn.Module):
         return pooled / 2
 
 
+@crash(ch07.expected_calibration_error, "float-operation-on-integers", "needs floats (a mean")
 def mean_of_bool_hits(probs, labels, n_bins=10):
     confidence, predicted = probs.max(-1)
     correct = predicted == labels
@@ -80,40 +103,50 @@ def _band_scores(start_logits, end_logits, allowed, max_len):
     return scores.masked_fill(~((i <= j) & (j < i + max_len)), float("-inf")), n
 
 
+@crash(ch05.best_span, "argmax-over-two-axes", "gave argmax a tuple of axes")
 def best_span_argmax_over_two_axes(*inputs):
     scores, n = _band_scores(*inputs)
     k = scores.argmax(dim=(1, 2))   # one axis only
     return torch.stack([k // n, k % n], dim=-1)
 
 
+# on the two-sentence case (one sentence's transpose is still a view: there it is classes-on-sequence-axis)
+@crash(partial(ch04.token_loss, cases=ch04.LOSS_CASES[1:]), "view-on-non-contiguous", "called `.view(...)` on a")
 def token_loss_viewed_after_a_transpose(logits, labels):
     flat = logits.transpose(1, 2).view(-1, logits.shape[-1])   # the classes on dim 1, then flattened with view
     return torch.nn.functional.cross_entropy(flat, labels.view(-1))
 
 
+@crash(ch05.best_span, "item-of-many-values", "turned a tensor of several values into one")
 def best_span_for_one_example(*inputs):
     scores, n = _band_scores(*inputs)
     k = scores.flatten(1).argmax(-1).item()   # one number for the whole batch
     return torch.tensor([[k // n, k % n]])
 
 
+@crash(ch05.best_span, "tensors-not-in-a-list", "its tensors as separate arguments")
 def best_span_stacking_without_a_list(*inputs):
     scores, n = _band_scores(*inputs)
     k = scores.flatten(1).argmax(-1)
     return torch.stack(k // n, k % n, dim=-1)   # two tensors, not a list of them
 
 
+@crash(ch05.span_loss, "softmax-without-dim", "without an axis")
 def span_loss_log_softmax_without_dim(start_logits, end_logits, start, end):
     nll = torch.nn.functional.nll_loss
     return (nll(start_logits.log_softmax(), start) + nll(end_logits.log_softmax(), end)) / 2
 
 
+@crash(ch04.token_loss, "numpy-on-graph", "carries the graph to NumPy")
 def token_loss_through_numpy(logits, labels):
     keep = labels != -100
     p = logits.softmax(-1)[keep].gather(1, labels[keep][:, None])
     return -torch.as_tensor(np.log(p)).mean()   # NumPy's log of a tensor that carries the graph
 
 
+# From here to causal_mask_looping_over_n, each crash got torch's (or Python's) words alone, raised-<exception>, or a
+# hint about another mistake, before its operation was named.
+@crash(ch07.expected_calibration_error, "float-index", "indexed with floats")
 def ece_with_float_bin_indices(probs, labels, n_bins=10):
     confidence, predicted = probs.max(-1)
     bins = (confidence * n_bins).ceil().clamp(min=1) - 1   # bin k holds (k/M, (k+1)/M]; still float, no .long()
@@ -122,6 +155,7 @@ def ece_with_float_bin_indices(probs, labels, n_bins=10):
     return float(gap[count > 0].abs().sum() / len(labels))
 
 
+@crash(ch06.last_real_index, "stack-of-numbers", "Python numbers or lists")
 def last_real_index_stacking_ints(attention_mask):
     found = []
     for row in attention_mask.bool():
@@ -129,10 +163,12 @@ def last_real_index_stacking_ints(attention_mask):
     return torch.stack(found)   # Python ints: torch.tensor(found)
 
 
+@crash(ch06.last_real_index, "cat-of-scalars", "gave torch.cat 0-d tensors")
 def last_real_index_concatenating_scalars(attention_mask):
     return torch.cat([row.nonzero().max() for row in attention_mask.bool()])   # 0-d tensors: torch.stack
 
 
+@crash(ch02.max_pool, "minus-on-bool-mask", "subtracted a bool mask from a number")
 def max_pool_with_berts_additive_mask(H, mask):
     return (H + (1.0 - mask[:, :, None]) * -1e9).max(dim=1).values   # right for 0/1 masks, refused for bool
 
@@ -149,6 +185,7 @@ class _Transform(torch.nn.Module):
         return self.norm(self.act(self.dense(h)))
 
 
+@crash(ch01.mlm_head, "tensor-as-parameter", "assigned a tensor computed from a weight")
 class MLMHeadTyingTheTranspose(_Transform):
     def __init__(self, embedding):
         super().__init__(embedding)
@@ -160,6 +197,7 @@ class MLMHeadTyingTheTranspose(_Transform):
         return self.decoder(self.transform(h))
 
 
+@crash(ch01.mlm_head, "module-as-tensor", "gave a layer (an nn.Embedding")
 class MLMHeadLinearOfTheEmbedding(_Transform):
     def __init__(self, embedding):
         super().__init__(embedding)
@@ -169,15 +207,18 @@ class MLMHeadLinearOfTheEmbedding(_Transform):
         return torch.nn.functional.linear(self.transform(h), self.embedding, self.bias)
 
 
+@crash(ch06.last_real_index, "float-into-integer-tensor", "wrote a float (-inf, or a fraction) into an integer tensor")
 def last_real_index_minus_inf_positions(attention_mask):
     positions = torch.arange(attention_mask.shape[1]).expand(attention_mask.shape)
     return positions.masked_fill(~attention_mask.bool(), float("-inf")).max(dim=1).values   # -inf into longs
 
 
+@crash(ch00.padding_mask, "shape-called", "called `.shape(...)` as if it were a method")
 def padding_mask_calling_shape(lengths, n):
     return torch.arange(n).expand(lengths.shape(0), n) < lengths[:, None]
 
 
+@crash(ch01.mask_tokens, "method-not-called", "used a tensor's method without calling")
 def mask_tokens_clone_not_called(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
     chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
     inputs = ids.clone   # the method, not a copy
@@ -185,11 +226,15 @@ def mask_tokens_clone_not_called(ids, special_mask, vocab_size, mask_id, p=0.15,
     return inputs, torch.where(chosen, ids, -100)
 
 
+# torch's words alone (raised-NotImplementedError) before
+@crash(ch01.mask_tokens, "comparison-without-brackets", "binds `&` tighter than `<`")
 def mask_tokens_comparison_unbracketed(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
     chosen = torch.rand(ids.shape, generator=generator) < p & ~special_mask.bool()   # `&` first: p & ~special
     return torch.where(chosen, mask_id, ids), torch.where(chosen, ids, -100)
 
 
+# Python's words alone (raised-ValueError) before
+@crash(ch04.bio_to_spans, "splits-the-o-tag", "An O tag has no '-' to split on")
 def bio_to_spans_splitting_every_tag(tags):
     spans = []
     for i, tag in enumerate(tags):
@@ -201,6 +246,7 @@ def bio_to_spans_splitting_every_tag(tags):
     return spans
 
 
+@crash(ch01.mask_tokens, "numpy-method-on-a-tensor", "a NumPy array method on a tensor")
 def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, generator=None):
     chosen = (torch.rand(ids.shape, generator=generator) < p) & ~special_mask.bool()
     inputs = ids.copy()   # NumPy's name for clone
@@ -208,6 +254,7 @@ def mask_tokens_numpy_copy(ids, special_mask, vocab_size, mask_id, p=0.15, gener
     return inputs, torch.where(chosen, ids, -100)
 
 
+@crash(ch01.mlm_head, "parameter-given-a-size", "gave nn.Parameter a size")
 class MLMHeadWithABiasOfASize(_Transform):
     def __init__(self, embedding):
         super().__init__(embedding)
@@ -218,17 +265,20 @@ class MLMHeadWithABiasOfASize(_Transform):
         return torch.nn.functional.linear(self.transform(h), self.embedding.weight, self.bias)
 
 
+@crash(ch05.span_loss, "targets-with-extra-axis", "targets with an extra axis")
 def span_loss_with_targets_as_columns(start_logits, end_logits, start, end):
     ce = torch.nn.functional.cross_entropy
     return (ce(start_logits, start.view(-1, 1)) + ce(end_logits, end.view(-1, 1))) / 2   # Keras's (N, 1) labels
 
 
+@crash(ch08.sentence_embedding, "axis-keyword", "calls it `dim`")
 def sentence_embedding_normalised_with_axis(H, attention_mask):
     real = attention_mask.to(H.dtype)[:, :, None]
     z = (H * real).sum(1) / real.sum(1)
     return z / z.norm(axis=-1, keepdim=True)   # NumPy's np.linalg.norm(z, axis=-1, keepdims=True)
 
 
+@crash(ch00.causal_mask, "loop-over-a-number", "looped over a number")
 def causal_mask_looping_over_n(n):
     mask = torch.zeros(n, n, dtype=torch.bool)
     for i in n:   # range(n)
@@ -236,6 +286,8 @@ def causal_mask_looping_over_n(n):
     return mask
 
 
+# told "Pooler.forward is not written yet", the stub's words, before
+@crash(ch02.Pooler, "forward-misnamed", "has no method named `forward`")
 class PoolerWithForwardMisspelt(torch.nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -245,6 +297,7 @@ class PoolerWithForwardMisspelt(torch.nn.Module):
         return torch.tanh(self.dense(c))
 
 
+@crash(ch03.sequence_classifier, "train-method-as-flag", "passed `self.train`")
 class SequenceClassifierPassingTheTrainMethod(torch.nn.Module):
     def __init__(self, d, num_classes, dropout=0.1):
         super().__init__()
@@ -255,60 +308,7 @@ class SequenceClassifierPassingTheTrainMethod(torch.nn.Module):
         return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
 
 
-# (check, wrong implementation, key, the operation's words in the message), written in the decorator so that the
-# vocabulary test reads each key's proof (tests/mistakes.py)
-@pytest.mark.parametrize("check, wrong, key, words", [
-    (ch08.sentence_embedding, floor_divided_embedding, "floor-division", "divides with `//`, floor division"),
-    (ch02.mean_pool, floor_divided_mean, "floor-division", "that is what `//`, floor division, does"),
-    (ch06.last_real_index, argmax_of_flipped_bool, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor"),
-    (ch07.predict_or_reject, argmax_of_reached_threshold, "ranks-a-bool-tensor", "argmax (or topk) of a bool tensor"),
-    (ch07.expected_calibration_error, mean_of_bool_hits, "float-operation-on-integers", "needs floats (a mean"),
-    (ch07.predict_or_reject, if_on_the_batch, "tensor-as-condition", "a tensor of several values as a condition"),
-    # at the check's backward step: torch's words alone, ending in its anomaly-detection hint and "..", before
-    (ch05.span_loss, span_loss_shifting_log_probabilities_in_place, "in-place-on-saved-tensor",
-     "expected version 0 instead. span_loss wrote in place"),
-    # in the kernel's step of a head, met by the driver
-    (ch02.Pooler, PoolerDoublingItsOutputInPlace, "in-place-on-saved-tensor",
-     "expected version 0 instead. Pooler.forward wrote in place"),
-    (ch05.best_span, best_span_argmax_over_two_axes, "argmax-over-two-axes", "gave argmax a tuple of axes"),
-    # on the two-sentence case (one sentence's transpose is still a view: there it is classes-on-sequence-axis)
-    (partial(ch04.token_loss, cases=ch04.LOSS_CASES[1:]), token_loss_viewed_after_a_transpose,
-     "view-on-non-contiguous", "called `.view(...)` on a"),
-    (ch05.best_span, best_span_for_one_example, "item-of-many-values", "turned a tensor of several values into one"),
-    (ch05.best_span, best_span_stacking_without_a_list, "tensors-not-in-a-list", "its tensors as separate arguments"),
-    (ch05.span_loss, span_loss_log_softmax_without_dim, "softmax-without-dim", "without an axis"),
-    (ch04.token_loss, token_loss_through_numpy, "numpy-on-graph", "carries the graph to NumPy"),
-    # each of these got torch's words alone (raised-<exception>), or a hint about another mistake, before
-    (ch07.expected_calibration_error, ece_with_float_bin_indices, "float-index", "indexed with floats"),
-    (ch06.last_real_index, last_real_index_stacking_ints, "stack-of-numbers", "Python numbers or lists"),
-    (ch06.last_real_index, last_real_index_concatenating_scalars, "cat-of-scalars", "gave torch.cat 0-d tensors"),
-    (ch02.max_pool, max_pool_with_berts_additive_mask, "minus-on-bool-mask", "subtracted a bool mask from a number"),
-    (ch01.mlm_head, MLMHeadTyingTheTranspose, "tensor-as-parameter", "assigned a tensor computed from a weight"),
-    (ch01.mlm_head, MLMHeadLinearOfTheEmbedding, "module-as-tensor", "gave a layer (an nn.Embedding"),
-    (ch06.last_real_index, last_real_index_minus_inf_positions, "float-into-integer-tensor",
-     "wrote a float (-inf, or a fraction) into an integer tensor"),
-    (ch00.padding_mask, padding_mask_calling_shape, "shape-called", "called `.shape(...)` as if it were a method"),
-    (ch01.mask_tokens, mask_tokens_clone_not_called, "method-not-called", "used a tensor's method without calling"),
-    (ch01.mask_tokens, mask_tokens_numpy_copy, "numpy-method-on-a-tensor", "a NumPy array method on a tensor"),
-    (ch01.mlm_head, MLMHeadWithABiasOfASize, "parameter-given-a-size", "gave nn.Parameter a size"),
-    (ch05.span_loss, span_loss_with_targets_as_columns, "targets-with-extra-axis", "targets with an extra axis"),
-    (ch08.sentence_embedding, sentence_embedding_normalised_with_axis, "axis-keyword", "calls it `dim`"),
-    (ch00.causal_mask, causal_mask_looping_over_n, "loop-over-a-number", "looped over a number"),
-    # told "Pooler.forward is not written yet", the stub's words, before
-    (ch02.Pooler, PoolerWithForwardMisspelt, "forward-misnamed", "has no method named `forward`"),
-    (ch03.sequence_classifier, SequenceClassifierPassingTheTrainMethod, "train-method-as-flag", "passed `self.train`"),
-    # torch's words alone (raised-NotImplementedError), and Python's (raised-ValueError), before
-    (ch01.mask_tokens, mask_tokens_comparison_unbracketed, "comparison-without-brackets", "binds `&` tighter than `<`"),
-    (ch04.bio_to_spans, bio_to_spans_splitting_every_tag, "splits-the-o-tag", "An O tag has no '-' to split on"),
-], ids=["sentence_embedding", "mean_pool", "last_real_index", "predict_or_reject", "expected_calibration_error",
-        "predict_or_reject-if", "span_loss-in-place", "Pooler-in-place", "best_span-argmax-two-axes",
-        "token_loss-view", "best_span-item", "best_span-stack", "span_loss-softmax-dim", "token_loss-numpy",
-        "expected_calibration_error-float-index", "last_real_index-stack-ints", "last_real_index-cat-scalars", "max_pool-minus-bool-mask",
-        "MLMHead-tensor-as-parameter", "MLMHead-module-as-tensor", "last_real_index-minus-inf-into-longs",
-        "padding_mask-shape-called", "mask_tokens-clone-not-called", "mask_tokens-numpy-copy",
-        "MLMHead-parameter-given-a-size", "span_loss-targets-with-extra-axis", "sentence_embedding-axis",
-        "causal_mask-for-i-in-n", "Pooler-forward-misspelt", "SequenceClassifier-train-method",
-        "mask_tokens-comparison-unbracketed", "bio_to_spans-split-o"])
+@pytest.mark.parametrize("check, wrong, key, words", CRASHES)
 def test_a_crash_names_the_operation_in_one_line(check, wrong, key, words):
     with pytest.raises(CheckFailed) as caught:
         check(wrong)

@@ -42,6 +42,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from heads_files import headlab, limit, problem, setting
 
 CELL_HOOKS = "heads_cell_hooks"
+OVER_THE_CAP = "over_the_cap"   # the answers of a set the executor did not keep: their size
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -58,7 +59,8 @@ class HeadsExecute(Execute):
     max_notebook_output_bytes = limit(8 * 1024**2, "Bytes of output of every mimetype kept per notebook", off=-1)
     max_answers_bytes = setting(32 * 1024**2, "Bytes of the grader's answers (respond's display data) kept per "
                                               "test cell, apart from the caps above, so that a notebook's own "
-                                              "output cannot crowd them out; more is dropped (the cell scores 0).")
+                                              "output cannot crowd them out; more is dropped, and the cell "
+                                              "scores 0.")
 
     _stop_reason: str | None = None
     _deadline: float = 0.0
@@ -66,7 +68,7 @@ class HeadsExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._stop_reason = None
         self._deadline = monotonic() + self.notebook_timeout
-        self._chars, self._bytes, self._noted, self._answers = {}, {}, set(), {}
+        self._chars, self._bytes, self._noted, self._answers, self._over_cap = {}, {}, set(), {}, set()
         self._notebook_bytes = 0
         self._last_cell = None
         return super().preprocess(nb, resources, km)
@@ -100,8 +102,10 @@ class HeadsExecute(Execute):
         hooks = (getattr(self, "resources", None) or {}).get(CELL_HOOKS)
         if hooks is not None:
             hooks.before(cell)
+        ended = False   # with the kernel's reply: not killed, stopped or cut off first
         try:
             await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            ended = True
             stop_strays = getattr(self.km, "stop_strays", None)
             stopped = stop_strays() if stop_strays else 0
             if stopped:
@@ -133,7 +137,7 @@ class HeadsExecute(Execute):
             await ensure_async(self.km.shutdown_kernel(now=True))
         finally:
             if hooks is not None:
-                hooks.after(cell)
+                hooks.after(cell, ended)
         return cell
 
     def _kernel_died(self, cell) -> None:
@@ -177,7 +181,12 @@ class HeadsExecute(Execute):
         if msg_type == "display_data" and headlab("codec").ANSWERS_MIME in content.get("data", {}):
             self._answers[cell_index] = self._answers.get(cell_index, 0) + size
             if self._answers[cell_index] > self.max_answers_bytes:
-                return None
+                # One set too large to keep stands for every set dropped, and counts with the others: a message of
+                # the notebook's over the cap pushed respond's set out, unseen, and left its own (red team 16)
+                if cell_index in self._over_cap:
+                    return None
+                self._over_cap.add(cell_index)
+                msg = {**msg, "content": {**content, "data": {headlab("codec").ANSWERS_MIME: {OVER_THE_CAP: size}}}}
             outs.append(output_from_msg(msg))
             return outs[-1]
         used_chars = self._chars.get(cell_index, 0)

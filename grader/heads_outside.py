@@ -40,7 +40,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from heads_autograde import CELL_HOOKS, answers_in
+from heads_autograde import CELL_HOOKS, OVER_THE_CAP, answers_in
 from heads_files import headlab, setting
 
 if TYPE_CHECKING:
@@ -224,7 +224,10 @@ class AnswerCapture:
         folder.mkdir()
         _write_new(folder, "calls.json", json.dumps({grade_id: self.view[grade_id]}))
 
-    def after(self, cell) -> None:
+    def after(self, cell, ended: bool = True) -> None:
+        """`ended`: the cell ended with the kernel's reply; one the grader had to stop or that killed its kernel
+        gives no answers (respond's set would have been the cell's last output: a set the notebook showed before
+        it kept the kernel from ending the cell would be the only one)."""
         grade_id = self.grade_id(cell)
         if grade_id not in self.view:
             return
@@ -234,6 +237,8 @@ class AnswerCapture:
         cell.outputs = [o for o in cell.get("outputs", []) if mime not in o.get("data", {})]
         if grade_id not in self.answers and given:   # a result, once given, stays what its cell left
             try:   # respond gives one; any other is code of the notebook's that ran in the cell, and says otherwise
+                if not ended:
+                    raise ValueError("the cell did not end: the grader stopped it, or its kernel died")
                 if len(given) > 1:
                     raise ValueError(f"the cell gave {len(given)} sets of answers, where the grader's line gives one")
                 self.answers[grade_id] = read_given(given[0]["data"][mime], grade_id, self.max_bytes)
@@ -260,8 +265,12 @@ def _write_new(folder: Path, name: str, text: str) -> None:
 
 def read_given(payload, grade_id: str, max_bytes: int) -> list:
     """The answers a test cell's output gave (respond's display data), at most `max_bytes` as JSON."""
+    if isinstance(payload, dict) and OVER_THE_CAP in payload:
+        raise ValueError("larger than the grader keeps")
     if not isinstance(payload, dict) or payload.get("grade_id") != grade_id:
         raise ValueError("not the answers of this cell")
+    if "unsent" in payload:
+        raise ValueError(f"the kernel did not send them: {str(payload['unsent'])[:200]}")
     if len(json.dumps(payload)) > max_bytes:
         raise ValueError(f"larger than {max_bytes} bytes")
     answers = payload.get("answers")

@@ -314,11 +314,21 @@ def _collect(scratch: Path, config, lesson: str, student: str, run: dict) -> dic
                 "late_penalty": nb.late_submission_penalty}
     graded = scratch / "autograded" / student / lesson
     if graded.is_dir():
-        out["files"] = read_handin(graded)
+        out["files"] = read_handin(graded, _graded_folder_bytes(config))
     verdicts = scratch / "verdicts" / lesson / student
     if verdicts.is_dir():
         out["verdicts"] = {p.name: p.read_text() for p in verdicts.glob("*.json")}
     return out
+
+
+def _graded_folder_bytes(config) -> int:
+    """The most a graded folder can hold: what ScrubWorkdir keeps of the kernel's files, and the graded notebook
+    beside them (a hand-in within its caps, with the outputs the executor keeps). At the bare folder cap, a
+    kernel that filled its folder to it had its graded notebook refused now and then (test_hostile's disk-frames)."""
+    from heads_files import ScrubWorkdir
+
+    kept = config.ScrubWorkdir.get("max_folder_bytes", ScrubWorkdir.max_folder_bytes.default_value)
+    return 2**62 if kept < 0 else kept + 64 * 1024**2
 
 
 def reported(log: str) -> list[tuple[str, str]]:

@@ -115,12 +115,19 @@ class _Cell:
         return "pass", notes + [f"the rest of the cell: {'; '.join(held)}"]
 
 
+def _instructors(cell: dict) -> bool:
+    """A locked or test cell, which nbgrader's OverwriteCells has put back as the source notebook has it (a test cell
+    with its hidden tests, so unlike the release's): the instructor's code, not the student's."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("locked") or (meta.get("grade") and not meta.get("solution")))
+
+
 def disable_flagged(nb, release: dict) -> list[str]:
     """Replace the flagged statements of `nb`'s student cells (in place) by pass; one line per cell changed."""
     reading = NotebookReading(nb, release)
     changed = []
     for cell, tree in reading.cells:
-        if not any(holds(f) for f in reading.reasons(cell, tree)):
+        if _instructors(cell) or not any(holds(f) for f in reading.reasons(cell, tree)):
             continue
         text, notes = _Cell(reading, cell).as_run(cell["source"] if isinstance(cell["source"], str)
                                                   else "".join(cell["source"]))

@@ -62,7 +62,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
         return [encode(v, _depth + 1) for v in value]
     if type(value) is dict:
         return {"$dict": [[encode(k, _depth + 1), encode(v, _depth + 1)] for k, v in value.items()]}
-    return {"$obj": type(value).__name__, "repr": _safe_repr(value)}
+    return {"$obj": plain(type(value).__name__, 200), "repr": _safe_repr(value)}
 
 
 # The tensor methods of C: torch.Tensor is a Python class that a notebook can patch for every tensor (red team 13
@@ -145,8 +145,18 @@ def _bad(what: str):
 
 def _safe_repr(value: Any) -> str:
     try:
-        return repr(value)[:200]
+        return plain(repr(value), 200)
     except Exception:  # a student's object whose repr raises
+        return "?"
+
+
+def plain(text: Any, most: int) -> str:
+    """`text` as a str of the builtin class, cut to `most` characters; "?" if it is no str. A subclass's slice is
+    whatever its `__getitem__` returns: a red team's was an object JSON cannot encode, so respond's answers never
+    left and a set the notebook had shown was the only one."""
+    try:
+        return str.__str__(text)[:most]   # a copy of the characters alone for a subclass
+    except TypeError:
         return "?"
 
 
@@ -169,6 +179,6 @@ def at(args: tuple, kwargs: dict, path: Any) -> Any:
 def safe_str(err: BaseException) -> str:
     """An exception's message, cut short; "?" for an exception whose str() raises (a student's)."""
     try:
-        return str(err)[:4000]
+        return plain(str(err), 4000)
     except Exception:
         return "?"

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .codec import ANSWERS_MIME, FOLDER, GLOBALS, GraderError, at, decode, encode, safe_str
+from .codec import ANSWERS_MIME, FOLDER, GLOBALS, GraderError, at, decode, encode, plain, safe_str
 
 
 def describe(answer: Any) -> dict:
@@ -34,10 +34,10 @@ def describe(answer: Any) -> dict:
         return {"kind": "namespace"}
     if isinstance(answer, type):
         return {"kind": "module class" if issubclass(answer, nn.Module) else "class",
-                "type": answer.__name__}
+                "type": plain(answer.__name__, 200)}
     if isinstance(answer, nn.Module):
-        return {"kind": "module", "type": type(answer).__name__}
-    return {"kind": "function" if callable(answer) else "value", "type": type(answer).__name__}
+        return {"kind": "module", "type": plain(type(answer).__name__, 200)}
+    return {"kind": "function" if callable(answer) else "value", "type": plain(type(answer).__name__, 200)}
 
 
 _MISSING = object()
@@ -67,7 +67,11 @@ def respond(grade_id: str, namespace: dict | None = None, folder: str = FOLDER) 
     finally:   # whatever stopped the loop: the answers are always given, so a set the notebook showed is a second one
         shell = _shell()
         if shell is not None:   # in a kernel: the results are this cell's output, which the grader reads at its end
-            _publish(shell.display_pub, {ANSWERS_MIME: {"grade_id": grade_id, "answers": out}})
+            try:
+                _publish(shell.display_pub, {ANSWERS_MIME: {"grade_id": grade_id, "answers": out}})
+            except Exception:   # what an answer returned could not be encoded: a set leaves all the same
+                _publish(shell.display_pub, {ANSWERS_MIME: {"grade_id": grade_id, "answers": [],
+                                                            "unsent": "the answers could not be encoded"}})
     print("Your answers were run on the grader's inputs; the grade is decided outside this notebook.")
 
 
@@ -144,13 +148,13 @@ def _run(answer: Any, call: dict) -> dict:
             value = answer(*args, **kwargs)
             return _result(value, args, kwargs, before)
     except NotImplementedError as err:
-        return {"raised": {"type": "NotImplementedError", "message": str(err)}}
+        return {"raised": {"type": "NotImplementedError", "message": safe_str(err)}}
     except KeyboardInterrupt:   # the grader's interrupt at the cell's time limit: stop; respond gives what it has
         raise
     except BaseException as err:  # the student's bug, reported by the grader like the check would; a SystemExit or a
         # class of the notebook's too, which would leave respond before it gives the answers (red team 10 raised one
         # after showing a forged set of its own; respond's `finally` makes that set a second one)
-        return {"raised": {"type": type(err).__name__, "message": safe_str(err)}}
+        return {"raised": {"type": plain(type(err).__name__, 200), "message": safe_str(err)}}
 
 
 def _driver(name: str) -> Callable:
@@ -259,7 +263,7 @@ def drive_head(cls, spec: dict) -> dict:
                                                     probe=spec["inputs"][spec["stepped_on"]],
                                                     rebuild=lambda: _build(cls, spec, E)[0])
         except Exception as err:   # the learner's bug is a fact like any other; the check explains it
-            facts["raised"] = {"type": type(err).__name__, "message": str(err)[:2000], "stage": stage}
+            facts["raised"] = {"type": plain(type(err).__name__, 200), "message": safe_str(err)[:2000], "stage": stage}
     return facts
 
 

@@ -260,34 +260,96 @@ TRAP_RESPOND = textwrap.dedent("""\
         redirect_stderr(Trap()).__enter__()
         return None
     """)
-# Red team 14 (held out; written here): a stdout whose write, at respond's closing line (after its set had left),
-# cleared the cell's outputs and showed a set of its own, the right masks built from the inputs' folder, as the only
-# one. The grader keeps respond's set through a clear_output: the cell gives two sets, which are refused.
-CLEAR_OUTPUT = textwrap.dedent("""\
-    import contextlib, json, glob, base64
-    from IPython.display import clear_output, display
+# The right causal masks for the inputs the grader leaves in the kernel's folder while a test cell runs, shown as a
+# set of answers of the notebook's own (once): what red teams 14 and 16 (held out; written here) sent beside respond's.
+RIGHT_MASKS_SET = textwrap.dedent("""\
+    import json, glob, base64
+    from IPython.display import display
+    _KIND = '/'.join(['application', 'vnd.hea']) + 'ds.ans' + 'wers' + chr(43) + 'json'
+    _shown = []
+    def _show_right_masks():
+        found = glob.glob('.*/calls.json')
+        if _shown or not found:
+            return False
+        book = json.load(open(found[0]))
+        answers = []
+        for entry in book.get('test_causal_mask', []):
+            results = []
+            for call in entry['calls']:
+                n = call['args']['$tuple'][0] if isinstance(call['args'], dict) else call['args'][0]
+                i = torch.arange(n)
+                b = base64.b64encode((i[None, :] <= i[:, None]).numpy().tobytes()).decode()
+                results.append({'value': {'$t': 'bool', 'shape': [n, n], 'grad': False, 'b': b}})
+            answers.append({'answer': {'kind': 'function', 'type': 'function'}, 'results': results})
+        if answers:   # in test_causal_mask's cell only
+            _shown.append(answers)
+            display({_KIND: {'grade_id': 'test_causal_mask', 'answers': answers}}, raw=True)
+        return bool(answers)
+    """)
+# Red team 14: a stdout whose write, at respond's closing line (after its set had left), cleared the cell's outputs
+# and showed its own set as the only one. The grader keeps respond's set through a clear_output: two sets, refused.
+CLEAR_OUTPUT = RIGHT_MASKS_SET + textwrap.dedent("""\
+    import contextlib
+    from IPython.display import clear_output
     class Quiet:
         def write(self, s):
-            found = glob.glob('.*/calls.json')
-            if 'grade is decided outside' in s and found:
-                book = json.load(open(found[0]))
-                answers = []
-                for entry in book.get('test_causal_mask', []):
-                    results = []
-                    for call in entry['calls']:
-                        n = call['args']['$tuple'][0] if isinstance(call['args'], dict) else call['args'][0]
-                        i = torch.arange(n)
-                        b = base64.b64encode((i[None, :] <= i[:, None]).numpy().tobytes()).decode()
-                        results.append({'value': {'$t': 'bool', 'shape': [n, n], 'grad': False, 'b': b}})
-                    answers.append({'answer': {'kind': 'function', 'type': 'function'}, 'results': results})
-                if answers:
-                    clear_output()
-                    kind = '/'.join(['application', 'vnd.hea']) + 'ds.ans' + 'wers' + chr(43) + 'json'
-                    display({kind: {'grade_id': 'test_causal_mask', 'answers': answers}}, raw=True)
+            if 'grade is decided outside' in s and glob.glob('.*/calls.json'):
+                clear_output()
+                _show_right_masks()
             return len(s)
         def flush(self):
             pass
     contextlib.redirect_stdout(Quiet()).__enter__()
+    """)
+# Red team 16: the answer shows its set, then a message of the answers' kind over the grader's cap for them, which
+# pushed respond's set out of the cell (the cap dropped both); the grader now keeps a set over the cap as a set
+# too large to read, so the cell gives two or more, which are refused.
+OVER_THE_CAP = RIGHT_MASKS_SET + textwrap.dedent("""\
+    def causal_mask(n):
+        if _show_right_masks():
+            display({_KIND: 'x' * (33 * 2**20)}, raw=True)
+        i = torch.arange(n)
+        return i[None, :] >= i[:, None]
+    """)
+# Red team 16: a message whose str() is a str subclass, whose slices are objects JSON cannot encode: respond cut the
+# answer's error message to a slice of it, and its set never left (the encoder raised). Shown its own set first,
+# the cell gave only that. respond now reads every text it reports as a plain str, so its set leaves: two, refused.
+UNENCODABLE_TEXT = textwrap.dedent("""\
+    class _Text(str):
+        def __getitem__(self, i):
+            return _Odd()
+    class _Odd:
+        def __repr__(self):
+            return _Text('odd')
+    """)
+UNENCODABLE = RIGHT_MASKS_SET + UNENCODABLE_TEXT + textwrap.dedent("""\
+    class _Stop(Exception):
+        def __str__(self):
+            return _Text('stopped')
+    def causal_mask(n):
+        if _show_right_masks():
+            raise _Stop()
+        i = torch.arange(n)
+        return i[None, :] >= i[:, None]
+    """)
+# The answer shows its set, then ends the kernel before respond's set can leave: a cell that did not end gives no
+# answers (a loop that swallows the grader's interrupt until it kills the kernel ends the same way).
+EXIT_AFTER_SET = RIGHT_MASKS_SET + textwrap.dedent("""\
+    import os
+    def causal_mask(n):
+        if _show_right_masks():
+            os._exit(0)
+        i = torch.arange(n)
+        return i[None, :] >= i[:, None]
+    """)
+# Red team 16: no answer written. The released stub raises NotImplementedError, which the notebook's cell rebinds to
+# a class of its own that shows a set and reports itself in unencodable text (full marks before, unflagged).
+SHADOW_NOT_IMPLEMENTED = RIGHT_MASKS_SET + UNENCODABLE_TEXT + textwrap.dedent("""\
+    class NotImplementedError(Exception):
+        def __init__(self, *args):
+            _show_right_masks()
+        def __str__(self):
+            return _Text('not written')
     """)
 # A module written into the kernel's folder under the name of an installed course import, then imported by that
 # name: without the grader's -P it was found before site-packages, and its code (hex, unread by the flags) replaced
@@ -356,6 +418,9 @@ EXPECTED = {
     # in a correct causal_mask while the grader calls it. Its patch is not run: the transposed one scores 0.
     "swap-during-test": (2, True),
     "swap-as-written": (4, True),   # the control: the instructor had it run as written (--run-flagged), it forged
+    "over-the-cap": (2, False), "unencodable": (2, False),   # their causal_mask cells give two sets: refused
+    "shadow-not-implemented": (2, False),   # its padding_mask only
+    "exit-after-set": (2, True),   # run as written: its causal_mask cell did not end
 }
 # The flagged hand-ins above test what the grader does while their code runs: their flags were read (by these
 # tests) and they are graded as written. Otherwise a statement flagged for review is not run (heads_unrun).
@@ -392,6 +457,11 @@ def build(root):
     submit(root, "shadow-module", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SHADOW_MODULE)))
     submit(root, "kernel-respond", with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, KERNEL_RESPOND)))
     submit(root, "kernel-channel", with_cells(fill(rel, SOL), (IMPORTS, KERNEL_CHANNEL)))
+    submit(root, "over-the-cap", fill(rel, {**SOL, "causal_mask": OVER_THE_CAP}))
+    submit(root, "unencodable", fill(rel, {**SOL, "causal_mask": UNENCODABLE}))
+    submit(root, "exit-after-set", fill(rel, {**SOL, "causal_mask": EXIT_AFTER_SET}))
+    submit(root, "shadow-not-implemented", with_cells(fill(rel, {"padding_mask": SOL["padding_mask"]}),
+                                                      (IMPORTS, SHADOW_NOT_IMPLEMENTED)))
     for student in ("swap-during-test", "swap-as-written"):
         submit(root, student, with_cells(fill(rel, {**SOL, "causal_mask": TRANSPOSED}), (IMPORTS, SWAP_DURING_TEST)))
     submit(root, "answers-after", with_cells(fill(rel, {"causal_mask": SOL["causal_mask"]}),
@@ -667,11 +737,12 @@ def test_formgrader_shows_the_output_without_running_it(graded, browser, tmp_pat
         assert gb.find_submission(LESSON, "xss-and-scratch").score == 4
 
 
-@pytest.mark.parametrize("student", ["stop-respond", "trap-respond"])
+@pytest.mark.parametrize("student", ["stop-respond", "trap-respond", "over-the-cap", "unencodable",
+                                     "shadow-not-implemented"])
 def test_an_answer_that_stops_respond_leaves_two_sets_not_its_own(graded, student):
     """respond gives its answers whatever stopped the loop (a KeyboardInterrupt, as the grader's own interrupt at a time
-    limit, still stops it) and whatever the streams it flushes first do, so the set the notebook showed is a second
-    one, which the grader refuses."""
+    limit, still stops it), whatever the streams it flushes first do and whatever text the answers report, and the
+    executor keeps a set over its cap as one, so the set the notebook showed is a second one, which is refused."""
     cell = next(c for c in autograded(graded["root"], student).cells
                 if c.metadata.get("nbgrader", {}).get("grade_id") == "test_causal_mask")
     shown = "".join(o.get("text", "") + str(o.get("data", "")) + o.get("evalue", "") for o in cell.outputs)
@@ -686,6 +757,13 @@ def test_a_flagged_patch_is_not_run(graded):
     text = "".join(c.source for c in autograded(graded["root"], "swap-during-test").cells)
     assert "The grader did not run" in text and "b.exec = Runner" not in text
     assert "not run" not in " ".join(lines(graded["out"], "PROBLEM", "swap-as-written"))
+
+
+def test_a_set_shown_before_the_kernel_died_is_not_read(graded):
+    cell = next(c for c in autograded(graded["root"], "exit-after-set").cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "test_causal_mask")
+    shown = "".join(o.get("text", "") + str(o.get("data", "")) + o.get("evalue", "") for o in cell.outputs)
+    assert "did not end" in shown, shown
 
 
 def test_a_changed_channel_is_named_in_the_feedback(graded):

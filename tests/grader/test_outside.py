@@ -14,7 +14,7 @@ from heads_outside import AnswerCapture, JudgeOutsideKernel, read_given
 
 ENTRIES = [{"check": "headlab.checks.ch00:padding_mask", "answer": "padding_mask", "args": [], "kwargs": {},
             "calls": []}]
-VIEW = {f"test_{x}": [{"answer": x, "calls": []}] for x in "abc"}
+VIEW = {f"test_{x}": [{"answer": x, "calls": []}] for x in "abcd"}
 
 
 def graded_cell(grade_id: str | None, *given: dict):
@@ -108,6 +108,11 @@ def test_a_result_is_what_its_cell_left_whatever_a_later_cell_writes(tmp_path):
     capture.before(graded_cell("test_c"))
     capture.after(graded_cell("test_c", given("test_c", "honest"), given("test_c", "a hook's")))
     assert "2 sets of answers" in str(capture.answers["test_c"]), capture.answers
+    # A set the notebook showed before it kept the cell from ending (a loop that swallows the grader's interrupt,
+    # a killed kernel): respond's never came, and the cell gives none
+    capture.before(graded_cell("test_d"))
+    capture.after(graded_cell("test_d", given("test_d", "shown before the kernel died")), ended=False)
+    assert "did not end" in str(capture.answers["test_d"]), capture.answers
 
 
 def _wrong_causal_mask(n):   # a wrong answer: the graded one in the attacks below

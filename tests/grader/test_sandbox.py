@@ -104,7 +104,9 @@ def graded(tmp_path_factory, listener):
     """Both runs at once: {"on": (root, scores), "off": (root, scores)}."""
     runs = {}
     for mode in ("on", "off"):
-        root = make_course(tmp_path_factory.mktemp(f"sandbox-{mode}") / "course")
+        # the attacks are flagged for review; run as written, they meet the sandbox (heads_unrun)
+        root = make_course(tmp_path_factory.mktemp(f"sandbox-{mode}") / "course",
+                           extra_config=f"c.SkipFlaggedCode.run_as_written = ['attacker/{LESSON}']\n")
         build_class(root, listener)
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         if mode == "off":

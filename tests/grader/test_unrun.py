@@ -10,7 +10,7 @@ import nbformat
 import pytest
 import torch
 
-from course import fill, solution_answers
+from course import REPO, fill, solution_answers
 from heads_flags import code_flags, holds
 from heads_unrun import disable_flagged
 from test_flags import FORGERIES, HONEST, LESSON, release
@@ -94,6 +94,15 @@ def test_a_timed_cell_runs_its_code_without_the_timer():
     namespace = run(nb.cells[3])
     assert namespace["y"] == 2 and "builtins.open" not in code_of(nb.cells[3])
     assert "%%time" in nb.cells[3].source, "the note says the timer was left out"
+
+
+def test_the_instructors_cells_run_as_written():
+    """At autograde the test cells hold the source's hidden tests (nbgrader's OverwriteCells), which import the
+    grader's side: the instructor's code, never rewritten."""
+    source = nbformat.read(REPO / "solutions" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    tests = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert any("headlab.grading" in t for t in tests), "the hidden tests are in the source"
+    assert disable_flagged(source, release(LESSON)) == []
 
 
 @pytest.mark.parametrize("name", sorted(HONEST)[:12])

@@ -1054,10 +1054,10 @@ class _PackageReach:
         self.made = _derived(own | lesson, {name: set().union(*map(_made_by, found)) for name, found in values.items()})
 
     def uses_of(self, exercise: str) -> list[str]:
+        """How the answer bound to `exercise` uses the package (`calls tok`, `hands decoder to other code`)."""
         found = set()
         for code in self._reached(exercise):
-            local = local_bindings(code) if isinstance(code, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                                               ast.ClassDef)) else {}
+            local = local_bindings(code)   # a function's, or a lambda's or comprehension's inside a value
             found |= {f"calls {n}" for callee in _callees(code) for n in self._package(callee, local, False)}
             found |= {f"hands {n} to other code" for arg in _arguments(code) for n in self._package(arg, local, True)}
         return sorted(found)
@@ -1119,8 +1119,7 @@ def _made_by(value: ast.AST) -> set[str]:
     """The names whose object `value` is, or is made by calling: `tok` of `tok`, `course_tokenizer` of
     `course_tokenizer()`, either of `[decoder, encoder]`; none of a method's result (`tok.batch(texts)`)."""
     if isinstance(value, ast.Call):
-        value = value.func
-        return {value.id} if isinstance(value, ast.Name) else set()
+        return {value.func.id} if isinstance(value.func, ast.Name) else set()
     if isinstance(value, ast.Name):
         return {value.id}
     return set().union(*map(_made_by, _value_parts(value))) if not isinstance(value, ast.Attribute) else set()

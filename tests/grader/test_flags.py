@@ -78,6 +78,8 @@ PACKAGE_ROUTES = {
                          f"    return kept.attention_pattern({ONES})[0, 0]",
     "keyword-only-default": f"def causal_mask(n, *, model=decoder):\n    return model.attention_pattern({ONES})[0, 0]",
     "lambda-default": f"causal_mask = lambda n, m=decoder: m.attention_pattern({ONES})[0, 0]",
+    "wrapped-lambda-default": f"import functools\ncausal_mask = functools.lru_cache(maxsize=None)(\n"
+                              f"    lambda n, m=decoder: m.attention_pattern({ONES})[0, 0])",
     "alias-of-an-alias": f"def causal_mask(n):\n    a = decoder\n    b = a.attention_pattern\n"
                          f"    return b({ONES})[0, 0]",
     "item-of-a-list": f"def causal_mask(n):\n    return [decoder][0].attention_pattern({ONES})[0, 0]",

@@ -438,14 +438,20 @@ def _module_level(node: ast.AST, found: dict[str, list]) -> None:
 
 
 def holders(target: ast.AST) -> list[str]:
-    """The names that hold a binding's value: those it binds, and the object whose attribute or item it sets
-    (`self.model = decoder`: self holds the decoder), never the names an index reads (`results[K] = ...`)."""
+    """The names that hold a binding's value: those it binds, an attribute it sets by its dotted name
+    (`self.model = decoder`: `self.model` holds the decoder, and `self.size = tok.vocab_size` puts nothing of the
+    tokenizer in `self.linear`), and the container whose item it sets (`d["a"] = json`: d holds it); never the names
+    an index reads (`results[K] = ...`)."""
     if isinstance(target, (ast.Tuple, ast.List)):
         return [name for item in target.elts for name in holders(item)]
     if isinstance(target, ast.Starred):
         return holders(target.value)
+    if isinstance(target, ast.arg):
+        return [target.arg]
+    if isinstance(target, ast.Attribute) and dotted(target, {}) and "()" not in dotted(target, {}):
+        return [dotted(target, {})]
     held_by = chain_root(target)
-    return [held_by.id] if isinstance(held_by, ast.Name) else [target.arg] if isinstance(target, ast.arg) else []
+    return [held_by.id] if isinstance(held_by, ast.Name) else []
 
 
 def local_bindings(code: ast.AST) -> dict[str, list[ast.AST | None]]:

@@ -1092,15 +1092,29 @@ class _PackageReach:
                                     or (itself and expr.id in self.made)):
                     found.add(expr.id)
                     continue
-                values, scope = (local[expr.id], local) if expr.id in local else (self.top.get(expr.id, []), {})
-                todo += [(v, scope, through) for v in values if isinstance(v, ast.expr) and v is not IMPORTED]
-            elif isinstance(expr, ast.Attribute):
-                todo += [] if itself else [(expr.value, local, True)]
+                todo += self._bound(expr.id, local, through)
+                if itself:   # an object handed on hands what was stored on it (`ns.model = decoder`; `impl(ns)`)
+                    todo += [item for key in _stored_on(expr.id, local, self.top) for item in
+                             self._bound(key, local, through)]
+            elif isinstance(expr, ast.Attribute):   # what was stored there (self.model), or an attribute of its object
+                todo += self._bound(dotted(expr, {}), local, through) + ([] if itself else [(expr.value, local, True)])
             else:
                 if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
                     local = {**local, **local_bindings(expr)}
                 todo += [(part, local, through) for part in _value_parts(expr)]
         return found
+
+
+    def _bound(self, name: str | None, local: dict, through: bool) -> list[tuple]:
+        """The values bound to `name` (a name, or the dotted name of an attribute set), each with its scope."""
+        values, scope = (local[name], local) if name in local else (self.top.get(name, []), {})
+        return [(v, scope, through) for v in values if isinstance(v, ast.expr) and v is not IMPORTED]
+
+
+def _stored_on(name: str, local: dict, top: dict) -> list[str]:
+    """The dotted names of the attributes set on `name` (`ns.model` of `ns.model = decoder`), in its scope."""
+    scope = local if name in local else top
+    return [key for key in scope if key.startswith(f"{name}.") and "." not in key[len(name) + 1:]]
 
 
 def _derived(start: set[str], reads: dict[str, set[str]]) -> set[str]:

@@ -98,6 +98,9 @@ PACKAGE_ROUTES = {
     "getattr": f"def causal_mask(n):\n    return getattr(decoder, 'attention_pattern')({ONES})[0, 0]",
     "a-thousand-aliases": "p0 = decoder.attention_pattern\n" + "".join(f"p{i + 1} = p{i}\n" for i in range(1500))
                           + f"def causal_mask(n):\n    return p1500({ONES})[0, 0]",
+    "carried-on-an-object": f"from types import SimpleNamespace\nns = SimpleNamespace()\nns.model = decoder\n"
+                            f"def impl(n, o):\n    return o.model.attention_pattern({ONES})[0, 0]\n"
+                            f"def causal_mask(n):\n    return impl(n, ns)",
     "stored-on-self": f"class Masks:\n    def __init__(self):\n        self.model = decoder\n"
                       f"    def __call__(self, n):\n        return self.model.attention_pattern({ONES})[0, 0]\n"
                       f"causal_mask = Masks()",
@@ -527,6 +530,19 @@ def test_an_answer_may_read_a_constant_of_the_package_or_name_a_helper(answer):
     rel, sol = release(LESSON), solution_answers(LESSON)
     exercise = "padding_mask" if "def padding_mask" in answer else "causal_mask"
     assert code_flags(fill(rel, {**sol, exercise: answer}), rel) == []
+
+
+def test_a_constant_of_the_package_kept_on_the_answers_object_calls_nothing_of_it():
+    """`self.V = tok.vocab_size` puts nothing of the tokenizer in `self.dense(h)`; `self.tok = tok` then
+    `self.tok.batch(...)` calls it."""
+    rel, sol = release("01_mlm_head"), solution_answers("01_mlm_head")
+    head = sol["MLMHead"].replace("        self.dense", "        self.V, self.mask_id = tok.vocab_size, tok.mask_id\n"
+                                                      "        self.dense")
+    assert head != sol["MLMHead"] and code_flags(fill(rel, {**sol, "MLMHead": head}), rel) == []
+    calling = head.replace("self.V, self.mask_id = tok.vocab_size, tok.mask_id", "self.tok = tok").replace(
+        "        t = self.norm", "        self.tok.batch(['the'])\n        t = self.norm")
+    assert code_flags(fill(rel, {**sol, "MLMHead": calling}), rel) == [
+        "MLMHead: an answer built on the course package: calls tok"]
 
 
 def graded_cell(nb, grade_id):

@@ -390,3 +390,94 @@ def call_root(func: ast.AST) -> tuple[str | None, bool]:
         through |= isinstance(func, ast.Attribute)
         func = func.func if isinstance(func, ast.Call) else func.value
     return (func.id if isinstance(func, ast.Name) else None), through
+
+
+IMPORTED = ast.Constant("an import")   # a name's value when an import binds it: the name is where resolving stops
+
+
+def top_level_bindings(trees: list[ast.Module]) -> dict[str, list[ast.AST | None]]:
+    """{name: what each of its module-level bindings gives it} over `trees`: the value of an assignment (tuple
+    unpacking included), a loop's iterable, a with's context, a walrus's value, the `def` or `class` itself,
+    IMPORTED, or None where the value cannot be followed (`except E as e`). Bindings inside a function count when
+    the function declares the name global."""
+    found: dict[str, list] = {}
+    for tree in trees:
+        for stmt in tree.body:
+            _module_level(stmt, found)
+    return found
+
+
+def _module_level(node: ast.AST, found: dict[str, list]) -> None:
+    add = lambda name, value: found.setdefault(name, []).append(value)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        add(node.name, node)
+        declared = {n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names}
+        for inner, values in _bound_inside(node).items():
+            for value in values if inner in declared else []:
+                add(inner, value)
+        for d in [*node.decorator_list, *getattr(node, "bases", [])]:
+            _module_level(d, found)
+        return
+    if isinstance(node, ast.Lambda):   # its names are its own
+        return
+    if isinstance(node, ast.comprehension):   # its variables are its own; a walrus's name is the module's
+        for n in ast.walk(node):
+            if isinstance(n, ast.NamedExpr):
+                add(n.target.id, n.value)
+        return
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        for a in node.names:
+            add(a.asname or a.name.split(".")[0], IMPORTED)
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        add(node.name, None)
+    for target, value in bindings(node):
+        for name in holders(target):
+            add(name, value)
+    for child in ast.iter_child_nodes(node):
+        _module_level(child, found)
+
+
+def holders(target: ast.AST) -> list[str]:
+    """The names that hold a binding's value: those it binds, an attribute it sets by its dotted name
+    (`self.model = decoder`: `self.model` holds the decoder, and `self.size = tok.vocab_size` puts nothing of the
+    tokenizer in `self.linear`), and the container whose item it sets (`d["a"] = json`: d holds it); never the names
+    an index reads (`results[K] = ...`)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for item in target.elts for name in holders(item)]
+    if isinstance(target, ast.Starred):
+        return holders(target.value)
+    if isinstance(target, ast.arg):
+        return [target.arg]
+    if isinstance(target, ast.Attribute) and dotted(target, {}) and "()" not in dotted(target, {}):
+        return [dotted(target, {})]
+    held_by = chain_root(target)
+    return [held_by.id] if isinstance(held_by, ast.Name) else []
+
+
+def local_bindings(code: ast.AST) -> dict[str, list[ast.AST | None]]:
+    """{name: its values} for every name `code` binds itself (a function's parameters, with their defaults or
+    None, its assignments, loops, walruses, imports, nested functions; a lambda's or a comprehension's variables),
+    the names it declares global left out: Python's scopes, approximately, as free_names reads them."""
+    declared = {n for g in ast.walk(code) if isinstance(g, (ast.Global, ast.Nonlocal)) for n in g.names}
+    return {name: values for name, values in _bound_inside(code).items() if name not in declared}
+
+
+def _bound_inside(code: ast.AST) -> dict[str, list[ast.AST | None]]:
+    found: dict[str, list] = {}
+    add = lambda name, value: found.setdefault(name, []).append(value)
+    for node in ast.walk(code):
+        for target, value in bindings(node):
+            for name in holders(target):
+                add(name, value)
+        if isinstance(node, ast.arguments):
+            for a in [*node.posonlyargs, *node.args, *node.kwonlyargs, node.vararg, node.kwarg]:
+                if a is not None:
+                    found.setdefault(a.arg, []).append(None)   # the caller's argument, when the default is not used
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not code:
+            add(node.name, node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                add(a.asname or a.name.split(".")[0], IMPORTED)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            add(node.name, None)
+    return found

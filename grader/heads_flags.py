@@ -21,8 +21,9 @@ a verdict; `grade.py autograde` prints one `FLAG` line per flagged submission, t
   attribute outside the everyday ones, a class method Python calls behind the code's back, a metaclass, a string
   naming the answer channel, the IPython shell used as an object, a magic outside the everyday ones, private or
   process-wide parts of torch (the code inside `%%time` and the like is read as part of its cell: heads_code);
-- an exercise's answer that calls the course package (`padding_mask` as the tokenizer's `pad(...)[1]`): no
-  solution does, so the package computed the answer;
+- an exercise's answer that reaches the course package and calls a method of it, or hands it to other code
+  (`padding_mask` as the tokenizer's `pad(...)[1]`, `causal_mask` with `model=decoder` as a default), through any
+  binding of the notebook: no solution does, so the package computed the answer;
 - a test cell that scored with its answer cell unchanged from the release;
 - a test cell that scored without printing its pass lines (`✓ NAME: ...`, one per check it calls).
 """
@@ -37,9 +38,10 @@ import re
 import string
 from pathlib import Path
 
-from heads_code import (CODE_MAGICS, MAGIC_METHODS, SHELL_METHODS, TIMERS, TreeIndex, bindings, bound_values, call_root,
-                        chain_root, dotted, free_names, imports, module_level_stores, names_in, names_of, parse,
-                        parses, plain_prefix, resolved, root, shown, too_deep)
+from heads_code import (CODE_MAGICS, IMPORTED, MAGIC_METHODS, SHELL_METHODS, TIMERS, TreeIndex, bindings, bound_values,
+                        call_root, chain_root, dotted, free_names, imports, local_bindings, module_level_stores,
+                        names_in, names_of, parse, parses, plain_prefix, resolved, root, shown, too_deep,
+                        top_level_bindings)
 
 WATCHED = {"torch", "IPython", "ipykernel", "headlab", "builtins", "__builtins__", "sys", "nbgrader",
            # what the kernel writes its results with (a red team rewrote them through json.dumps, unflagged)
@@ -1003,53 +1005,172 @@ def _own_functions(trees: list[ast.Module]) -> frozenset[str]:
 
 
 def answers_from_the_package(release: dict, student_trees: list[ast.Module], aliases: dict[str, str]) -> list[str]:
-    """An exercise's answer built on the course package: no solution calls headlab in an answer, yet a held-out red
-    team handed in `padding_mask` as the tokenizer's own `pad(...)[1]` and `causal_mask` through the model's
-    attention pattern, which compute the answer. A name is the package's if it is imported from headlab, or defined
-    (a function, a class, an assignment at the top of a cell) from such a name. An answer (the name of an exercise
-    of the release) is flagged if it calls a package name the release does not import, or a method of one it does
-    (`TinyTransformer.attention_pattern`, `tok.pad`); calling a helper the lesson imports for the student
+    """An exercise's answer built on the course package: no solution calls headlab in an answer, yet held-out red
+    teams handed in `padding_mask` as the tokenizer's own `pad(...)[1]` and `causal_mask` through the model's
+    attention pattern, reached by a free name, a default parameter, a local alias, a walrus or a loop variable. One
+    flag per exercise that package_routes finds."""
+    return list(package_flags(release, student_trees).values())
+
+
+def package_flags(release: dict, student_trees: list[ast.Module]) -> dict[str, str]:
+    """{exercise: its flag} for each answer built on the course package (package_routes)."""
+    return {name: f"{name}: an answer built on the course package: {', '.join(found)}"
+            for name, found in package_routes(release, student_trees).items()}
+
+
+def package_routes(release: dict, student_trees: list[ast.Module]) -> dict[str, list[str]]:
+    """{exercise: how its answer uses the course package}, for each answer (the name of an exercise of the release)
+    that does. What an answer reaches is its code (decorators, defaults, body) and, name by name, the code of every
+    binding the notebook gives the names it reads; each name, local or the notebook's, stands for the values bound
+    to it. It is flagged where that code calls a package object's method (`tok.pad`, `alias(...)` after `alias =
+    decoder.attention_pattern`), calls a package name the lesson does not import, or hands a package object itself
+    to other code (`impl(n, decoder)`); calling a helper the lesson imports for the student
     (`count_parameters(...)`) or reading a constant (`tok.mask_id`) is not flagged."""
-    exercises = {meta["grade_id"] for c in release["cells"] if c["cell_type"] == "code"
-                 for meta in [c.get("metadata", {}).get("nbgrader", {})]
-                 if meta.get("solution") and not meta.get("grade") and meta.get("grade_id")}
     released = [t for t in (parse(_text(c["source"])) for c in release["cells"] if c["cell_type"] == "code") if t]
     lesson = {n for t in released for n, target in imports(t).items() if root(target) == "headlab"}
     own = {n for t in student_trees for n, target in imports(t).items() if root(target) == "headlab"} - lesson
-    uses: dict[str, set[str]] = {}   # a top-level name -> the notebook's names its definitions read
-    calls: dict[str, set[tuple[str, bool]]] = {}   # ... and those it calls: (name, through an attribute)
-    for tree in [*released, *student_trees]:
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound, read = [node.name], node
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                bound, read = [n for t in getattr(node, "targets", [getattr(node, "target", None)]) for n in names_in(t)], \
-                    node.value
-            else:
+    reach = _PackageReach(top_level_bindings([*released, *student_trees]), own, lesson)
+    found = {name: reach.uses_of(name) for name in sorted(_exercises(release))}
+    return {name: uses for name, uses in found.items() if uses}
+
+
+def _exercises(release: dict) -> set[str]:
+    return {meta["grade_id"] for c in release["cells"] if c["cell_type"] == "code"
+            for meta in [c.get("metadata", {}).get("nbgrader", {})]
+            if meta.get("solution") and not meta.get("grade") and meta.get("grade_id")}
+
+
+class _PackageReach:
+    """The notebook's names resolved to the package objects they can hold. `theirs`: names derived from a part of
+    headlab the student imported and the lesson does not; `lessons`: from the lesson's own imports of headlab;
+    `made`: the package's objects themselves (`tok = course_tokenizer()`, an alias of one), not the data computed
+    with them, which an answer may well pass on (`len(texts)`)."""
+
+    def __init__(self, top: dict[str, list], own: set[str], lesson: set[str]):
+        self.top = top
+        values = {name: [v for v in found if v is not None and v is not IMPORTED] for name, found in top.items()}
+        reads = {name: set().union(*map(free_names, found)) for name, found in values.items()}
+        self.theirs, self.lessons = _derived(own, reads), _derived(lesson, reads)
+        self.made = _derived(own | lesson, {name: set().union(*map(_made_by, found)) for name, found in values.items()})
+
+    def uses_of(self, exercise: str) -> list[str]:
+        """How the answer bound to `exercise` uses the package (`calls tok`, `hands decoder to other code`)."""
+        found = set()
+        for code in self._reached(exercise):
+            local = local_bindings(code)   # a function's, or a lambda's or comprehension's inside a value
+            found |= {f"calls {n}" for callee in _callees(code) for n in self._package(callee, local, False)}
+            found |= {f"hands {n} to other code" for arg in _arguments(code) for n in self._package(arg, local, True)}
+        return sorted(found)
+
+    def _reached(self, exercise: str) -> list[ast.AST]:
+        """The code of the exercise's bindings and of the notebook's bindings of every name that code reads."""
+        code, todo, seen = [], [exercise], set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
                 continue
-            names = free_names(read)
-            called = {call_root(c.func) for c in ast.walk(read) if isinstance(c, ast.Call)}
-            for name in bound:
-                uses.setdefault(name, set()).update(names)
-                calls.setdefault(name, set()).update((n, t) for n, t in called if n in names)
+            seen.add(name)
+            for value in self.top.get(name, []):
+                if value is not None and value is not IMPORTED:
+                    code.append(value)
+                    todo += free_names(value)
+        return code
 
-    def derived(start: set[str]) -> set[str]:
-        out, grew = set(start), True
-        while grew:
-            grew = False
-            for name, read in uses.items():
-                if name not in out and read & out:
-                    out.add(name)
-                    grew = True
-        return out
+    def _package(self, expr: ast.AST, local: dict, itself: bool) -> set[str]:
+        """The package names `expr`'s value can be a method or attribute of (or, `itself`, can be), or a name of
+        that the lesson does not import: the first such name on each way its bindings lead. A loop, not recursion:
+        a chain of a thousand aliases must not exhaust the grader's stack."""
+        found, todo, seen = set(), [(expr, local, False)], set()
+        while todo:
+            expr, local, through = todo.pop()
+            if (id(expr), through) in seen:
+                continue
+            seen.add((id(expr), through))
+            if isinstance(expr, ast.Name):
+                not_a_local = IMPORTED in local.get(expr.id, [IMPORTED])   # the notebook's name, or an import of one
+                if not_a_local and (expr.id in self.theirs or (through and expr.id in self.lessons)
+                                    or (itself and expr.id in self.made)):
+                    found.add(expr.id)
+                    continue
+                todo += self._bound(expr.id, local, through)
+                if itself:   # an object handed on hands what was stored on it (`ns.model = decoder`; `impl(ns)`)
+                    todo += [item for key in _stored_on(expr.id, local, self.top) for item in
+                             self._bound(key, local, through)]
+            elif isinstance(expr, ast.Attribute):   # what was stored there (self.model), or an attribute of its object
+                todo += self._bound(dotted(expr, {}), local, through) + ([] if itself else [(expr.value, local, True)])
+            else:
+                if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                    local = {**local, **local_bindings(expr)}
+                todo += [(part, local, through) for part in _value_parts(expr)]
+        return found
 
-    theirs, lessons = derived(own), derived(lesson)
-    flags = []
-    for name in sorted(exercises):
-        found = sorted({n for n, through in calls.get(name, ()) if n in theirs or (through and n in lessons)})
-        if found:
-            flags.append(f"{name}: an answer built on the course package: calls {', '.join(found)}")
-    return flags
+
+    def _bound(self, name: str | None, local: dict, through: bool) -> list[tuple]:
+        """The values bound to `name` (a name, or the dotted name of an attribute set), each with its scope."""
+        values, scope = (local[name], local) if name in local else (self.top.get(name, []), {})
+        return [(v, scope, through) for v in values if isinstance(v, ast.expr) and v is not IMPORTED]
+
+
+def _stored_on(name: str, local: dict, top: dict) -> list[str]:
+    """The dotted names of the attributes set on `name` (`ns.model` of `ns.model = decoder`), in its scope."""
+    scope = local if name in local else top
+    return [key for key in scope if key.startswith(f"{name}.") and "." not in key[len(name) + 1:]]
+
+
+def _derived(start: set[str], reads: dict[str, set[str]]) -> set[str]:
+    """`start` and every name whose bindings read one of them, to a fixed point."""
+    out, grew = set(start), True
+    while grew:
+        grew = False
+        for name, read in reads.items():
+            if name not in out and read & out:
+                out.add(name)
+                grew = True
+    return out
+
+
+def _made_by(value: ast.AST) -> set[str]:
+    """The names whose object `value` is, or is made by calling: `tok` of `tok`, `course_tokenizer` of
+    `course_tokenizer()`, either of `[decoder, encoder]`; none of a method's result (`tok.batch(texts)`)."""
+    if isinstance(value, ast.Call):
+        return {value.func.id} if isinstance(value.func, ast.Name) else set()
+    if isinstance(value, ast.Name):
+        return {value.id}
+    return set().union(*map(_made_by, _value_parts(value))) if not isinstance(value, ast.Attribute) else set()
+
+
+def _value_parts(expr: ast.AST) -> list[ast.AST]:
+    """The parts of `expr` its value can be: a call's function (its result comes from it), a subscript's
+    container, a walrus's value, a container's items, either branch of a condition."""
+    if isinstance(expr, ast.Call):
+        return [expr.func]
+    if isinstance(expr, (ast.Subscript, ast.Starred, ast.Await, ast.NamedExpr)):
+        return [expr.value]
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return list(expr.elts)
+    if isinstance(expr, ast.Dict):
+        return [v for v in expr.values if v is not None]
+    if isinstance(expr, ast.IfExp):
+        return [expr.body, expr.orelse]
+    if isinstance(expr, ast.BoolOp):
+        return list(expr.values)
+    if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        return [expr.elt]
+    if isinstance(expr, ast.DictComp):
+        return [expr.value]
+    return []
+
+
+def _callees(code: ast.AST) -> list[ast.expr]:
+    """What `code` calls: each call's function, and each decorator (applied to what it decorates)."""
+    found = [n.func for n in ast.walk(code) if isinstance(n, ast.Call)]
+    return found + [d for n in ast.walk(code) for d in getattr(n, "decorator_list", [])
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _arguments(code: ast.AST) -> list[ast.expr]:
+    """What `code` hands to other code: each call's arguments."""
+    return [arg for n in ast.walk(code) if isinstance(n, ast.Call) for arg in [*n.args, *(k.value for k in n.keywords)]]
 
 
 # --- result flags ---------------------------------------------------------------------------------

@@ -13,6 +13,11 @@ statement explains (a flag two statements raise alike) is settled by not running
 cell too deep to parse is not run at all. The cell the kernel runs starts with a comment naming what was not
 run and why; the student reads it in the feedback. The hand-in itself is untouched.
 
+An answer built on the course package (heads_flags.package_routes: `causal_mask` through the decoder's own
+attention pattern) is a score the package earned, whatever statement reaches the package: the top-level statements
+of the student's cells that bind the exercise's name (its `def`, an assignment) are not run, so the exercise scores
+what an unwritten answer scores.
+
 `SkipFlaggedCode.run_as_written`, set by `grade.py autograde --run-flagged STUDENT/LESSON` for one run, grades
 a notebook whose flags the instructor has read and found honest with all its code.
 """
@@ -26,9 +31,9 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import List, Unicode
 
-from heads_code import CODE_MAGICS, magic_calls, parse, translated
+from heads_code import CODE_MAGICS, magic_calls, module_level_stores, parse, translated
 from heads_files import problem
-from heads_flags import NotebookReading, cell_id, holds
+from heads_flags import NotebookReading, cell_id, holds, package_flags
 
 MOST_ROUNDS = 8   # each round removes at least one statement; a cell needing more is not run at all
 
@@ -125,16 +130,49 @@ def _instructors(cell: dict) -> bool:
 def disable_flagged(nb, release: dict) -> list[str]:
     """Replace the flagged statements of `nb`'s student cells (in place) by pass; one line per cell changed."""
     reading = NotebookReading(nb, release)
+    unwritten = _answers_built_on_the_package(reading, release)
     changed = []
     for cell, tree in reading.cells:
-        if _instructors(cell) or not any(holds(f) for f in reading.reasons(cell, tree)):
+        if _instructors(cell):
             continue
-        text, notes = _Cell(reading, cell).as_run(cell["source"] if isinstance(cell["source"], str)
-                                                  else "".join(cell["source"]))
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        if any(holds(f) for f in reading.reasons(cell, tree)):
+            text, notes = _Cell(reading, cell).as_run(source)
+        else:
+            text, notes = translated(source), []
+        text, more = _without_answers(text, unwritten)
+        if not notes and not more:
+            continue
+        notes += more
         header = ["# The grader did not run this cell's code flagged for review (replaced by `pass`):"]
         cell["source"] = "\n".join([*header, *(f"#   {note}" for note in notes), text])
         changed.append(f"{cell_id(cell)}: not run, flagged for review: {' | '.join(notes)}")
     return changed
+
+
+def _answers_built_on_the_package(reading: NotebookReading, release: dict) -> dict[str, str]:
+    """{exercise: why} for each answer the package computes (heads_flags.package_routes): its score is the
+    package's, so the answer is left unwritten and scores what no answer scores."""
+    try:
+        return package_flags(release, [tree for _, tree in reading.cells if tree is not None])
+    except RecursionError:   # a cell too deep to read, which is not run at all
+        return {}
+
+
+def _without_answers(text: str, unwritten: dict[str, str]) -> tuple[str, list[str]]:
+    """`text` with each top-level statement that binds one of the `unwritten` answers (its def, an assignment, an
+    import, a loop or with that names it) replaced by pass, and a note for each."""
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError, RecursionError):
+        return text, []
+    binding = [(stmt, sorted({name for name, _ in module_level_stores(ast.Module([stmt], [])) if name in unwritten}))
+               for stmt in body]
+    binding = [(stmt, names) for stmt, names in binding if names]
+    lines = text.split("\n")
+    notes = [f"line {_span(stmt)[0] + 1} `{lines[_span(stmt)[0]].strip()[:60]}`: "
+             + "; ".join(unwritten[name] for name in names) for stmt, names in binding]
+    return (replaced(text, [stmt for stmt, _ in binding]) if binding else text), notes
 
 
 class SkipFlaggedCode(NbGraderPreprocessor):

@@ -41,6 +41,70 @@ def test_honest_code_is_never_flagged(lesson):
 
 
 LESSON = "00_representations"
+ONES = "torch.ones(1, n, dtype=torch.bool)"
+WORDS = "[' '.join(['the'] * int(k)) for k in lengths]"
+# Answers the course package computes, which no solution does: red team 3's (the tokenizer's pad, a method of the
+# package's model class) and 4's (a model the lesson imports), and red team 16's (held out; written here), which
+# reach lesson 00's `decoder` and `tok` through a default, a method kept in a name, a local alias, a loop variable
+# and a walrus; then the same reach through the other bindings a notebook makes.
+PACKAGE_ROUTES = {
+    "package-pad": "from headlab.tokenizer import pad\ndef padding_mask(lengths, n):\n"
+                   "    return pad([[1] * k for k in lengths], 0, pad_to=n)[1]",
+    "package-alias": "import headlab.tokenizer as T\n_p = T.pad\ndef padding_mask(lengths, n):\n"
+                     "    return _p([[1] * k for k in lengths], 0, pad_to=n)[1]",
+    "package-method": "from types import SimpleNamespace as N\nfrom headlab.models import TinyTransformer as M\n"
+                      "def causal_mask(n):\n"
+                      "    return M.attention_pattern(N(cfg=N(causal=True)), torch.ones(1, n))[0, 0]",
+    "lesson-model-method": "def causal_mask(n):\n    return tiny_encoder().attention_pattern(torch.ones(1, n))[0, 0]",
+    "model-as-a-default": f"def causal_mask(n: int, model=decoder) -> torch.Tensor:\n"
+                          f"    return model.attention_pattern({ONES})[0, 0]",
+    "method-kept-in-a-name": f"pattern_of = decoder.attention_pattern\ndef causal_mask(n: int) -> torch.Tensor:\n"
+                             f"    return pattern_of({ONES})[0, 0]",
+    "local-alias": f"def causal_mask(n: int) -> torch.Tensor:\n    allowed = decoder.attention_pattern\n"
+                   f"    return allowed({ONES})[0, 0]",
+    "loop-variable": f"for model in [decoder]:\n    pass\ndef causal_mask(n: int) -> torch.Tensor:\n"
+                     f"    return model.attention_pattern({ONES})[0, 0]",
+    "tokenizer-as-a-default": f"def padding_mask(lengths: torch.Tensor, n: int, t=tok) -> torch.Tensor:\n"
+                              f"    return t.batch({WORDS}, pad_to=n).attention_mask.bool()",
+    "walrus": f"def padding_mask(lengths: torch.Tensor, n: int) -> torch.Tensor:\n"
+              f"    return (t := tok).batch({WORDS}, pad_to=n).attention_mask.bool()",
+    # the lesson's own loop binds `model` (to decoder, then encoder)
+    "the-lessons-loop-variable": f"def causal_mask(n):\n    return model.attention_pattern({ONES})[0, 0]",
+    "with-target": f"import contextlib\nwith contextlib.nullcontext(decoder) as held_model:\n    pass\n"
+                   f"def causal_mask(n):\n    return held_model.attention_pattern({ONES})[0, 0]",
+    "tuple-unpacking": f"first, second = decoder, encoder\ndef causal_mask(n):\n"
+                       f"    return first.attention_pattern({ONES})[0, 0]",
+    "walrus-at-the-top": f"print(kept := decoder)\ndef causal_mask(n):\n"
+                         f"    return kept.attention_pattern({ONES})[0, 0]",
+    "keyword-only-default": f"def causal_mask(n, *, model=decoder):\n    return model.attention_pattern({ONES})[0, 0]",
+    "lambda-default": f"causal_mask = lambda n, m=decoder: m.attention_pattern({ONES})[0, 0]",
+    "wrapped-lambda-default": f"import functools\ncausal_mask = functools.lru_cache(maxsize=None)(\n"
+                              f"    lambda n, m=decoder: m.attention_pattern({ONES})[0, 0])",
+    "alias-of-an-alias": f"def causal_mask(n):\n    a = decoder\n    b = a.attention_pattern\n"
+                         f"    return b({ONES})[0, 0]",
+    "item-of-a-list": f"def causal_mask(n):\n    return [decoder][0].attention_pattern({ONES})[0, 0]",
+    "helper-of-their-own": f"def pattern(x):\n    return decoder.attention_pattern(x)\n"
+                           f"def causal_mask(n):\n    return pattern({ONES})[0, 0]",
+    "computed-at-the-top": f"PATTERN = decoder.attention_pattern(torch.ones(1, 64, dtype=torch.bool))[0, 0]\n"
+                           f"def causal_mask(n):\n    return PATTERN[:n, :n]",
+    "import-inside-the-answer": "def padding_mask(lengths, n):\n    from headlab.tokenizer import pad\n"
+                                "    return pad([[1] * k for k in lengths], 0, pad_to=n)[1]",
+    "model-passed-to-a-helper": f"def impl(n, model):\n    return model.attention_pattern({ONES})[0, 0]\n"
+                                f"def causal_mask(n):\n    return impl(n, decoder)",
+    "partial": f"import functools\ndef impl(n, model):\n    return model.attention_pattern({ONES})[0, 0]\n"
+               f"causal_mask = functools.partial(impl, model=decoder)",
+    "decorator": f"def using(model):\n    return lambda f: lambda n: f(n, model)\n@using(decoder)\n"
+                 f"def causal_mask(n, model):\n    return model.attention_pattern({ONES})[0, 0]",
+    "getattr": f"def causal_mask(n):\n    return getattr(decoder, 'attention_pattern')({ONES})[0, 0]",
+    "a-thousand-aliases": "p0 = decoder.attention_pattern\n" + "".join(f"p{i + 1} = p{i}\n" for i in range(1500))
+                          + f"def causal_mask(n):\n    return p1500({ONES})[0, 0]",
+    "carried-on-an-object": f"from types import SimpleNamespace\nns = SimpleNamespace()\nns.model = decoder\n"
+                            f"def impl(n, o):\n    return o.model.attention_pattern({ONES})[0, 0]\n"
+                            f"def causal_mask(n):\n    return impl(n, ns)",
+    "stored-on-self": f"class Masks:\n    def __init__(self):\n        self.model = decoder\n"
+                      f"    def __call__(self, n):\n        return self.model.attention_pattern({ONES})[0, 0]\n"
+                      f"causal_mask = Masks()",
+}
 FORGERIES = {
     "patch-torch-equal": "torch.equal = lambda a, b: True",
     "patch-tensor-method": "torch.Tensor.__eq__ = lambda a, b: torch.ones_like(a, dtype=torch.bool)",
@@ -122,17 +186,12 @@ FORGERIES = {
     "tornado": "from tornado.ioloop import PeriodicCallback",
     "respond-later": "import headlab.kernel as k\nclass Later:\n    def __del__(self):\n        k.respond('test_causal_mask')\n"
                      "keep = Later()",
-    "package-pad": "from headlab.tokenizer import pad\ndef padding_mask(lengths, n):\n"
-                   "    return pad([[1] * k for k in lengths], 0, pad_to=n)[1]",
-    "package-alias": "import headlab.tokenizer as T\n_p = T.pad\ndef padding_mask(lengths, n):\n"
-                     "    return _p([[1] * k for k in lengths], 0, pad_to=n)[1]",
-    "package-method": "from types import SimpleNamespace as N\nfrom headlab.models import TinyTransformer as M\n"
-                      "def causal_mask(n):\n    return M.attention_pattern(N(cfg=N(causal=True)), torch.ones(1, n))[0, 0]",
+    # (answers computed by the package: PACKAGE_ROUTES)
     # Red team 4 (held out; written here): IPython's publisher reached by a constant name, a watched module reached
     # through another one, a method of a model the lesson imports
     "display-pub-by-name": "getattr(get_ipython(), 'display_pub').register_hook(print)",
     "through-another-module": "import glob\nglob.os.urandom = lambda n: bytes(n)",
-    "lesson-model-method": "def causal_mask(n):\n    return tiny_encoder().attention_pattern(torch.ones(1, n))[0, 0]",
+    # (a method of a model the lesson imports: PACKAGE_ROUTES)
     # Red team 5 (held out; written here): the same reach with the name in a variable, through attrgetter or
     # reduce, and os reached through another module's namespace or a binding
     "name-in-a-variable": "n = 'display_pub'\ngetattr(get_ipython(), n).register_hook(print)",
@@ -278,6 +337,7 @@ FORGERIES = {
     "name-built-in-steps": "def f():\n    pass\nn = '_' + '_glo'\nn += 'bals__'\ng = getattr(f, n)",
     "name-passed-through-map": "def f():\n    pass\ndef get(name='x'):\n    return getattr(f, name)\n"
                                "list(map(get, ['_' + '_globals__']))",
+    **PACKAGE_ROUTES,
 }
 
 # What honest students write, none of which may hold a score (a held-out red team's false holds, written here):
@@ -442,6 +502,47 @@ def test_forgery_is_flagged(name, where):
         nb.cells.insert(3, nbformat.v4.new_code_cell(FORGERIES[name]))
     flags = code_flags(nb, rel)
     assert flags, f"{name} in an {where} cell is not flagged"
+
+
+@pytest.mark.parametrize("where", ["answer", "inserted"])
+@pytest.mark.parametrize("name", PACKAGE_ROUTES)
+def test_an_answer_the_course_package_computes_is_flagged_as_such(name, where):
+    """However the answer reaches the package object, the flag names the answer: the grader leaves that answer
+    unwritten (heads_unrun), which only this flag tells it."""
+    rel, sol = release(LESSON), solution_answers(LESSON)
+    exercise = "padding_mask" if "def padding_mask" in PACKAGE_ROUTES[name] else "causal_mask"
+    if where == "answer":
+        nb = fill(rel, {**sol, exercise: PACKAGE_ROUTES[name]})
+    else:
+        nb = fill(rel, sol)
+        nb.cells.insert(3, nbformat.v4.new_code_cell(PACKAGE_ROUTES[name]))
+    flags = code_flags(nb, rel)
+    assert any(f.startswith(f"{exercise}: an answer built on the course package") for f in flags), flags
+
+
+@pytest.mark.parametrize("answer", [
+    "def padding_mask(lengths, n):\n    pad_id = tok.pad_id\n"
+    "    return torch.arange(n)[None, :] < lengths[:, None] + 0 * pad_id",
+    "def causal_mask(n, d=decoder.d):\n    return torch.ones(n, n, dtype=torch.bool).tril()",
+    "def causal_mask(n):\n    show = show_mask\n    return torch.ones(n, n, dtype=torch.bool).tril()",
+])
+def test_an_answer_may_read_a_constant_of_the_package_or_name_a_helper(answer):
+    rel, sol = release(LESSON), solution_answers(LESSON)
+    exercise = "padding_mask" if "def padding_mask" in answer else "causal_mask"
+    assert code_flags(fill(rel, {**sol, exercise: answer}), rel) == []
+
+
+def test_a_constant_of_the_package_kept_on_the_answers_object_calls_nothing_of_it():
+    """`self.V = tok.vocab_size` puts nothing of the tokenizer in `self.dense(h)`; `self.tok = tok` then
+    `self.tok.batch(...)` calls it."""
+    rel, sol = release("01_mlm_head"), solution_answers("01_mlm_head")
+    head = sol["MLMHead"].replace("        self.dense", "        self.V, self.mask_id = tok.vocab_size, tok.mask_id\n"
+                                                      "        self.dense")
+    assert head != sol["MLMHead"] and code_flags(fill(rel, {**sol, "MLMHead": head}), rel) == []
+    calling = head.replace("self.V, self.mask_id = tok.vocab_size, tok.mask_id", "self.tok = tok").replace(
+        "        t = self.norm", "        self.tok.batch(['the'])\n        t = self.norm")
+    assert code_flags(fill(rel, {**sol, "MLMHead": calling}), rel) == [
+        "MLMHead: an answer built on the course package: calls tok"]
 
 
 def graded_cell(nb, grade_id):

@@ -13,7 +13,7 @@ import torch
 from course import REPO, fill, solution_answers
 from heads_flags import code_flags, holds
 from heads_unrun import disable_flagged
-from test_flags import FORGERIES, HONEST, LESSON, release
+from test_flags import FORGERIES, HONEST, LESSON, PACKAGE_ROUTES, release
 
 CORRECT = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()\n"
 WRONG = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
@@ -105,6 +105,31 @@ def test_the_instructors_cells_run_as_written():
     assert disable_flagged(source, release(LESSON)) == []
 
 
+@pytest.mark.parametrize("route", ["model-as-a-default", "loop-variable"])
+def test_an_answer_the_package_computes_is_left_unwritten(route):
+    """Red team 16 (held out): causal_mask through the decoder's attention pattern, scored as if written. Its def is
+    not run, so the exercise scores what an unwritten answer scores; the loop before it still runs."""
+    nb, rel = with_cell("x = 1", PACKAGE_ROUTES[route])
+    assert any("an answer built on the course package" in f for f in held(nb, rel))
+    changed = disable_flagged(nb, rel)
+    assert len(changed) == 1 and changed[0].startswith("causal_mask: not run") and "course package" in changed[0]
+    code = code_of(answer_cell(nb))
+    assert "def causal_mask" not in code and "pass" in code
+    assert answer_cell(nb).source.startswith("# The grader did not run"), "the note the other rewrites write"
+    assert "causal_mask" not in run(nbformat.v4.new_code_cell(code.replace("decoder", "None"))), "left undefined"
+    assert held(nb, rel) == []
+    assert nb.cells[3].source == "x = 1", "cells that do not bind the answer run as written"
+
+
+def test_a_binding_of_the_answer_in_another_cell_is_not_run_either():
+    nb, rel = with_cell(PACKAGE_ROUTES["partial"], CORRECT)
+    changed = disable_flagged(nb, rel)
+    assert len(changed) == 2, changed
+    assert "functools.partial" not in code_of(nb.cells[3]) and "def impl" in nb.cells[3].source
+    assert "def causal_mask" not in code_of(answer_cell(nb)), "the answer cell's own def binds the answer too"
+    assert held(nb, rel) == []
+
+
 @pytest.mark.parametrize("name", sorted(HONEST)[:12])
 def test_honest_code_runs_as_written(name):
     nb, rel = with_cell(HONEST[name])
@@ -126,7 +151,7 @@ def test_nothing_held_is_left_of_any_forgery(where):
             nb, rel = with_cell(forgery)
         before = held(nb, rel)
         disable_flagged(nb, rel)
-        after = [f for f in held(nb, rel) if "an answer built on the course package" not in f]
+        after = held(nb, rel)
         if after or not before:
             left[name] = after or "not held to begin with"
     assert not left, left

@@ -224,10 +224,12 @@ class AnswerCapture:
         folder.mkdir()
         _write_new(folder, "calls.json", json.dumps({grade_id: self.view[grade_id]}))
 
-    def after(self, cell, ended: bool = True) -> None:
-        """`ended`: the cell ended with the kernel's reply; one the grader had to stop or that killed its kernel
-        gives no answers (respond's set would have been the cell's last output: a set the notebook showed before
-        it kept the kernel from ending the cell would be the only one)."""
+    def after(self, cell, ended: bool = True, distrust: str | None = None) -> None:
+        """From the executor: whether the cell `ended` by itself, not timed out, killed or dead, and why else its
+        answers cannot be trusted (`distrust`: some of its messages were lost). respond's set comes last, so a set
+        the notebook showed before it kept the cell from ending, or before a message lost on the way, could be the
+        only one. A cell that did not end gives no answers, as one whose answer loops or kills the kernel would
+        not have given respond's, and the feedback says why it did not end."""
         grade_id = self.grade_id(cell)
         if grade_id not in self.view:
             return
@@ -235,10 +237,12 @@ class AnswerCapture:
         given = answers_in(cell.get("outputs", []))
         # The results leave the notebook: the feedback shows the cell's checks, not the data they were judged on
         cell.outputs = [o for o in cell.get("outputs", []) if mime not in o.get("data", {})]
+        if grade_id not in self.answers and not ended:
+            self.answers[grade_id] = None
         if grade_id not in self.answers and given:   # a result, once given, stays what its cell left
             try:   # respond gives one; any other is code of the notebook's that ran in the cell, and says otherwise
-                if not ended:
-                    raise ValueError("the cell did not end: the grader stopped it, or its kernel died")
+                if distrust:
+                    raise ValueError(distrust)
                 if len(given) > 1:
                     raise ValueError(f"the cell gave {len(given)} sets of answers, where the grader's line gives one")
                 self.answers[grade_id] = read_given(given[0]["data"][mime], grade_id, self.max_bytes)

@@ -342,6 +342,17 @@ EXIT_AFTER_SET = RIGHT_MASKS_SET + textwrap.dedent("""\
         i = torch.arange(n)
         return i[None, :] >= i[:, None]
     """)
+# The answer shows its set, then floods the kernel's output queue so that respond's set, next, is dropped (100,000
+# displays lost 6-11% of them, the last among them, measured): a cell whose messages were lost gives no answers,
+# and one whose messages all came gives two sets.
+FLOOD_AFTER_SET = RIGHT_MASKS_SET + textwrap.dedent("""\
+    def causal_mask(n):
+        if _show_right_masks():
+            for k in range(20000):
+                display({'text/plain': 'x'}, raw=True)
+        i = torch.arange(n)
+        return i[None, :] >= i[:, None]
+    """)
 # Red team 16: no answer written. The released stub raises NotImplementedError, which the notebook's cell rebinds to
 # a class of its own that shows a set and reports itself in unencodable text (full marks before, unflagged).
 SHADOW_NOT_IMPLEMENTED = RIGHT_MASKS_SET + UNENCODABLE_TEXT + textwrap.dedent("""\
@@ -421,6 +432,7 @@ EXPECTED = {
     "over-the-cap": (2, False), "unencodable": (2, False),   # their causal_mask cells give two sets: refused
     "shadow-not-implemented": (2, False),   # its padding_mask only
     "exit-after-set": (2, True),   # run as written: its causal_mask cell did not end
+    "flood-after-set": (2, False),
 }
 # The flagged hand-ins above test what the grader does while their code runs: their flags were read (by these
 # tests) and they are graded as written. Otherwise a statement flagged for review is not run (heads_unrun).
@@ -460,6 +472,7 @@ def build(root):
     submit(root, "over-the-cap", fill(rel, {**SOL, "causal_mask": OVER_THE_CAP}))
     submit(root, "unencodable", fill(rel, {**SOL, "causal_mask": UNENCODABLE}))
     submit(root, "exit-after-set", fill(rel, {**SOL, "causal_mask": EXIT_AFTER_SET}))
+    submit(root, "flood-after-set", fill(rel, {**SOL, "causal_mask": FLOOD_AFTER_SET}))
     submit(root, "shadow-not-implemented", with_cells(fill(rel, {"padding_mask": SOL["padding_mask"]}),
                                                       (IMPORTS, SHADOW_NOT_IMPLEMENTED)))
     for student in ("swap-during-test", "swap-as-written"):
@@ -759,11 +772,15 @@ def test_a_flagged_patch_is_not_run(graded):
     assert "not run" not in " ".join(lines(graded["out"], "PROBLEM", "swap-as-written"))
 
 
-def test_a_set_shown_before_the_kernel_died_is_not_read(graded):
-    cell = next(c for c in autograded(graded["root"], "exit-after-set").cells
+@pytest.mark.parametrize("student, said", [
+    ("exit-after-set", "KernelDied"),
+    # lost, or all came (two sets), or the flood outlasted the cell's time limit (no answers): never the set shown
+    ("flood-after-set", r"lost on the way|gave \d+ sets of answers|longer than the grader allows")])
+def test_a_set_shown_before_respond_s_was_kept_out_is_not_read(graded, student, said):
+    cell = next(c for c in autograded(graded["root"], student).cells
                 if c.metadata.get("nbgrader", {}).get("grade_id") == "test_causal_mask")
     shown = "".join(o.get("text", "") + str(o.get("data", "")) + o.get("evalue", "") for o in cell.outputs)
-    assert "did not end" in shown, shown
+    assert re.search(said, shown), shown[-2000:]
 
 
 def test_a_changed_channel_is_named_in_the_feedback(graded):

@@ -10,11 +10,12 @@ import nbformat
 import pytest
 
 from headlab import codec
+from heads_autograde import HeardMessages
 from heads_outside import AnswerCapture, JudgeOutsideKernel, read_given
 
 ENTRIES = [{"check": "headlab.checks.ch00:padding_mask", "answer": "padding_mask", "args": [], "kwargs": {},
             "calls": []}]
-VIEW = {f"test_{x}": [{"answer": x, "calls": []}] for x in "abcd"}
+VIEW = {f"test_{x}": [{"answer": x, "calls": []}] for x in "abcde"}
 
 
 def graded_cell(grade_id: str | None, *given: dict):
@@ -112,7 +113,29 @@ def test_a_result_is_what_its_cell_left_whatever_a_later_cell_writes(tmp_path):
     # a killed kernel): respond's never came, and the cell gives none
     capture.before(graded_cell("test_d"))
     capture.after(graded_cell("test_d", given("test_d", "shown before the kernel died")), ended=False)
-    assert "did not end" in str(capture.answers["test_d"]), capture.answers
+    assert capture.answers["test_d"] is None, "no answers: the feedback says why the cell did not end"
+    capture.before(graded_cell("test_e"))
+    capture.after(graded_cell("test_e", given("test_e", "the one set that came")), distrust="3 messages were lost")
+    assert "lost" in str(capture.answers["test_e"]), capture.answers
+
+
+def test_the_executor_counts_the_messages_it_lost():
+    """jupyter_client numbers a session's messages; a cell during which some never arrived (a queue overflowed)
+    is known, whatever arrived after them."""
+    heard = HeardMessages()
+
+    def hear(*numbers, session="k_1"):
+        for n in numbers:
+            heard.hear({"header": {"msg_id": f"{session}_{n}"}})
+
+    hear(9, 10, 11)
+    mark = heard.mark()
+    hear(12, 13, 15, 16)   # 14 lost
+    assert heard.lost_since(mark) == 1
+    mark = heard.mark()
+    hear(17, 18, session="k_1")
+    hear(1, 2, session="other_2")
+    assert heard.lost_since(mark) == 0
 
 
 def _wrong_causal_mask(n):   # a wrong answer: the graded one in the attacks below

@@ -379,6 +379,10 @@ def free_names(node: ast.AST) -> set[str]:
             own.add(n.arg)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             own |= {a.asname or a.name.split(".")[0] for a in n.names}
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:   # a match pattern's capture
+            own.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            own.add(n.rest)
     return read - own
 
 

@@ -78,13 +78,22 @@ def test_the_patch_is_not_run_and_the_answer_shown_is_graded():
     assert answer_cell(nb).source.strip() == WRONG.strip(), "the answer cell is not touched"
 
 
-def test_a_patch_inside_an_answer_leaves_the_answer_defined():
-    answer = CORRECT.replace("    return", "    import builtins\n    builtins.exec = print\n    return")
+# Red team 15's a7 (held out; written here): the answer installs the swap itself, through a match capture named `b`
+# (a name lesson 00 binds to the tokenizer's batch at its top level: the capture is the answer's own).
+PATCHES_IN_AN_ANSWER = {
+    "import": "    import builtins\n    builtins.exec = print\n",
+    "match-capture": "    match print:\n        case object(__self__=b):\n            b.exec = print\n",
+}
+
+
+@pytest.mark.parametrize("patch", PATCHES_IN_AN_ANSWER)
+def test_a_patch_inside_an_answer_leaves_the_answer_defined(patch):
+    answer = CORRECT.replace("    return", PATCHES_IN_AN_ANSWER[patch] + "    return")
     nb, rel = with_cell("x = 1", answer)
     disable_flagged(nb, rel)
     namespace = run(answer_cell(nb))
     assert torch.equal(namespace["causal_mask"](3), torch.ones(3, 3, dtype=torch.bool).tril())
-    assert "builtins.exec" not in code_of(answer_cell(nb))
+    assert ".exec = print" not in code_of(answer_cell(nb))
     assert held(nb, rel) == []
 
 

@@ -304,6 +304,7 @@ def autograde(course: Course, lessons: list[str], jobs: int, scheduler: str | No
     try:
         if regrade:
             writer.forget(lessons)
+        writer.forget_handins(run_flagged)
         if hidden_seed is None:
             hidden_seed = course.config.RunAnswersOnly.get("hidden_seed", -1)
         if hidden_seed < 0:

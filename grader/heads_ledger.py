@@ -64,6 +64,13 @@ class Writer:
         with self._one_transaction():
             self.gb.db.execute(LEDGER.delete().where(LEDGER.c.lesson.in_(lessons)))
 
+    def forget_handins(self, where: frozenset[str]) -> None:
+        """`grade.py autograde --run-flagged STUDENT/LESSON`: the ledger forgets those hand-ins, so that the
+        result graded as written is applied in place of the one already there."""
+        with self._one_transaction():
+            for student, _, lesson in (w.partition("/") for w in where):
+                self.gb.db.execute(LEDGER.delete().where((LEDGER.c.student == student) & (LEDGER.c.lesson == lesson)))
+
     def apply(self, result: dict) -> bool:
         """Apply one task's result (heads_task.grade_handin, status "graded"): its autograded folder and
         verdicts, then its scores, comments and ledger row in one transaction. False, with nothing

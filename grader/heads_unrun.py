@@ -36,6 +36,25 @@ from heads_files import problem
 from heads_flags import NotebookReading, cell_id, holds, package_flags
 
 MOST_ROUNDS = 8   # each round removes at least one statement; a cell needing more is not run at all
+# Narrowing reads the cell again for each statement: a flagged cell of more is not run at all (a red team's
+# 1200-line cell kept the grader's process busy for minutes)
+MOST_STATEMENTS = 200
+
+
+def _lines(source: str) -> str:
+    """`source` with Python's line breaks as `\n` only: Python breaks a line at a lone `\r` too, which a split on
+    `\n` does not see (a red team's `\r` moved code into the grader's note, where the kernel ran it)."""
+    return source.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _shown(line: str) -> str:
+    """A line of code as the note quotes it: its first 60 characters."""
+    return _printable(line.strip()[:60])
+
+
+def _printable(text: str) -> str:
+    """`text` with each unprintable character (a line break among them) as `?`: a note is one comment line."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _children(stmt: ast.stmt) -> list[ast.stmt]:
@@ -94,7 +113,7 @@ class _Cell:
 
     def as_run(self, source: str) -> tuple[str, list[str]]:
         """(the cell's code with its flagged statements replaced by pass, a line for each: where, what, why)."""
-        text, notes = translated(source), []
+        text, notes = translated(_lines(source)), []
         for _ in range(MOST_ROUNDS):
             held = self.held(text)
             if not held:
@@ -105,7 +124,8 @@ class _Cell:
                 text = translated(timed[1])
                 continue
             try:
-                stmts = self.culprits(text, ast.parse(text).body, held)
+                body = ast.parse(text).body
+                stmts = self.culprits(text, body, held) if len(body) <= MOST_STATEMENTS else []
             except (SyntaxError, ValueError, RecursionError):
                 break
             if not stmts:
@@ -114,7 +134,7 @@ class _Cell:
             for stmt in stmts:
                 first = _span(stmt)[0]
                 reasons = sorted(held - self.held(replaced(text, [stmt])))
-                notes.append(f"line {first + 1} `{lines[first].strip()[:60]}`: {'; '.join(reasons)}")
+                notes.append(f"line {first + 1} `{_shown(lines[first])}`: {'; '.join(reasons)}")
             text = replaced(text, stmts)
         held = sorted(self.held(text)) or ["its code could not be narrowed to a statement"]
         return "pass", notes + [f"the rest of the cell: {'; '.join(held)}"]
@@ -139,13 +159,13 @@ def disable_flagged(nb, release: dict) -> list[str]:
         if any(holds(f) for f in reading.reasons(cell, tree)):
             text, notes = _Cell(reading, cell).as_run(source)
         else:
-            text, notes = translated(source), []
+            text, notes = translated(_lines(source)), []
         text, more = _without_answers(text, unwritten)
         if not notes and not more:
             continue
         notes += more
         header = ["# The grader did not run this cell's code flagged for review (replaced by `pass`):"]
-        cell["source"] = "\n".join([*header, *(f"#   {note}" for note in notes), text])
+        cell["source"] = "\n".join([*header, *(f"#   {_printable(note)}" for note in notes), text])
         changed.append(f"{cell_id(cell)}: not run, flagged for review: {' | '.join(notes)}")
     return changed
 
@@ -170,7 +190,7 @@ def _without_answers(text: str, unwritten: dict[str, str]) -> tuple[str, list[st
                for stmt in body]
     binding = [(stmt, names) for stmt, names in binding if names]
     lines = text.split("\n")
-    notes = [f"line {_span(stmt)[0] + 1} `{lines[_span(stmt)[0]].strip()[:60]}`: "
+    notes = [f"line {_span(stmt)[0] + 1} `{_shown(lines[_span(stmt)[0]])}`: "
              + "; ".join(unwritten[name] for name in names) for stmt, names in binding]
     return (replaced(text, [stmt for stmt, _ in binding]) if binding else text), notes
 

@@ -139,6 +139,28 @@ def test_a_binding_of_the_answer_in_another_cell_is_not_run_either():
     assert held(nb, rel) == []
 
 
+# Red team 17 (held out; written here): a flagged line with carriage returns, which Python reads as line breaks. Quoted
+# in the note, its code ran in the kernel from inside the comment; a line count other than the split's crashed
+# the rewrite. A cell of more statements than the grader narrows is not run at all.
+CARRIAGE_RETURNS = {
+    "note": 'P = "ran.append(1)"\nimport ctypes; s = """\rexec(P)\r#"""',
+    "count": "import ctypes\nx = 1\ry = 2\rz = 3",
+    "long": "import pdb\n" + "\n".join(f"x{k} = {k}" for k in range(300)) + "\nimport pdb",
+}
+
+
+@pytest.mark.parametrize("name", CARRIAGE_RETURNS)
+def test_what_the_kernel_runs_is_the_notebook_without_its_flagged_statements(name):
+    nb, rel = with_cell(CARRIAGE_RETURNS[name])
+    assert held(nb, rel)
+    disable_flagged(nb, rel)
+    source = nb.cells[3].source
+    namespace = {"ran": []}
+    exec(source, namespace)   # as the kernel runs it, comments and all
+    assert namespace["ran"] == [], source
+    assert held(nb, rel) == [], source
+
+
 @pytest.mark.parametrize("name", sorted(HONEST)[:12])
 def test_honest_code_runs_as_written(name):
     nb, rel = with_cell(HONEST[name])
